@@ -1,0 +1,37 @@
+# The README's two commands: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+BUILD  ?= build
+JOBS   ?= 2
+
+.PHONY: demo test install install-test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+# Build every example in assets/ into build/ and validate them.
+demo: install
+	$(VENV)/bin/fieldgen batch assets/manifest.toml --report $(BUILD)/demo-report.json
+	$(VENV)/bin/fieldgen validate $(BUILD)/*.vtu
+
+test: install-test
+	$(PY) -m pytest -n $(JOBS) -q
+
+bench: install-test
+	$(PY) benchmarks/build_stages.py
+
+clean:
+	rm -rf $(BUILD) .pytest_cache

@@ -1,0 +1,17 @@
+"""The fieldgen command line: parse, call the library, report."""
+
+from __future__ import annotations
+
+import click
+
+from fieldgen import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="fieldgen")
+def main() -> None:
+    """Pressure-field contact assets from surface meshes, and contact between them."""
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+"""fieldgen: pressure-field contact assets from surface meshes, and the runtime that uses them.
+
+Data flows one way (see ../shared/model/MODEL.md):
+surface -> tet mesh -> extent -> pressure -> asset -> runtime.
+"""
+
+__version__ = "0.1.0"

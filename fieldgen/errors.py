@@ -1,0 +1,41 @@
+"""Errors a user can act on: each names the file, the defect and the fix."""
+
+from __future__ import annotations
+
+
+class FieldgenError(Exception):
+    """Base class for every error fieldgen reports to a user.
+
+    ``str(error)`` is one message of the form
+    ``"<file>: <defect>. <fix>"`` (file and fix omitted when unknown).
+    """
+
+    def __init__(self, defect: str, *, path: str | None = None, fix: str | None = None):
+        self.defect = defect
+        self.path = None if path is None else str(path)
+        self.fix = fix
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        text = self.defect.rstrip(".") + "."
+        if self.path:
+            text = f"{self.path}: {text}"
+        if self.fix:
+            text = f"{text} {self.fix.rstrip('.')}."
+        return text
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InputError(FieldgenError):
+    """An input file (surface, core, table, spec, asset) cannot be used as given."""
+
+
+class OptionError(FieldgenError):
+    """Options contradict each other or the geometry (e.g. a selector that matches no face)."""
+
+
+class BuildError(FieldgenError):
+    """A stage of the pipeline failed on input that passed the input checks."""
