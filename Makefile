@@ -24,7 +24,11 @@ install-test: $(VENV)/.installed-test
 
 # Build every example in assets/ into build/ and validate them.
 demo: install
-	$(VENV)/bin/fieldgen batch assets/manifest.toml --report $(BUILD)/demo-report.json
+	@mkdir -p $(BUILD)
+	@for spec in assets/*.toml; do \
+	  name=$$(basename $$spec .toml); \
+	  $(VENV)/bin/fieldgen build --spec $$spec -o $(BUILD)/$$name.vtu || exit 1; \
+	done
 	$(VENV)/bin/fieldgen validate $(BUILD)/*.vtu
 
 test: install-test

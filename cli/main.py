@@ -6,12 +6,18 @@ import click
 
 from fieldgen import __version__
 
+from .build import build_command
+from .validate import validate_command
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="fieldgen")
 def main() -> None:
     """Pressure-field contact assets from surface meshes, and contact between them."""
 
+
+main.add_command(build_command)
+main.add_command(validate_command)
 
 if __name__ == "__main__":
     main()

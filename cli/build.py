@@ -1,0 +1,71 @@
+"""`fieldgen build`: a surface mesh to a validated pressure-field asset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fieldgen.build import BuildOptions, build, options_from_mapping, options_from_spec
+from fieldgen.progress import Progress
+
+from .common import EXIT_USAGE, json_option, print_json, quiet_option, reported_errors
+
+_NUMBER = click.FLOAT
+
+
+@click.command("build")
+@click.argument("input_path", metavar="INPUT", required=False, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Asset to write (.vtu). Default: INPUT's stem + .vtu here.")
+@click.option("--spec", type=click.Path(dir_okay=False), help="Build spec (TOML) with the same options; flags override it.")
+@click.option("--units", type=click.Choice(["m", "cm", "mm", "in"]), help="Units of INPUT and of lengths in flags (default m).")
+@click.option("--core", type=click.Path(dir_okay=False), help="Inner surface carved out as a rigid core (e = 1).")
+@click.option("--bonded", multiple=True, metavar="SELECTOR", help="Faces glued to a rigid backing (e = 1). Repeatable.")
+@click.option("--insulated", multiple=True, metavar="SELECTOR", help="Faces with zero flux. Repeatable.")
+@click.option("--max-volume", type=_NUMBER, help="Largest tet volume (input units cubed).")
+@click.option("--edge-length", type=_NUMBER, help="Target tet edge length (input units).")
+@click.option("--radius-edge", type=_NUMBER, help="TetGen radius-edge quality bound (default 1.414).")
+@click.option("--law", type=click.Choice(["linear", "hyperbolic", "table"]), help="Modulus law (inferred from --k/--table).")
+@click.option("--modulus", type=_NUMBER, help="Modulus scale M0 in Pa.")
+@click.option("--k", type=_NUMBER, help="Hyperbolic stiffening 0 <= K < 1: p0 = M0 e / (1 - K e).")
+@click.option("--table", type=click.Path(dir_okay=False), help="CSV of extent, pressure (Pa): a measured law.")
+@click.option("--layer-tolerance", type=_NUMBER, help="Largest allowed interpolation error of p0, Pa (default 1% of max p0).")
+@click.option("--expansion-rate", type=_NUMBER, help="Material's maximum expansion rate tau, 1/s: dissipation = 1/(L tau).")
+@click.option("--dissipation", type=_NUMBER, help="Hunt-Crossley dissipation chi in s/m, given directly.")
+@click.option("--mu-static", type=_NUMBER, help="Static friction coefficient (default 0.5).")
+@click.option("--mu-dynamic", type=_NUMBER, help="Dynamic friction coefficient (default 0.5).")
+@json_option
+@quiet_option
+def build_command(input_path, output, spec, as_json, quiet, **flags):
+    """Build a pressure-field asset from a surface mesh INPUT (STL, OBJ, PLY, OFF, GLB).
+
+    \b
+    Face selectors: normal:NX,NY,NZ[:DEG]  below:AXIS=VALUE  above:AXIS=VALUE
+                    box:X0,Y0,Z0,X1,Y1,Z1  group:NAME
+    Example:
+      fieldgen build pad.stl --units mm --bonded normal:0,0,-1 --modulus 2e5 --k 0.5 \\
+          --expansion-rate 10 -o pad.vtu
+    """
+    given = {k: v for k, v in flags.items() if v is not None and v != ()}
+    with reported_errors(EXIT_USAGE):
+        options, spec_input, spec_output = (BuildOptions(), None, None)
+        if spec is not None:
+            options, spec_input, spec_output = options_from_spec(spec)
+        options = options_from_mapping(given, origin="command line", base=options).checked()
+        input_path = input_path or spec_input
+        if input_path is None:
+            raise click.UsageError("no INPUT given (on the command line or as `input` in the spec)")
+        output = output or spec_output
+    progress = Progress(enabled=not quiet)
+    with reported_errors():
+        result = build(input_path, output, options, progress=progress)
+    if as_json:
+        print_json(result.to_dict())
+    elif not quiet:
+        click.echo(
+            f"wrote {result.output}: {result.tets} tets, {result.vertices} vertices, "
+            f"L = {result.characteristic_length:.6g} m, dissipation = {result.dissipation:.6g} s/m, "
+            f"max interpolation error = {result.max_interpolation_error:.4g} Pa"
+        , err=True)
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)

@@ -1,0 +1,39 @@
+"""What every command shares: error reporting with the right exit code, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import click
+
+from fieldgen.errors import FieldgenError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@contextmanager
+def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
+    """Turn a FieldgenError into its message on stderr and exit ``code``; Ctrl-C exits 130."""
+    try:
+        yield
+    except FieldgenError as exc:
+        fail(str(exc), code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout.")
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")

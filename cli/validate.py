@@ -1,0 +1,34 @@
+"""`fieldgen validate`: check assets against the schema and every invariant."""
+
+from __future__ import annotations
+
+import click
+
+from .common import json_option, print_json, quiet_option
+
+
+@click.command("validate")
+@click.argument("assets", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@json_option
+@quiet_option
+def validate_command(assets, as_json, quiet):
+    """Check each ASSET (.vtu); exit 0 if all are valid, 1 otherwise.
+
+    Example: fieldgen validate build/*.vtu --json
+    """
+    from fieldgen.validate import validate_asset
+
+    reports = [validate_asset(path) for path in assets]
+    if as_json:
+        print_json({"valid": all(r.ok for r in reports), "assets": [r.to_dict() for r in reports]})
+    else:
+        for report in reports:
+            failed = [c for c in report.checks if not c.ok]
+            if not failed:
+                if not quiet:
+                    click.echo(f"{report.path}: valid ({len(report.checks)} checks)")
+            else:
+                click.echo(f"{report.path}: INVALID", err=True)
+                for check in failed:
+                    click.echo(f"  {check.name}: {check.detail}", err=True)
+    raise SystemExit(0 if all(r.ok for r in reports) else 1)

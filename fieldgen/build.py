@@ -1,0 +1,399 @@
+"""The build pipeline: surface -> tet mesh -> extent -> pressure -> asset (MODEL.md section 1).
+
+``BuildOptions`` holds every option of ``fieldgen build`` with the names of its flags
+(underscores for dashes). Lengths are in the input's units, as the user wrote them;
+``build`` converts to SI once, at the surface stage. A spec file (TOML) holds the same
+keys; ``options_from_spec`` reads one and resolves its paths relative to the spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from . import __version__
+from .errors import FieldgenError, InputError, OptionError
+from .progress import Progress
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+LAWS = ("linear", "hyperbolic", "table")
+DEFAULT_FRICTION = 0.5
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Every option of ``fieldgen build``; lengths in the input's units (``units``)."""
+
+    units: str = "m"
+    core: str | None = None                 #: path of an inner surface carved out with e = 1
+    bonded: tuple[str, ...] = ()            #: face selectors glued to a rigid backing (e = 1)
+    insulated: tuple[str, ...] = ()         #: face selectors with zero flux
+    max_volume: float | None = None         #: largest tet volume, input units cubed
+    edge_length: float | None = None        #: target edge length, input units
+    radius_edge: float = 1.414              #: TetGen radius-edge quality bound
+    law: str | None = None                  #: linear | hyperbolic | table (inferred when None)
+    modulus: float | None = None            #: M0, Pa
+    k: float | None = None                  #: hyperbolic stiffening, 0 <= k < 1
+    table: str | None = None                #: CSV of extent, pressure (Pa)
+    layer_tolerance: float | None = None    #: Pa; default 0.01 x max p0
+    expansion_rate: float | None = None     #: tau, 1/s (D 5.2.1)
+    dissipation: float | None = None        #: chi, s/m, given directly
+    mu_static: float = DEFAULT_FRICTION
+    mu_dynamic: float = DEFAULT_FRICTION
+
+    # ----------------------------------------------------------------- checks
+    def checked(self) -> "BuildOptions":
+        """Return self after checking values that need no geometry; OptionError otherwise."""
+        from .surface import UNIT_SCALE
+
+        if self.units not in UNIT_SCALE:
+            raise OptionError(f"unknown units {self.units!r}", fix=f"use one of {', '.join(UNIT_SCALE)}")
+        law = self.resolved_law()
+        if law in ("linear", "hyperbolic") and self.modulus is None:
+            raise OptionError(f"the {law} law needs a modulus", fix="give --modulus M0 in Pa (e.g. --modulus 1e5)")
+        if law == "table" and self.table is None:
+            raise OptionError("the table law needs a table", fix="give --table FILE.csv with columns extent, pressure (Pa)")
+        if law == "table" and (self.modulus is not None or self.k is not None):
+            raise OptionError("--table and --modulus/--k both given", fix="give either a table or a modulus, not both")
+        if law == "hyperbolic" and self.k is None:
+            raise OptionError("the hyperbolic law needs k", fix="give --k K with 0 <= K < 1")
+        if law == "linear" and self.k not in (None, 0.0):
+            raise OptionError("--k given with the linear law", fix="drop --k or use --law hyperbolic")
+        positive = {
+            "modulus": self.modulus, "max_volume": self.max_volume, "edge_length": self.edge_length,
+            "expansion_rate": self.expansion_rate, "layer_tolerance": self.layer_tolerance,
+        }
+        for name, value in positive.items():
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise OptionError(f"--{name.replace('_', '-')} must be a positive number, got {value}",
+                                  fix="give a finite value greater than zero")
+        if self.radius_edge < 1.0:
+            raise OptionError(f"--radius-edge must be at least 1.0, got {self.radius_edge}",
+                              fix="use TetGen's usual bound, e.g. 1.414")
+        if self.dissipation is not None and not (math.isfinite(self.dissipation) and self.dissipation >= 0):
+            raise OptionError(f"--dissipation must be >= 0 s/m, got {self.dissipation}", fix="give a non-negative value")
+        if self.dissipation is not None and self.expansion_rate is not None:
+            raise OptionError("--dissipation and --expansion-rate both given",
+                              fix="give one: the dissipation follows from the expansion rate as 1/(L*tau)")
+        for name in ("mu_static", "mu_dynamic"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise OptionError(f"--{name.replace('_', '-')} must be >= 0, got {value}", fix="give a friction coefficient")
+        if self.mu_dynamic > self.mu_static:
+            raise OptionError(f"--mu-dynamic ({self.mu_dynamic}) exceeds --mu-static ({self.mu_static})",
+                              fix="kinetic friction cannot exceed static friction; swap or lower them")
+        return self
+
+    def resolved_law(self) -> str:
+        if self.law is not None:
+            if self.law not in LAWS:
+                raise OptionError(f"unknown law {self.law!r}", fix=f"use one of {', '.join(LAWS)}")
+            return self.law
+        if self.table is not None:
+            return "table"
+        if self.k is not None:
+            return "hyperbolic"
+        return "linear"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as plain JSON values (paths as given)."""
+        out = dataclasses.asdict(self)
+        for key in ("bonded", "insulated"):
+            out[key] = list(out[key])
+        return out
+
+
+OPTION_NAMES = tuple(f.name for f in dataclasses.fields(BuildOptions))
+PATH_OPTIONS = ("core", "table")
+LIST_OPTIONS = ("bonded", "insulated")
+
+
+def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLike | None = None,
+                         origin: str = "options", base: BuildOptions | None = None) -> BuildOptions:
+    """Merge ``values`` (flag names with underscores) over ``base``; resolve paths against ``base_dir``.
+
+    Unknown keys and wrongly typed values raise OptionError naming ``origin``.
+    """
+    merged = dataclasses.asdict(base or BuildOptions())
+    for key, value in values.items():
+        if key not in OPTION_NAMES:
+            close = [n for n in OPTION_NAMES if n.split("_")[0] == key.split("_")[0]]
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise OptionError(f"unknown option {key!r}", path=origin,
+                              fix=f"{hint}known options: {', '.join(OPTION_NAMES)}")
+        merged[key] = _coerce(key, value, origin, base_dir)
+    return BuildOptions(**merged)
+
+
+def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
+    default = getattr(BuildOptions(), key)
+    if key in LIST_OPTIONS:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise OptionError(f"option {key!r} must be a list of selector strings, got {value!r}", path=origin,
+                              fix='write e.g. bonded = ["normal:0,0,-1"]')
+        return tuple(value)
+    if key in PATH_OPTIONS:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=origin, fix="quote the path")
+        return str(Path(base_dir) / value) if base_dir is not None and not os.path.isabs(value) else value
+    if key in ("units", "law"):
+        if value is not None and not isinstance(value, str):
+            raise OptionError(f"option {key!r} must be a string, got {value!r}", path=origin, fix='write e.g. units = "mm"')
+        return value
+    # numbers
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise OptionError(f"option {key!r} must be a number, got {value!r}", path=origin,
+                              fix="write a plain number, e.g. 1e5") from None
+    return float(value) if default is None or isinstance(default, float) else value
+
+
+def read_spec(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
+    """Read a build spec (TOML); return its table and its folder. InputError if unreadable."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise InputError("spec file not found", path=str(path), fix="check the path given to --spec") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", path=str(path), fix="fix the syntax of the spec file") from None
+    return data, path.parent
+
+
+def options_from_spec(path: str | os.PathLike, base: BuildOptions | None = None) -> tuple[BuildOptions, str | None, str | None]:
+    """Options from a spec file, plus its optional ``input`` and ``output`` paths (resolved)."""
+    data, folder = read_spec(path)
+    data = dict(data)
+    extra = {}
+    for key in ("input", "output"):
+        value = data.pop(key, None)
+        if value is not None:
+            extra[key] = str(folder / value) if not os.path.isabs(value) else value
+    options = options_from_mapping(data, base_dir=folder, origin=str(path), base=base)
+    return options, extra.get("input"), extra.get("output")
+
+
+# ------------------------------------------------------------------ the build
+
+@dataclass
+class BuildResult:
+    """What a build produced, as reported by ``fieldgen build --json``."""
+
+    output: str
+    tets: int
+    vertices: int
+    characteristic_length: float
+    dissipation: float
+    max_interpolation_error: float
+    stage_seconds: dict[str, float]
+    volume: float
+    pressure_max: float
+    repairs: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        extra = out.pop("extra")
+        out.update(extra)
+        return out
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def default_output(input_path: str | os.PathLike) -> str:
+    """``<stem>.vtu`` in the current folder (inputs may live in read-only places)."""
+    return Path(input_path).stem + ".vtu"
+
+
+def make_law(options: BuildOptions):
+    """The modulus law p0 = M(e)·e the options describe (D 5.1.2)."""
+    from . import modulus
+
+    kind = options.resolved_law()
+    if kind == "linear":
+        return modulus.linear_law(options.modulus)
+    if kind == "hyperbolic":
+        return modulus.hyperbolic_law(options.modulus, options.k)
+    return modulus.table_law(options.table)
+
+
+def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
+          options: BuildOptions | None = None, *, progress: Progress | None = None,
+          extra_metadata: Mapping[str, Any] | None = None) -> BuildResult:
+    """Build a pressure-field asset from a surface mesh; raise FieldgenError on failure.
+
+    Nothing is written unless every stage succeeds (the asset is written atomically).
+    """
+    from .asset import Asset, write_asset
+    from .damping import characteristic_length, dissipation_from_expansion_rate
+    from .extent import solve_extent
+    from .layering import layer
+    from .selectors import assign_conditions, parse_selector
+    from .surface import UNIT_SCALE, check_core_inside, load_surface
+    from .tetmesh import MeshingOptions, mesh_statistics, refine_zero_tets, tetrahedralize
+    from .validate import validate_asset
+
+    options = (options or BuildOptions()).checked()
+    progress = progress or Progress(enabled=False)
+    input_path = str(input_path)
+    output_path = str(output_path or default_output(input_path))
+    if not output_path.endswith(".vtu"):
+        raise OptionError(f"output {output_path!r} does not end in .vtu", fix="name the asset FILE.vtu")
+    scale = UNIT_SCALE[options.units]
+    warnings: list[str] = []
+    law = make_law(options)
+
+    with progress.stage("load"):
+        surface = load_surface(input_path, options.units)
+        core = None
+        if options.core is not None:
+            core = load_surface(options.core, options.units, role="core")
+            check_core_inside(surface, core)
+        bonded = [parse_selector(text, scale) for text in options.bonded]
+        insulated = [parse_selector(text, scale) for text in options.insulated]
+        markers = assign_conditions(surface, bonded, insulated)
+    for repair in surface.repairs:
+        progress.message(f"repaired {input_path}: {repair}")
+
+    meshing = MeshingOptions(
+        max_volume=None if options.max_volume is None else options.max_volume * scale**3,
+        edge_length=None if options.edge_length is None else options.edge_length * scale,
+        radius_edge=options.radius_edge,
+    )
+    with progress.stage("tetrahedralize"):
+        mesh = tetrahedralize(
+            surface.vertices, surface.faces, markers,
+            core_vertices=None if core is None else core.vertices,
+            core_faces=None if core is None else core.faces,
+            options=meshing,
+        )
+        mesh, split = refine_zero_tets(mesh)
+    if split:
+        progress.message(f"split {split} tets whose four vertices were all on the e = 0 surface")
+
+    with progress.stage("extent"):
+        solution = solve_extent(mesh)
+    if solution.max_violation > 1e-9:
+        warnings.append(f"discrete maximum principle violated by {solution.max_violation:.3g} "
+                        "(extent clipped to [0, 1]); a finer or better-shaped mesh reduces it")
+
+    with progress.stage("layering"):
+        layered = layer(mesh, solution.extent, law, options.layer_tolerance)
+
+    with progress.stage("damping"):
+        length = characteristic_length(layered.mesh.points, layered.mesh.tets, layered.extent)
+        if options.expansion_rate is not None:
+            chi = dissipation_from_expansion_rate(length, options.expansion_rate)
+        elif options.dissipation is not None:
+            chi = float(options.dissipation)
+        else:
+            chi = 0.0
+            warnings.append("no damping given (--expansion-rate or --dissipation): dissipation is 0")
+
+    stats = mesh_statistics(layered.mesh)
+    stats.update({
+        "tets_before_layering": mesh.n_tets,
+        "tets_split_zero_pressure": int(split),
+        "layer_levels": int(len(layered.levels)),
+    })
+    tolerance = options.layer_tolerance if options.layer_tolerance is not None else 0.01 * law.max_pressure
+    metadata: dict[str, Any] = {
+        "schema": "fieldgen.pressure_field/1",
+        "units": {"length": "m", "extent": "1", "pressure": "Pa", "pressure_gradient": "Pa/m",
+                  "characteristic_length": "m", "dissipation": "s/m", "expansion_rate": "1/s",
+                  "modulus": "Pa", "min_dihedral_angle": "deg", "max_interpolation_error": "Pa"},
+        "law": law.to_metadata(),
+        "characteristic_length": float(length),
+        "dissipation": float(chi),
+        "friction": {"static": float(options.mu_static), "dynamic": float(options.mu_dynamic)},
+        "boundary": boundary_description(options, surface, core, markers),
+        "extent_solution": {"problem": solution.problem, "solver": solution.solver,
+                            "iterations": int(solution.iterations),
+                            "relative_residual": float(solution.relative_residual),
+                            "max_violation": float(solution.max_violation)},
+        "layer_tolerance": float(tolerance),
+        "max_interpolation_error": float(layered.max_interpolation_error),
+        "mesh": stats,
+        "source": {"file": Path(input_path).name, "sha256": surface.sha256, "units": options.units,
+                   "repairs": list(surface.repairs)},
+        "tool": {"name": "fieldgen", "version": __version__},
+        "deterministic": True,
+    }
+    if options.expansion_rate is not None:
+        metadata["expansion_rate"] = float(options.expansion_rate)
+    if extra_metadata:
+        metadata.update(extra_metadata)
+
+    asset = Asset(points=layered.mesh.points, tets=layered.mesh.tets, extent=layered.extent,
+                  pressure=layered.pressure, metadata=metadata)
+    with progress.stage("write"):
+        parent = os.path.dirname(os.path.abspath(output_path))
+        os.makedirs(parent, exist_ok=True)
+        write_asset(output_path, asset)
+
+    with progress.stage("validate"):
+        report = validate_asset(output_path)
+    if not report.ok:
+        failed = "; ".join(f"{c.name}: {c.detail}" for c in report.checks if not c.ok)
+        os.remove(output_path)
+        raise FieldgenError(f"the built asset failed validation ({failed})", path=input_path,
+                            fix="this is a fieldgen bug; please report it with the input file")
+
+    return BuildResult(
+        output=output_path, tets=layered.mesh.n_tets, vertices=layered.mesh.n_points,
+        characteristic_length=float(length), dissipation=float(chi),
+        max_interpolation_error=float(layered.max_interpolation_error),
+        stage_seconds={k: round(v, 6) for k, v in progress.stage_seconds.items()},
+        volume=float(stats.get("volume", 0.0)), pressure_max=float(np.max(layered.pressure)),
+        repairs=list(surface.repairs), warnings=warnings,
+        extra={"layer_levels": int(len(layered.levels)), "law": law.kind},
+    )
+
+
+def boundary_description(options: BuildOptions, surface, core, markers) -> dict[str, Any]:
+    """The boundary specification recorded in the asset (MODEL.md section 1)."""
+    from .mesh import FREE, INSULATED, RIGID
+
+    out: dict[str, Any] = {
+        "bonded": list(options.bonded),
+        "insulated": list(options.insulated),
+        "faces": {"free": int(np.sum(markers == FREE)), "rigid": int(np.sum(markers == RIGID)),
+                  "insulated": int(np.sum(markers == INSULATED))},
+        "problem": "laplace" if (core is not None or np.any(markers == RIGID)) else "poisson",
+    }
+    if core is not None:
+        out["core"] = {"file": Path(core.path).name, "sha256": core.sha256}
+    return out
+
+
+def report_json(result: BuildResult) -> str:
+    return json.dumps(result.to_dict(), indent=2, sort_keys=True)
