@@ -1,0 +1,392 @@
+"""Layering: slice a tet mesh along iso-surfaces of the extent so a nonlinear modulus law is
+honoured by the runtime's linear interpolation (D 5.1.2: "I mesh objects so that they have layers").
+
+The error of linear interpolation of ``p0`` over a tet spanning ``Δe`` is about
+``p0''·Δe²/8`` (MODEL.md 1). Refining isotropically cannot reach useful tolerances for steep
+laws, but thin layers between extent levels can, and flat tets are fine for the runtime.
+
+Method:
+
+1. :func:`extent_levels` picks levels ``0 < e_1 < ... < e_K < 1`` greedily so that on each
+   interval ``[a, b]`` the oscillation of ``g = p0 − chord`` (``max g − min g``, sampled) is
+   within the tolerance. For any tet whose vertex extents lie in ``[a, b]`` the linear
+   interpolant differs from the law by ``Σλ_i g(e_i) − g(e)``, so the oscillation bounds the
+   interpolation error; for a convex or concave law it equals the chord error.
+2. :func:`slice_by_levels` cuts the mesh by each level set in turn: one new vertex per cut edge
+   (extent exactly the level, position by linear interpolation), each cut tet splits into convex
+   pieces (tet + prism, two prisms, tet + pyramid, two tets), and each piece is tetrahedralised
+   by the pulling rule (cone from its minimum-global-index vertex; a quad face split by the
+   diagonal through its own minimum-index vertex), so neighbours agree on shared faces
+   (Dompierre et al., "How to subdivide pyramids, prisms and hexahedra into tetrahedra").
+   Boundary triangles are cut by the same rule and keep their marker and winding.
+3. :func:`max_interpolation_error` measures the achieved error independently, by sampling.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fieldgen.errors import BuildError, OptionError
+from fieldgen.mesh import TetMesh, orient_positive, tet_volumes
+from fieldgen.modulus import ModulusLaw
+
+#: Vertices closer than this to a level (in extent, which spans [0, 1]) count as on it.
+ON_LEVEL = 1e-10
+#: Samples per interval when measuring the chord oscillation of a law.
+CHORD_SAMPLES = 257
+#: Levels aim at this fraction of the tolerance: the sampled oscillation underestimates the true
+#: one by about 1/(CHORD_SAMPLES - 1)^2 relative, so this margin keeps the bound strict.
+TOLERANCE_MARGIN = 0.995
+#: Refuse tolerances that would need more levels than this (the mesh would explode).
+MAX_LEVELS = 2000
+
+
+@dataclass
+class LayeringResult:
+    """A layered mesh with its P1 extent and pressure (D 5.1.2)."""
+
+    mesh: TetMesh
+    extent: np.ndarray
+    pressure: np.ndarray            # law.pressure(extent) at vertices, Pa
+    levels: np.ndarray              # extent levels used
+    max_interpolation_error: float  # Pa, measured by max_interpolation_error()
+    tets_added: int
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. levels
+
+def chord_oscillation(law: ModulusLaw, a: float, b: float, *, samples: int = CHORD_SAMPLES) -> float:
+    """``max g − min g`` over ``[a, b]`` with ``g = p0 − chord of p0``: a bound on the linear
+    interpolation error of any tet whose vertex extents lie in ``[a, b]`` (MODEL.md 1)."""
+    t = np.linspace(0.0, 1.0, samples)
+    e = a + (b - a) * t
+    if law.kind == "table":   # include the table's own points, where the curvature can jump
+        knots = np.asarray(law.table_extent)
+        e = np.union1d(e, knots[(knots > a) & (knots < b)])
+        t = (e - a) / (b - a)
+    p = law.pressure(e)
+    g = p - (p[0] + (p[-1] - p[0]) * t)
+    return float(g.max() - g.min())
+
+
+def extent_levels(law: ModulusLaw, tolerance: float) -> np.ndarray:
+    """Levels ``0 < e_1 < ... < e_K < 1`` with the chord oscillation of ``p0`` on every interval
+    at most ``tolerance`` Pa (D 5.1.2). Empty for a linear law. Deterministic."""
+    tol = _check_tolerance(tolerance, law)
+    if law.kind == "linear" or (law.kind == "hyperbolic" and law.k == 0.0):
+        return np.zeros(0)
+    target = TOLERANCE_MARGIN * tol
+    levels: list[float] = []
+    a = 0.0
+    while chord_oscillation(law, a, 1.0) > target:
+        lo, hi = a, 1.0          # invariant: [a, lo] within tolerance, [a, hi] not
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if mid <= lo or mid >= hi:
+                break
+            if chord_oscillation(law, a, mid) <= target:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-9 * (hi - a):
+                break
+        if lo - a <= 16 * ON_LEVEL:
+            raise OptionError(
+                f"layer_tolerance {tol:g} Pa needs layers thinner than {lo - a:.1e} in extent "
+                f"near e = {a:.6g} (the law bends too sharply there)",
+                fix="raise layer_tolerance or smooth the modulus law")
+        levels.append(lo)
+        if len(levels) > MAX_LEVELS:
+            raise OptionError(
+                f"layer_tolerance {tol:g} Pa needs more than {MAX_LEVELS} extent layers",
+                fix=f"raise layer_tolerance (default 0.01 x max p0 = {0.01 * law.max_pressure:g} Pa)")
+        a = lo
+    return np.array(levels)
+
+
+def _check_tolerance(tolerance, law: ModulusLaw) -> float:
+    try:
+        tol = float(tolerance)
+    except (TypeError, ValueError):
+        tol = float("nan")
+    if not (math.isfinite(tol) and tol > 0):
+        raise OptionError(f"layer_tolerance is {tolerance!r}; it must be a positive number of Pa",
+                          fix=f"give e.g. {0.01 * law.max_pressure:g} (1% of max p0)")
+    return tol
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. slicing
+#
+# A cut tet is canonicalised by a stable sort of its vertices by side (below, on, above), so the
+# case is fixed by the counts (n_below, n_on, n_above). Local indices 0..3 are the sorted
+# vertices, 4.. the cut points of the listed local edges. Each piece lists its vertices and its
+# faces (a quad in cyclic order).
+
+_CASES = {
+    # one below, three above: tet + prism
+    (1, 0, 3): ([(0, 1), (0, 2), (0, 3)],
+                [((0, 4, 5, 6), None),
+                 ((1, 2, 3, 4, 5, 6), [(4, 5, 6), (1, 2, 3), (1, 2, 5, 4), (2, 3, 6, 5), (3, 1, 4, 6)])]),
+    # three below, one above: prism + tet
+    (3, 0, 1): ([(0, 3), (1, 3), (2, 3)],
+                [((3, 4, 5, 6), None),
+                 ((0, 1, 2, 4, 5, 6), [(4, 5, 6), (0, 1, 2), (0, 1, 5, 4), (1, 2, 6, 5), (2, 0, 4, 6)])]),
+    # two below, two above: two prisms sharing the cut quad (4, 6, 7, 5)
+    (2, 0, 2): ([(0, 2), (0, 3), (1, 2), (1, 3)],
+                [((0, 1, 4, 5, 6, 7), [(0, 4, 5), (1, 6, 7), (0, 1, 6, 4), (0, 1, 7, 5), (4, 6, 7, 5)]),
+                 ((2, 3, 4, 5, 6, 7), [(2, 4, 6), (3, 5, 7), (2, 3, 5, 4), (2, 3, 7, 6), (4, 6, 7, 5)])]),
+    # one below, one on, two above: tet + pyramid (apex = the on vertex)
+    (1, 1, 2): ([(0, 2), (0, 3)],
+                [((0, 1, 4, 5), None),
+                 ((1, 2, 3, 4, 5), [(2, 3, 5, 4), (1, 2, 3), (1, 3, 5), (1, 5, 4), (1, 4, 2)])]),
+    # two below, one on, one above: pyramid + tet
+    (2, 1, 1): ([(0, 3), (1, 3)],
+                [((2, 3, 4, 5), None),
+                 ((0, 1, 2, 4, 5), [(0, 1, 5, 4), (2, 0, 1), (2, 1, 5), (2, 5, 4), (2, 4, 0)])]),
+    # one below, two on, one above: two tets
+    (1, 2, 1): ([(0, 3)],
+                [((0, 1, 2, 4), None),
+                 ((3, 1, 2, 4), None)]),
+}
+
+
+def _pull(global_ids: np.ndarray, piece: tuple, faces: list | None) -> np.ndarray:
+    """Tetrahedralise one convex piece per row by the pulling rule; returns (m, 4) global ids."""
+    if faces is None:
+        return global_ids[:, list(piece)]
+    ids = global_ids[:, list(piece)]                      # (r, m)
+    pos = {local: j for j, local in enumerate(piece)}
+    apex_col = np.argmin(ids, axis=1)
+    apex = ids[np.arange(len(ids)), apex_col]
+    out = []
+    for face in faces:
+        cols = [pos[v] for v in face]
+        fid = ids[:, cols]                                # (r, 3|4)
+        keep = ~np.any(fid == apex[:, None], axis=1)
+        if not np.any(keep):
+            continue
+        fid, ap = fid[keep], apex[keep]
+        if len(face) == 3:
+            out.append(np.column_stack([ap, fid]))
+            continue
+        through_02 = np.isin(np.argmin(fid, axis=1), (0, 2))
+        t1 = np.where(through_02[:, None], fid[:, [0, 1, 2]], fid[:, [0, 1, 3]])
+        t2 = np.where(through_02[:, None], fid[:, [0, 2, 3]], fid[:, [1, 2, 3]])
+        out.append(np.column_stack([ap, t1]))
+        out.append(np.column_stack([ap, t2]))
+    return np.concatenate(out) if out else np.zeros((0, 4), dtype=np.int64)
+
+
+def _cut_points(points, extent, edges, level):
+    """Unique cut edges (sorted pairs, lexicographic) -> new points with extent exactly ``level``."""
+    a, b = edges[:, 0], edges[:, 1]
+    t = (level - extent[a]) / (extent[b] - extent[a])
+    new_points = points[a] + t[:, None] * (points[b] - points[a])
+    return new_points
+
+
+def _slice_once(mesh: TetMesh, extent: np.ndarray, level: float):
+    """Cut ``mesh`` by the iso-surface ``e = level``; returns (mesh, extent)."""
+    points, tets = mesh.points, mesh.tets
+    n = len(points)
+    side = np.where(extent < level - ON_LEVEL, -1, np.where(extent > level + ON_LEVEL, 1, 0))
+    ts = side[tets]
+    cut = np.any(ts == -1, axis=1) & np.any(ts == 1, axis=1)
+    if not np.any(cut):
+        return mesh, extent
+
+    # New vertices: one per edge with endpoints on opposite sides, numbered by sorted edge.
+    ct = tets[cut]
+    pairs = np.concatenate([ct[:, [i, j]] for i in range(4) for j in range(i + 1, 4)])
+    pairs.sort(axis=1)
+    crossing = side[pairs[:, 0]] * side[pairs[:, 1]] == -1
+    keys = np.unique(pairs[crossing, 0] * n + pairs[crossing, 1])
+    edges = np.column_stack([keys // n, keys % n])
+    new_points = _cut_points(points, extent, edges, level)
+
+    def cut_index(u, v):
+        key = np.minimum(u, v) * n + np.maximum(u, v)
+        return n + np.searchsorted(keys, key)
+
+    # Tets.
+    order = np.argsort(ts[cut], axis=1, kind="stable")
+    canon = np.take_along_axis(ct, order, axis=1)          # below, on, above
+    cs = np.take_along_axis(ts[cut], order, axis=1)
+    counts = np.column_stack([(cs == s).sum(axis=1) for s in (-1, 0, 1)])
+    parent = np.flatnonzero(cut)
+    pieces, parents = [mesh.tets[~cut]], [np.flatnonzero(~cut)]
+    for case, (cut_edges, case_pieces) in _CASES.items():
+        rows = np.all(counts == case, axis=1)
+        if not np.any(rows):
+            continue
+        g = canon[rows]
+        ext = [g] + [cut_index(g[:, i], g[:, j])[:, None] for i, j in cut_edges]
+        g = np.concatenate(ext, axis=1)
+        for piece, faces in case_pieces:
+            sub = _pull(g, piece, faces)
+            pieces.append(sub)
+            parents.append(_repeat_parent(g, piece, faces, parent[rows]))
+    new_tets = np.concatenate(pieces)
+    new_parent = np.concatenate(parents)
+    all_points = np.concatenate([points, new_points])
+    new_tets = new_tets[np.argsort(new_parent, kind="stable")]
+    volumes = tet_volumes(all_points, new_tets)
+    new_tets = orient_positive(all_points, new_tets[volumes != 0.0])
+
+    faces, markers = _slice_boundary(mesh.boundary_faces, mesh.boundary_markers, side, cut_index)
+    new_extent = np.concatenate([extent, np.full(len(new_points), float(level))])
+    return TetMesh(all_points, new_tets, faces, markers), new_extent
+
+
+def _repeat_parent(g, piece, faces, parent):
+    """Parent tet of each sub-tet that :func:`_pull` emits (face-major, then row order)."""
+    if faces is None:
+        return parent
+    ids = g[:, list(piece)]
+    apex = ids.min(axis=1)
+    pos = {local: j for j, local in enumerate(piece)}
+    out = []
+    for face in faces:
+        keep = ~np.any(ids[:, [pos[v] for v in face]] == apex[:, None], axis=1)
+        reps = 1 if len(face) == 3 else 2
+        for _ in range(reps):
+            out.append(parent[keep])
+    return np.concatenate(out)
+
+
+def _slice_boundary(faces, markers, side, cut_index):
+    """Cut boundary triangles by the level, keeping winding and marker (same diagonal rule)."""
+    fs = side[faces]
+    cut = np.any(fs == -1, axis=1) & np.any(fs == 1, axis=1)
+    keep_faces, keep_markers = [faces[~cut]], [markers[~cut]]
+    f, m, s = faces[cut], markers[cut], fs[cut]
+    parent_rows = [np.flatnonzero(~cut)]
+    idx = np.flatnonzero(cut)
+    if len(f):
+        has_on = np.any(s == 0, axis=1)
+        # Odd vertex: the on vertex, or the vertex alone on its side.
+        lone = np.where(has_on[:, None], s == 0, s == -np.sign(s.sum(axis=1, keepdims=True)))
+        first = np.argmax(lone, axis=1)
+        roll = (first[:, None] + np.arange(3)) % 3
+        r = np.take_along_axis(f, roll, axis=1)           # r0 odd, winding preserved
+        # (1, 1, 1): on vertex o = r0, p = r1, q = r2 on opposite sides.
+        o = has_on
+        if np.any(o):
+            x = cut_index(r[o, 1], r[o, 2])
+            for tri in (np.column_stack([r[o, 0], r[o, 1], x]), np.column_stack([r[o, 0], x, r[o, 2]])):
+                keep_faces.append(tri)
+                keep_markers.append(m[o])
+                parent_rows.append(idx[o])
+        t = ~has_on
+        if np.any(t):
+            s0, p, q = r[t, 0], r[t, 1], r[t, 2]
+            xp, xq = cut_index(s0, p), cut_index(s0, q)
+            quad = np.column_stack([xp, p, q, xq])
+            through_02 = np.isin(np.argmin(quad, axis=1), (0, 2))
+            t1 = np.where(through_02[:, None], quad[:, [0, 1, 2]], quad[:, [0, 1, 3]])
+            t2 = np.where(through_02[:, None], quad[:, [0, 2, 3]], quad[:, [1, 2, 3]])
+            for tri in (np.column_stack([s0, xp, xq]), t1, t2):
+                keep_faces.append(tri)
+                keep_markers.append(m[t])
+                parent_rows.append(idx[t])
+    order = np.argsort(np.concatenate(parent_rows), kind="stable")
+    return np.concatenate(keep_faces)[order], np.concatenate(keep_markers)[order]
+
+
+def slice_by_levels(mesh: TetMesh, extent: np.ndarray, levels: np.ndarray) -> tuple[TetMesh, np.ndarray]:
+    """Cut ``mesh`` along the iso-surfaces ``e = level`` of its P1 extent (D 5.1.2).
+
+    The result is conforming, carries the boundary markers, preserves volume, and has the same
+    piecewise-linear extent as a function; every tet's vertex extents lie between two
+    consecutive levels. Deterministic: sub-tets follow their parent tet's order.
+    """
+    extent = _check_extent(mesh, extent)
+    levels = np.asarray(levels, dtype=np.float64).ravel()
+    if levels.size and (np.any(np.diff(levels) <= 0) or not np.all(np.isfinite(levels))):
+        raise OptionError("extent levels must be finite and strictly increasing",
+                          fix="sort the levels and remove duplicates")
+    out = TetMesh(np.asarray(mesh.points, dtype=np.float64), np.asarray(mesh.tets, dtype=np.int64),
+                  np.asarray(mesh.boundary_faces, dtype=np.int64),
+                  np.asarray(mesh.boundary_markers, dtype=np.int64))
+    for level in levels:
+        out, extent = _slice_once(out, extent, float(level))
+    return out, extent
+
+
+def _check_extent(mesh: TetMesh, extent) -> np.ndarray:
+    extent = np.asarray(extent, dtype=np.float64).ravel()
+    if extent.shape != (mesh.n_points,):
+        raise BuildError(f"the extent has {extent.size} values for {mesh.n_points} mesh points",
+                         fix="give one extent value per mesh vertex (P1, MODEL.md 1)")
+    bad = ~np.isfinite(extent) | (extent < -1e-9) | (extent > 1 + 1e-9)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise BuildError(f"{int(bad.sum())} extent values lie outside [0, 1] (e.g. vertex {i}: "
+                         f"{extent[i]!r})", fix="normalise the extent to [0, 1] (MODEL.md 1)")
+    return extent
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. measurement
+
+def _fixed_barycentric() -> np.ndarray:
+    """Edge midpoints, face centroids and the tet centroid, as barycentric rows."""
+    rows = []
+    for i in range(4):
+        for j in range(i + 1, 4):
+            w = np.zeros(4)
+            w[[i, j]] = 0.5
+            rows.append(w)
+    for i in range(4):
+        w = np.full(4, 1.0 / 3.0)
+        w[i] = 0.0
+        rows.append(w)
+    rows.append(np.full(4, 0.25))
+    return np.array(rows)
+
+
+def max_interpolation_error(points, tets, extent, pressure, law: ModulusLaw, *,
+                            samples_per_tet: int = 16, seed: int = 0, chunk: int = 50_000) -> float:
+    """Largest |linear interpolant of vertex ``pressure`` − ``law.pressure(interpolated extent)]|
+    in Pa, sampled at random barycentric points (seeded) plus edge midpoints and face/tet
+    centroids of every tet (MODEL.md 1). Independent of the layering criterion."""
+    tets = np.asarray(tets, dtype=np.int64)
+    extent = np.asarray(extent, dtype=np.float64)
+    pressure = np.asarray(pressure, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    fixed = _fixed_barycentric()
+    worst = 0.0
+    for start in range(0, len(tets), chunk):
+        t = tets[start:start + chunk]
+        e, p = extent[t], pressure[t]                       # (c, 4)
+        lam = rng.dirichlet(np.ones(4), size=(len(t), samples_per_tet))   # (c, s, 4)
+        for w in (fixed[None, :, :], lam):
+            ei = np.einsum("csk,ck->cs", np.broadcast_to(w, (len(t),) + w.shape[1:]), e)
+            pi = np.einsum("csk,ck->cs", np.broadcast_to(w, (len(t),) + w.shape[1:]), p)
+            err = np.abs(pi - law.pressure(ei))
+            if err.size:
+                worst = max(worst, float(err.max()))
+    return worst
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. the stage
+
+def layer(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw,
+          tolerance: float | None = None) -> LayeringResult:
+    """Layer ``mesh`` so linear interpolation of ``p0`` is within ``tolerance`` Pa of ``law``
+    (default 1% of max p0; D 5.1.2). A linear law needs no slicing."""
+    tol = 0.01 * law.max_pressure if tolerance is None else _check_tolerance(tolerance, law)
+    extent = _check_extent(mesh, extent)
+    levels = extent_levels(law, tol)
+    sliced, new_extent = slice_by_levels(mesh, extent, levels)
+    pressure = law.pressure(new_extent)
+    error = max_interpolation_error(sliced.points, sliced.tets, new_extent, pressure, law)
+    return LayeringResult(mesh=sliced, extent=new_extent, pressure=pressure, levels=levels,
+                          max_interpolation_error=error,
+                          tets_added=sliced.n_tets - mesh.n_tets)

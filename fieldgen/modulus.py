@@ -1,0 +1,247 @@
+"""Modulus laws: the pressure ``p0 = M(e)·e`` of a compliant object as a function of extent.
+
+MODEL.md section 1, D 5.1 (eq. 5.3) and D 5.1.2 (eq. 5.4):
+
+- ``linear``: ``M = M0``;
+- ``hyperbolic`` stiffening (foam, rubber): ``M = M0/(1 − k e)``, ``0 <= k < 1``;
+- ``table``: a characterised material, a monotone curve ``p0(e)`` given as points, with
+  ``p0(0) = 0`` and extent spanning ``[0, 1]``, interpolated monotonically (PCHIP) so the
+  interpolant never overshoots between points.
+
+The extent is defined on ``[0, 1]``; :meth:`ModulusLaw.pressure` clips to that domain.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.interpolate import PchipInterpolator
+
+from fieldgen.errors import InputError, OptionError
+
+KINDS = ("linear", "hyperbolic", "table")
+UNIT = "Pa"
+
+
+@dataclass(frozen=True)
+class ModulusLaw:
+    """A modulus law ``p0(e)`` (D 5.1.2). Build it with the ``*_law`` functions, which validate."""
+
+    kind: str                       # "linear" | "hyperbolic" | "table"
+    modulus: float                  # M0 in Pa (table: p0(1), the max pressure, the modulus scale)
+    k: float = 0.0
+    table_extent: tuple[float, ...] = ()
+    table_pressure: tuple[float, ...] = ()
+
+    def pressure(self, extent: np.ndarray) -> np.ndarray:
+        """``p0(e)`` in Pa at each extent (clipped to [0, 1]), vectorised (D 5.1, eq. 5.3)."""
+        e = np.clip(np.asarray(extent, dtype=np.float64), 0.0, 1.0)
+        if self.kind == "linear":
+            return self.modulus * e
+        if self.kind == "hyperbolic":
+            return self.modulus * e / (1.0 - self.k * e)
+        if self.kind == "table":
+            return self.interpolator()(e)
+        raise OptionError(f"unknown modulus law kind {self.kind!r}",
+                          fix=f"use one of {', '.join(KINDS)}")
+
+    def interpolator(self) -> PchipInterpolator:
+        """The monotone piecewise-cubic (PCHIP) interpolant of a table law."""
+        if self.kind != "table":
+            raise OptionError(f"a {self.kind} law has no table to interpolate",
+                              fix="call interpolator() only on a table law")
+        return PchipInterpolator(np.asarray(self.table_extent), np.asarray(self.table_pressure),
+                                 extrapolate=False)
+
+    @property
+    def max_pressure(self) -> float:
+        """``p0(1)``, the largest pressure of a monotone law, in Pa."""
+        if self.kind == "linear":
+            return float(self.modulus)
+        if self.kind == "hyperbolic":
+            return float(self.modulus / (1.0 - self.k))
+        return float(self.table_pressure[-1])
+
+    def to_metadata(self) -> dict:
+        """Plain-float description stored in an asset; :func:`law_from_metadata` inverts it."""
+        if self.kind == "linear":
+            return {"kind": "linear", "modulus": float(self.modulus), "unit": UNIT}
+        if self.kind == "hyperbolic":
+            return {"kind": "hyperbolic", "modulus": float(self.modulus), "k": float(self.k),
+                    "unit": UNIT}
+        return {"kind": "table", "modulus": float(self.max_pressure),
+                "extent": [float(x) for x in self.table_extent],
+                "pressure": [float(x) for x in self.table_pressure],
+                "interpolation": "pchip", "unit": UNIT}
+
+
+def _finite_number(value, what: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"{what} is {value!r}, not a number",
+                          fix=f"give {what} as a number") from None
+    if not math.isfinite(number):
+        raise OptionError(f"{what} is {number}, not finite", fix=f"give {what} as a finite number")
+    return number
+
+
+def linear_law(modulus: float) -> ModulusLaw:
+    """``p0 = M0·e`` (MODEL.md 1). OptionError unless ``M0`` is finite and positive."""
+    m0 = _finite_number(modulus, "the modulus")
+    if m0 <= 0:
+        raise OptionError(f"the modulus is {m0:g} Pa, but it must be positive",
+                          fix="give the modulus M0 in Pa, e.g. --modulus 1e6")
+    return ModulusLaw(kind="linear", modulus=m0)
+
+
+def hyperbolic_law(modulus: float, k: float) -> ModulusLaw:
+    """``p0 = M0·e/(1 − k e)`` (D 5.1.2, eq. 5.4). OptionError unless ``M0 > 0`` and ``0 <= k < 1``."""
+    m0 = linear_law(modulus).modulus
+    kk = _finite_number(k, "the stiffening k")
+    if not 0.0 <= kk < 1.0:
+        raise OptionError(f"the stiffening k is {kk:g}, outside [0, 1)",
+                          fix="give k with 0 <= k < 1 (k -> 1 makes p0(1) = M0/(1-k) unbounded)")
+    return ModulusLaw(kind="hyperbolic", modulus=m0, k=kk)
+
+
+def _check_table(extent: np.ndarray, pressure: np.ndarray, rows: list, source: str) -> None:
+    """Validate a table; ``rows[i]`` names point ``i`` in messages (a file line or an index)."""
+    path = str(source)
+    n = len(extent)
+    if n < 2:
+        raise InputError(f"the table has {n} point(s), at least 2 are needed", path=path,
+                         fix="give rows 'extent, pressure' from extent 0 to extent 1")
+    for i in range(n):
+        if not (math.isfinite(extent[i]) and math.isfinite(pressure[i])):
+            raise InputError(f"{rows[i]} is not finite (extent {extent[i]}, pressure {pressure[i]})",
+                             path=path, fix="give finite numbers in every row")
+    if extent[0] != 0.0:
+        raise InputError(f"{rows[0]} has extent {extent[0]:g}, but the table must start at extent 0",
+                         path=path, fix="add a first row '0, 0'")
+    if pressure[0] != 0.0:
+        raise InputError(f"{rows[0]} has pressure p0(0) = {pressure[0]:g} Pa, but p0(0) must be 0",
+                         path=path, fix="make the first row '0, 0' (no pressure at the surface)")
+    for i in range(1, n):
+        if not extent[i] > extent[i - 1]:
+            raise InputError(
+                f"{rows[i]} has extent {extent[i]:g}, not greater than {extent[i - 1]:g} in "
+                f"{rows[i - 1]}; extent must be strictly increasing", path=path,
+                fix="sort the rows by extent and remove duplicate extents")
+        if pressure[i] < pressure[i - 1]:
+            raise InputError(
+                f"{rows[i]} has pressure {pressure[i]:g} Pa, less than {pressure[i - 1]:g} Pa in "
+                f"{rows[i - 1]}; pressure must not decrease with extent", path=path,
+                fix="give a monotone (non-decreasing) pressure curve")
+    if extent[-1] != 1.0:
+        raise InputError(f"{rows[-1]} has extent {extent[-1]:g}, but the table must end at extent 1",
+                         path=path, fix="extend the table to extent 1 (full compression)")
+    if not pressure[-1] > 0.0:
+        raise InputError("the table's pressure is 0 everywhere", path=path,
+                         fix="give the pressures in Pa; p0(1) must be positive")
+
+
+def table_law_from_points(extent, pressure, source="table") -> ModulusLaw:
+    """A table law from points (D 5.1.2: a characterised material); InputError on a bad table.
+
+    ``source`` names the table in messages; points are named by their index.
+    """
+    e = np.asarray(extent, dtype=np.float64).ravel()
+    p = np.asarray(pressure, dtype=np.float64).ravel()
+    if e.shape != p.shape:
+        raise InputError(f"the table has {e.size} extents but {p.size} pressures", path=str(source),
+                         fix="give one pressure per extent")
+    _check_table(e, p, [f"point {i}" for i in range(e.size)], str(source))
+    return ModulusLaw(kind="table", modulus=float(p[-1]), table_extent=tuple(map(float, e)),
+                      table_pressure=tuple(map(float, p)))
+
+
+_SPLIT = re.compile(r"[,;\s]+")
+
+
+def table_law(path) -> ModulusLaw:
+    """Read a CSV table ``extent, pressure`` (Pa), header optional, '#' comments allowed.
+
+    InputError naming the file, the row (line number) and the fix on any defect.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as error:
+        raise InputError(f"cannot read the table ({error.strerror or error})", path=str(path),
+                         fix="give the path of a CSV file with columns extent, pressure") from None
+    except UnicodeDecodeError:
+        raise InputError("the table is not a text file", path=str(path),
+                         fix="give a CSV text file with columns extent, pressure") from None
+    extent, pressure, rows = [], [], []
+    first_content = True
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.split("#", 1)[0].strip()
+        if not stripped:
+            continue
+        cells = [c for c in _SPLIT.split(stripped) if c]
+        try:
+            values = [float(c) for c in cells]
+        except ValueError:
+            values = None
+        if values is None and first_content and not any(_is_number(c) for c in cells):
+            first_content = False          # a header row
+            continue
+        first_content = False
+        if values is None or len(values) != 2:
+            raise InputError(f"row {number} ({line.strip()!r}) is not two numbers 'extent, pressure'",
+                             path=str(path),
+                             fix="make every data row two numbers: extent (0..1), pressure in Pa")
+        extent.append(values[0])
+        pressure.append(values[1])
+        rows.append(f"row {number}")
+    if not extent:
+        raise InputError("the table has no data rows", path=str(path),
+                         fix="give rows 'extent, pressure' from extent 0 to extent 1")
+    e, p = np.array(extent), np.array(pressure)
+    _check_table(e, p, rows, str(path))
+    return ModulusLaw(kind="table", modulus=float(p[-1]), table_extent=tuple(map(float, e)),
+                      table_pressure=tuple(map(float, p)))
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def law_from_metadata(meta: dict, *, path=None) -> ModulusLaw:
+    """Inverse of :meth:`ModulusLaw.to_metadata`; InputError (naming ``path``) on bad metadata."""
+    where = None if path is None else str(path)
+    if not isinstance(meta, dict) or meta.get("kind") not in KINDS:
+        kind = meta.get("kind") if isinstance(meta, dict) else meta
+        raise InputError(f"the modulus law kind is {kind!r}", path=where,
+                         fix=f"store a law whose kind is one of {', '.join(KINDS)}")
+    if meta.get("unit", UNIT) != UNIT:
+        raise InputError(f"the modulus law unit is {meta.get('unit')!r}", path=where,
+                         fix=f"store pressures in {UNIT}")
+    try:
+        if meta["kind"] == "linear":
+            return linear_law(meta["modulus"])
+        if meta["kind"] == "hyperbolic":
+            return hyperbolic_law(meta["modulus"], meta["k"])
+        if meta.get("interpolation", "pchip") != "pchip":
+            raise InputError(f"the table interpolation is {meta.get('interpolation')!r}", path=where,
+                             fix="store interpolation 'pchip'")
+        law = table_law_from_points(meta["extent"], meta["pressure"], source=where or "table")
+    except KeyError as missing:
+        raise InputError(f"the {meta['kind']} modulus law lacks the field {missing}", path=where,
+                         fix="rewrite the asset with fieldgen build") from None
+    except OptionError as error:
+        raise InputError(error.defect, path=where, fix=error.fix) from None
+    if "modulus" in meta and not math.isclose(float(meta["modulus"]), law.modulus,
+                                               rel_tol=1e-12, abs_tol=0.0):
+        raise InputError(f"the table's modulus {meta['modulus']} Pa differs from its p0(1) = "
+                         f"{law.modulus} Pa", path=where, fix="store modulus = the last pressure")
+    return law
