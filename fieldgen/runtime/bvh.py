@@ -1,0 +1,214 @@
+"""Bounding volume hierarchy of a mesh's elements, and the two-tree broad phase (D 5.0.2).
+
+The tree is built once in the body frame from each element's axis-aligned box. A query
+between two trees takes the pose of B in A's frame and tests A's boxes against B's boxes
+mapped into A's frame (centre rotated and translated, half-size through ``|R|``): a
+conservative box for the rotated one, so no overlapping pair is ever missed.
+Traversal is a depth-first stack in a numba kernel; its output order depends only on the
+inputs, never on threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+LEAF_SIZE = 4
+
+
+@dataclass(frozen=True)
+class BVH:
+    """Flat AABB tree. Node ``k`` covers ``order[start[k]:start[k] + count[k]]`` when it is a
+    leaf (``left[k] < 0``); otherwise its children are ``left[k]`` and ``right[k]``."""
+
+    lower: np.ndarray      # (nodes, 3) node box minimum
+    upper: np.ndarray      # (nodes, 3) node box maximum
+    left: np.ndarray       # (nodes,) int64, -1 for a leaf
+    right: np.ndarray      # (nodes,) int64
+    start: np.ndarray      # (nodes,) int64 into order
+    count: np.ndarray      # (nodes,) int64
+    order: np.ndarray      # (elements,) int64 element ids in leaf order
+    element_lower: np.ndarray  # (elements, 3)
+    element_upper: np.ndarray  # (elements, 3)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.left.shape[0])
+
+
+def build_bvh(points: np.ndarray, elements: np.ndarray, leaf_size: int = LEAF_SIZE) -> BVH:
+    """Build the tree over elements (tets (t, 4) or triangles (f, 3)) of ``points``."""
+    points = np.ascontiguousarray(points, dtype=np.float64)
+    elements = np.ascontiguousarray(elements, dtype=np.int64)
+    corners = points[elements]
+    lo = np.ascontiguousarray(corners.min(axis=1))
+    hi = np.ascontiguousarray(corners.max(axis=1))
+    arrays = _build(lo, hi, int(leaf_size))
+    return BVH(*arrays, lo, hi)
+
+
+@nb.njit(cache=True)
+def _build(lo, hi, leaf_size):
+    n = lo.shape[0]
+    cap = max(2 * n, 1)
+    lower = np.zeros((cap, 3))
+    upper = np.zeros((cap, 3))
+    left = np.full(cap, -1, np.int64)
+    right = np.full(cap, -1, np.int64)
+    start = np.zeros(cap, np.int64)
+    count = np.zeros(cap, np.int64)
+    order = np.arange(n)
+    centre = 0.5 * (lo + hi)
+    stack = np.empty((cap, 3), np.int64)   # node, start, end
+    top = 0
+    n_nodes = 1
+    stack[0, 0] = 0
+    stack[0, 1] = 0
+    stack[0, 2] = n
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top, 0]
+        s = stack[top, 1]
+        e = stack[top, 2]
+        cmin = np.full(3, np.inf)
+        cmax = np.full(3, -np.inf)
+        for k in range(3):
+            lower[node, k] = np.inf
+            upper[node, k] = -np.inf
+        for i in range(s, e):
+            el = order[i]
+            for k in range(3):
+                lower[node, k] = min(lower[node, k], lo[el, k])
+                upper[node, k] = max(upper[node, k], hi[el, k])
+                cmin[k] = min(cmin[k], centre[el, k])
+                cmax[k] = max(cmax[k], centre[el, k])
+        start[node] = s
+        count[node] = e - s
+        if e - s <= leaf_size:
+            continue
+        axis = 0
+        for k in range(1, 3):
+            if cmax[k] - cmin[k] > cmax[axis] - cmin[axis]:
+                axis = k
+        keys = np.empty(e - s)
+        for i in range(s, e):
+            keys[i - s] = centre[order[i], axis]
+        perm = np.argsort(keys, kind="mergesort")
+        segment = order[s:e].copy()
+        for i in range(e - s):
+            order[s + i] = segment[perm[i]]
+        mid = (s + e) // 2
+        left[node] = n_nodes
+        right[node] = n_nodes + 1
+        stack[top, 0] = n_nodes + 1
+        stack[top, 1] = mid
+        stack[top, 2] = e
+        top += 1
+        stack[top, 0] = n_nodes
+        stack[top, 1] = s
+        stack[top, 2] = mid
+        top += 1
+        n_nodes += 2
+    return (lower[:n_nodes].copy(), upper[:n_nodes].copy(), left[:n_nodes].copy(),
+            right[:n_nodes].copy(), start[:n_nodes].copy(), count[:n_nodes].copy(), order)
+
+
+def candidate_pairs(bvh_a: BVH, bvh_b: BVH, X_AB: np.ndarray) -> np.ndarray:
+    """(m, 2) int64 pairs (element of A, element of B) whose boxes overlap, B posed at X_AB in A's frame."""
+    X_AB = np.ascontiguousarray(X_AB, dtype=np.float64)
+    if bvh_a.n_nodes == 0 or bvh_b.n_nodes == 0 or bvh_a.order.size == 0 or bvh_b.order.size == 0:
+        return np.zeros((0, 2), np.int64)
+    return _traverse(bvh_a.lower, bvh_a.upper, bvh_a.left, bvh_a.right, bvh_a.start, bvh_a.count,
+                     bvh_a.order, bvh_a.element_lower, bvh_a.element_upper,
+                     bvh_b.lower, bvh_b.upper, bvh_b.left, bvh_b.right, bvh_b.start, bvh_b.count,
+                     bvh_b.order, bvh_b.element_lower, bvh_b.element_upper, X_AB)
+
+
+@nb.njit(cache=True, inline="always")
+def _overlap(alo, ahi, blo, bhi, R, t):
+    """AABB (alo, ahi) against box (blo, bhi) of B mapped by (R, t) and re-boxed in A's frame."""
+    for i in range(3):
+        c = t[i]
+        h = 0.0
+        for j in range(3):
+            cj = 0.5 * (blo[j] + bhi[j])
+            hj = 0.5 * (bhi[j] - blo[j])
+            c += R[i, j] * cj
+            h += abs(R[i, j]) * hj
+        if c - h > ahi[i] or c + h < alo[i]:
+            return False
+    return True
+
+
+@nb.njit(cache=True)
+def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
+              blow, bupp, bleft, bright, bstart, bcount, border, belo, behi, X):
+    R = X[:3, :3].copy()
+    t = X[:3, 3].copy()
+    pad = 1e-12 * (np.max(np.abs(aupp[0])) + np.max(np.abs(alow[0])) + 1e-300)
+    cap = 1024
+    out = np.empty((cap, 2), np.int64)
+    m = 0
+    stack = np.empty((1024, 2), np.int64)
+    stack[0, 0] = 0
+    stack[0, 1] = 0
+    top = 1
+    alo = np.empty(3)
+    ahi = np.empty(3)
+    while top > 0:
+        top -= 1
+        na = stack[top, 0]
+        nb_ = stack[top, 1]
+        for k in range(3):
+            alo[k] = alow[na, k] - pad
+            ahi[k] = aupp[na, k] + pad
+        if not _overlap(alo, ahi, blow[nb_], bupp[nb_], R, t):
+            continue
+        a_leaf = aleft[na] < 0
+        b_leaf = bleft[nb_] < 0
+        if a_leaf and b_leaf:
+            for i in range(astart[na], astart[na] + acount[na]):
+                ea = aorder[i]
+                for k in range(3):
+                    alo[k] = aelo[ea, k] - pad
+                    ahi[k] = aehi[ea, k] + pad
+                for j in range(bstart[nb_], bstart[nb_] + bcount[nb_]):
+                    eb = border[j]
+                    if _overlap(alo, ahi, belo[eb], behi[eb], R, t):
+                        if m == cap:
+                            bigger = np.empty((2 * cap, 2), np.int64)
+                            bigger[:m] = out[:m]
+                            out = bigger
+                            cap *= 2
+                        out[m, 0] = ea
+                        out[m, 1] = eb
+                        m += 1
+            continue
+        if top + 4 > stack.shape[0]:
+            bigger_s = np.empty((2 * stack.shape[0], 2), np.int64)
+            bigger_s[:top] = stack[:top]
+            stack = bigger_s
+        # Descend the larger (by box diagonal) of the two internal nodes.
+        descend_a = not a_leaf
+        if not a_leaf and not b_leaf:
+            da = 0.0
+            db = 0.0
+            for k in range(3):
+                da += (aupp[na, k] - alow[na, k]) ** 2
+                db += (bupp[nb_, k] - blow[nb_, k]) ** 2
+            descend_a = da >= db
+        if descend_a:
+            stack[top, 0] = aright[na]
+            stack[top, 1] = nb_
+            stack[top + 1, 0] = aleft[na]
+            stack[top + 1, 1] = nb_
+        else:
+            stack[top, 0] = na
+            stack[top, 1] = bright[nb_]
+            stack[top + 1, 0] = na
+            stack[top + 1, 1] = bleft[nb_]
+        top += 2
+    return out[:m].copy()

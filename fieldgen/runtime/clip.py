@@ -1,0 +1,351 @@
+"""Narrow phase: the convex polygon of each candidate pair (D 5.0.2, C.1, C.2; M22 III-B).
+
+Kernels take world-frame vertex arrays and (m, 2) candidate pairs and return the kept
+polygons as flat growable arrays: ``vertices`` (nv, 3), ``vertex_pressure`` (nv,),
+``offsets`` (nf + 1,), ``normal``/``area``/``centroid``/``centroid_pressure`` per polygon and
+``pair`` (nf,) the index of the candidate pair it came from. Polygons are wound
+counter-clockwise about their normal. A polygon is kept when it has positive area.
+
+Tet faces: face ``i`` is opposite vertex ``i`` (the order of ``fieldgen.mesh``), its outward
+normal from the positive (VTK) orientation; a point is inside when ``n·(x - a) <= 0``.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+MAX_POLYGON = 16  # 8 is the geometric bound (a tet slice <= 4, +1 per clipping face); slack for ties
+_FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]], dtype=np.int64)
+
+
+@nb.njit(cache=True, inline="always")
+def _clip_halfspace(poly, n, tmp, nx, ny, nz, ax, ay, az):
+    """Sutherland–Hodgman: keep the part of poly[:n] with (x - a)·nrm <= 0; result in tmp."""
+    m = 0
+    for i in range(n):
+        j = i + 1 if i + 1 < n else 0
+        di = (poly[i, 0] - ax) * nx + (poly[i, 1] - ay) * ny + (poly[i, 2] - az) * nz
+        dj = (poly[j, 0] - ax) * nx + (poly[j, 1] - ay) * ny + (poly[j, 2] - az) * nz
+        if di <= 0.0:
+            if m < MAX_POLYGON:
+                tmp[m, 0] = poly[i, 0]
+                tmp[m, 1] = poly[i, 1]
+                tmp[m, 2] = poly[i, 2]
+                m += 1
+        if (di < 0.0 and dj > 0.0) or (di > 0.0 and dj < 0.0):
+            s = di / (di - dj)
+            if m < MAX_POLYGON:
+                tmp[m, 0] = poly[i, 0] + s * (poly[j, 0] - poly[i, 0])
+                tmp[m, 1] = poly[i, 1] + s * (poly[j, 1] - poly[i, 1])
+                tmp[m, 2] = poly[i, 2] + s * (poly[j, 2] - poly[i, 2])
+                m += 1
+    return m
+
+
+@nb.njit(cache=True)
+def _clip_by_tet(poly, n, tmp, P, tet, skip_mask):
+    """Clip poly[:n] by the faces of ``tet`` not flagged in ``skip_mask`` (bit i = face i)."""
+    for f in range(4):
+        if (skip_mask >> f) & 1:
+            continue
+        if n == 0:
+            return 0
+        a = P[tet[_FACES[f, 0]]]
+        b = P[tet[_FACES[f, 1]]]
+        c = P[tet[_FACES[f, 2]]]
+        ux, uy, uz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+        vx, vy, vz = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+        nx = uy * vz - uz * vy
+        ny = uz * vx - ux * vz
+        nz = ux * vy - uy * vx
+        n = _clip_halfspace(poly, n, tmp, nx, ny, nz, a[0], a[1], a[2])
+        for i in range(n):
+            poly[i, 0] = tmp[i, 0]
+            poly[i, 1] = tmp[i, 1]
+            poly[i, 2] = tmp[i, 2]
+    return n
+
+
+@nb.njit(cache=True)
+def _zero_face_mask(pressure, tet):
+    """Bit i set when face i of ``tet`` has p0 = 0 at all three vertices."""
+    mask = 0
+    for f in range(4):
+        if (pressure[tet[_FACES[f, 0]]] == 0.0 and pressure[tet[_FACES[f, 1]]] == 0.0
+                and pressure[tet[_FACES[f, 2]]] == 0.0):
+            mask |= 1 << f
+    return mask
+
+
+@nb.njit(cache=True)
+def _polygon_area_centroid(poly, n, nrm):
+    """Area (projected on the unit normal) and area centroid, by a fan from vertex 0."""
+    area = 0.0
+    cx = 0.0
+    cy = 0.0
+    cz = 0.0
+    for k in range(1, n - 1):
+        ux = poly[k, 0] - poly[0, 0]
+        uy = poly[k, 1] - poly[0, 1]
+        uz = poly[k, 2] - poly[0, 2]
+        vx = poly[k + 1, 0] - poly[0, 0]
+        vy = poly[k + 1, 1] - poly[0, 1]
+        vz = poly[k + 1, 2] - poly[0, 2]
+        a = 0.5 * ((uy * vz - uz * vy) * nrm[0] + (uz * vx - ux * vz) * nrm[1] + (ux * vy - uy * vx) * nrm[2])
+        area += a
+        cx += a * (poly[0, 0] + poly[k, 0] + poly[k + 1, 0]) / 3.0
+        cy += a * (poly[0, 1] + poly[k, 1] + poly[k + 1, 1]) / 3.0
+        cz += a * (poly[0, 2] + poly[k, 2] + poly[k + 1, 2]) / 3.0
+    c = np.empty(3)
+    if area > 0.0:
+        c[0] = cx / area
+        c[1] = cy / area
+        c[2] = cz / area
+    else:
+        for i in range(3):
+            c[i] = 0.0
+            for k in range(n):
+                c[i] += poly[k, i]
+            c[i] /= max(n, 1)
+    return area, c
+
+
+@nb.njit(cache=True)
+def _grow2(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty((max(need, 2 * a.shape[0]), a.shape[1]), a.dtype)
+    b[:a.shape[0]] = a
+    return b
+
+
+@nb.njit(cache=True)
+def _grow1(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
+    b[:a.shape[0]] = a
+    return b
+
+
+@nb.njit(cache=True)
+def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
+    """Equal-pressure polygons of tet pairs (D C.1): slice tet a by the plane p_b = p_a, then
+    clip by tet b's faces. Tet b's zero-pressure faces are never clipped: on the plane
+    p_b = p_a >= 0 inside tet a, so that clip is redundant, and skipping it is D 5.0.2's
+    duplicate-clip rule (clip a shared p0 = 0 boundary once, by tet A). Pairs whose gradients
+    differ by no more than ``eps_rel``·(|∇p_a| + |∇p_b|) have no plane (D C.2) and are skipped."""
+    m = pairs.shape[0]
+    verts = np.empty((max(4 * m, 16), 3))
+    vpress = np.empty(max(4 * m, 16))
+    offsets = np.zeros(max(m, 4) + 1, np.int64)
+    normals = np.empty((max(m, 4), 3))
+    areas = np.empty(max(m, 4))
+    cents = np.empty((max(m, 4), 3))
+    cpress = np.empty(max(m, 4))
+    src = np.empty(max(m, 4), np.int64)
+    nv = 0
+    nf = 0
+    poly = np.empty((MAX_POLYGON, 3))
+    tmp = np.empty((MAX_POLYGON, 3))
+    s = np.empty(4)
+    nrm = np.empty(3)
+    for k in range(m):
+        a = pairs[k, 0]
+        b = pairs[k, 1]
+        ta = TA[a]
+        tb = TB[b]
+        dg0 = gB[b, 0] - gA[a, 0]
+        dg1 = gB[b, 1] - gA[a, 1]
+        dg2 = gB[b, 2] - gA[a, 2]
+        dn = np.sqrt(dg0 * dg0 + dg1 * dg1 + dg2 * dg2)
+        scale = np.sqrt(gA[a, 0] ** 2 + gA[a, 1] ** 2 + gA[a, 2] ** 2) + np.sqrt(
+            gB[b, 0] ** 2 + gB[b, 1] ** 2 + gB[b, 2] ** 2)
+        if not dn > eps_rel * scale:
+            continue
+        nrm[0] = dg0 / dn
+        nrm[1] = dg1 / dn
+        nrm[2] = dg2 / dn
+        # p_b(x) = pB[tb0] + gB·(x - xb0); s_i = p_b(v_i) - p_a(v_i) at tet a's vertices.
+        xb = PB[tb[0]]
+        npos = 0
+        for i in range(4):
+            v = PA[ta[i]]
+            pbv = pB[tb[0]] + gB[b, 0] * (v[0] - xb[0]) + gB[b, 1] * (v[1] - xb[1]) + gB[b, 2] * (v[2] - xb[2])
+            s[i] = pbv - pA[ta[i]]
+            if s[i] > 0.0:
+                npos += 1
+        if npos == 0 or npos == 4:
+            continue
+        n = 0
+        if npos == 1 or npos == 3:
+            lone = -1
+            for i in range(4):
+                if (s[i] > 0.0) == (npos == 1):
+                    lone = i
+            for j in range(4):
+                if j != lone:
+                    t = s[lone] / (s[lone] - s[j])
+                    u = PA[ta[lone]]
+                    w = PA[ta[j]]
+                    for c in range(3):
+                        poly[n, c] = u[c] + t * (w[c] - u[c])
+                    n += 1
+        else:
+            i0 = -1
+            i1 = -1
+            j0 = -1
+            j1 = -1
+            for i in range(4):
+                if s[i] > 0.0:
+                    if i0 < 0:
+                        i0 = i
+                    else:
+                        i1 = i
+                else:
+                    if j0 < 0:
+                        j0 = i
+                    else:
+                        j1 = i
+            edges = ((i0, j0), (i0, j1), (i1, j1), (i1, j0))
+            for e in edges:
+                p_, q_ = e
+                t = s[p_] / (s[p_] - s[q_])
+                u = PA[ta[p_]]
+                w = PA[ta[q_]]
+                for c in range(3):
+                    poly[n, c] = u[c] + t * (w[c] - u[c])
+                n += 1
+        # Wind counter-clockwise about nrm.
+        ox = 0.0
+        for i in range(1, n - 1):
+            ux = poly[i, 0] - poly[0, 0]
+            uy = poly[i, 1] - poly[0, 1]
+            uz = poly[i, 2] - poly[0, 2]
+            vx = poly[i + 1, 0] - poly[0, 0]
+            vy = poly[i + 1, 1] - poly[0, 1]
+            vz = poly[i + 1, 2] - poly[0, 2]
+            ox += (uy * vz - uz * vy) * nrm[0] + (uz * vx - ux * vz) * nrm[1] + (ux * vy - uy * vx) * nrm[2]
+        if ox < 0.0:
+            for i in range(n // 2):
+                for c in range(3):
+                    tmpv = poly[i, c]
+                    poly[i, c] = poly[n - 1 - i, c]
+                    poly[n - 1 - i, c] = tmpv
+        n = _clip_by_tet(poly, n, tmp, PB, tb, _zero_face_mask(pB, tb))
+        if n < 3:
+            continue
+        area, cen = _polygon_area_centroid(poly, n, nrm)
+        if not area > 0.0:
+            continue
+        xa = PA[ta[0]]
+        verts = _grow2(verts, nv + n)
+        vpress = _grow1(vpress, nv + n)
+        for i in range(n):
+            for c in range(3):
+                verts[nv + i, c] = poly[i, c]
+            vpress[nv + i] = pA[ta[0]] + gA[a, 0] * (poly[i, 0] - xa[0]) + gA[a, 1] * (
+                poly[i, 1] - xa[1]) + gA[a, 2] * (poly[i, 2] - xa[2])
+        nv += n
+        offsets[nf + 1] = nv
+        for c in range(3):
+            normals[nf, c] = nrm[c]
+            cents[nf, c] = cen[c]
+        areas[nf] = area
+        cpress[nf] = pA[ta[0]] + gA[a, 0] * (cen[0] - xa[0]) + gA[a, 1] * (cen[1] - xa[1]) + gA[a, 2] * (cen[2] - xa[2])
+        src[nf] = k
+        nf += 1
+    return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
+            areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
+
+
+@nb.njit(cache=True)
+def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
+    """Rigid triangles clipped by the compliant tets they overlap (D 5.0.2). ``pairs`` holds
+    (tet, triangle); the normal is ``sign``·(triangle outward normal) and the pressure is the
+    tet's field interpolated."""
+    m = pairs.shape[0]
+    cap = max(m, 4)
+    verts = np.empty((max(4 * m, 16), 3))
+    vpress = np.empty(max(4 * m, 16))
+    offsets = np.zeros(cap + 1, np.int64)
+    normals = np.empty((cap, 3))
+    areas = np.empty(cap)
+    cents = np.empty((cap, 3))
+    cpress = np.empty(cap)
+    src = np.empty(cap, np.int64)
+    nv = 0
+    nf = 0
+    poly = np.empty((MAX_POLYGON, 3))
+    tmp = np.empty((MAX_POLYGON, 3))
+    nrm = np.empty(3)
+    for k in range(m):
+        t_ = pairs[k, 0]
+        f = pairs[k, 1]
+        tet = TT[t_]
+        for i in range(3):
+            for c in range(3):
+                poly[i, c] = PS[SF[f, i], c]
+        for c in range(3):
+            nrm[c] = sign * unit_normals[f, c]
+        n = 3
+        if sign < 0.0:   # keep counter-clockwise about the reported normal
+            for c in range(3):
+                tmpv = poly[1, c]
+                poly[1, c] = poly[2, c]
+                poly[2, c] = tmpv
+        n = _clip_by_tet(poly, n, tmp, PT, tet, 0)
+        if n < 3:
+            continue
+        area, cen = _polygon_area_centroid(poly, n, nrm)
+        if not area > 0.0:
+            continue
+        x0 = PT[tet[0]]
+        verts = _grow2(verts, nv + n)
+        vpress = _grow1(vpress, nv + n)
+        for i in range(n):
+            for c in range(3):
+                verts[nv + i, c] = poly[i, c]
+            vpress[nv + i] = p[tet[0]] + g[t_, 0] * (poly[i, 0] - x0[0]) + g[t_, 1] * (
+                poly[i, 1] - x0[1]) + g[t_, 2] * (poly[i, 2] - x0[2])
+        nv += n
+        offsets[nf + 1] = nv
+        for c in range(3):
+            normals[nf, c] = nrm[c]
+            cents[nf, c] = cen[c]
+        areas[nf] = area
+        cpress[nf] = p[tet[0]] + g[t_, 0] * (cen[0] - x0[0]) + g[t_, 1] * (cen[1] - x0[1]) + g[t_, 2] * (cen[2] - x0[2])
+        src[nf] = k
+        nf += 1
+    return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
+            areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
+
+
+@nb.njit(cache=True)
+def fan_triangles(vertices, vpress, offsets, centroids, cpress):
+    """Centroid fans (D 5.0.3, Algorithm 1): polygon k of n vertices becomes n triangles
+    (centroid, v_i, v_i+1). Returns new vertices (polygon vertices then one centroid per
+    polygon), their pressures, (nt, 3) triangles and (nt,) source polygon."""
+    nf = offsets.shape[0] - 1
+    nv = vertices.shape[0]
+    V = np.empty((nv + nf, 3))
+    P = np.empty(nv + nf)
+    V[:nv] = vertices
+    P[:nv] = vpress
+    V[nv:] = centroids
+    P[nv:] = cpress
+    tris = np.empty((nv, 3), np.int64)
+    owner = np.empty(nv, np.int64)
+    t = 0
+    for k in range(nf):
+        s = offsets[k]
+        e = offsets[k + 1]
+        for i in range(s, e):
+            j = i + 1 if i + 1 < e else s
+            tris[t, 0] = nv + k
+            tris[t, 1] = i
+            tris[t, 2] = j
+            owner[t] = k
+            t += 1
+    return V, P, tris, owner

@@ -1,0 +1,183 @@
+"""The contact surface between two bodies at given poses (MODEL 2; D 5.0.2, 5.0.3, C.1, C.2).
+
+Representations (MODEL 2, "Tessellation"):
+
+- ``"polygon"`` (M22 III-B): one convex polygon per overlapping tet–tet or triangle–tet pair.
+- ``"triangle"`` (D 5.0.3, Algorithm 1): each polygon fanned into triangles that share its
+  area centroid (the area centroid, not the vertex mean, so the fan moves continuously when
+  a polygon gains or loses a zero-length edge).
+
+Which tet–tet polygons are kept: every pair whose equal-pressure plane exists
+(|∇p_b − ∇p_a| > 1e-12·(|∇p_a| + |∇p_b|), D C.2) and whose clipped polygon has positive area.
+No filter on how "opposed" the gradients are (Drake drops faces whose normal is more than
+5π/8 from the gradients): any such cut makes the force jump when a polygon crosses the
+threshold, and breaks the energy argument (the force is −∇ of ∫ min(p_A, p_B) over the
+overlap, D A.1, which counts every piece of the equal-pressure surface). Consumers that want
+M22's rule (skip unless −∇p_A·n̂ > 0 and ∇p_B·n̂ > 0) have ``grad_a``/``grad_b`` per face.
+Triangle–tet polygons: every rigid triangle piece inside the compliant mesh, whichever way it
+faces (for a convex indenter this is exactly ∂(displaced volume), D A.1).
+
+Pass-through (D 5.1.2): a face lying in a tet that touches the rigid core, with a vertex
+pressure at the core's pressure, means the other body reached the core: a
+:class:`PassThroughWarning` is issued (a warning, the surface is still returned).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fieldgen.runtime import clip
+from fieldgen.runtime.bodies import CompliantBody, RigidBody
+from fieldgen.runtime.bvh import candidate_pairs
+from fieldgen.runtime.pose import as_matrix, rotate_vectors, transform_points
+
+REPRESENTATIONS = ("polygon", "triangle")
+GRADIENT_EPS = 1e-12
+
+
+class ContactWarning(UserWarning):
+    """Something about a contact the user should know; the result is still returned."""
+
+
+class PassThroughWarning(ContactWarning):
+    """A body reached the rigid core of a compliant body (D 5.1.2)."""
+
+
+@dataclass(eq=False)
+class ContactSurface:
+    """A contact surface in the world frame; ``n`` points from A into B.
+
+    Faces are polygons ``face_vertices[face_offsets[k]:face_offsets[k + 1]]`` (indices into
+    ``vertices``), counter-clockwise about ``normals[k]``; in the triangle representation every
+    face has 3 vertices (see :attr:`triangles`). Per face: ``normals``, ``areas``, ``centroids``
+    (area centroid), ``centroid_pressure`` (p0 there), ``grad_a``/``grad_b`` (∇p0 of each body
+    in the world frame, NaN for a rigid body), ``element_a``/``element_b`` (the tet or triangle
+    of each body). ``vertex_pressure`` is p0 at each vertex.
+    """
+
+    representation: str
+    vertices: np.ndarray
+    face_offsets: np.ndarray
+    face_vertices: np.ndarray
+    normals: np.ndarray
+    areas: np.ndarray
+    centroids: np.ndarray
+    vertex_pressure: np.ndarray
+    centroid_pressure: np.ndarray
+    grad_a: np.ndarray
+    grad_b: np.ndarray
+    element_a: np.ndarray
+    element_b: np.ndarray
+    X_WA: np.ndarray = field(default_factory=lambda: np.eye(4))
+    X_WB: np.ndarray = field(default_factory=lambda: np.eye(4))
+    name_a: str = "A"
+    name_b: str = "B"
+
+    @property
+    def n_faces(self) -> int:
+        return int(self.areas.shape[0])
+
+    @property
+    def total_area(self) -> float:
+        return float(np.sum(self.areas))
+
+    @property
+    def triangles(self) -> np.ndarray:
+        """(nf, 3) vertex indices; only for the triangle representation."""
+        if self.representation != "triangle":
+            raise ValueError("triangles exist only in the 'triangle' representation")
+        return self.face_vertices.reshape(-1, 3)
+
+    @property
+    def centroid(self) -> np.ndarray:
+        """Area-weighted centroid of the whole surface (NaN when empty)."""
+        area = self.areas.sum()
+        if area <= 0:
+            return np.full(3, np.nan)
+        return (self.centroids * self.areas[:, None]).sum(axis=0) / area
+
+    def face_vertex_counts(self) -> np.ndarray:
+        return np.diff(self.face_offsets)
+
+
+def empty_surface(representation: str, X_WA, X_WB, name_a="A", name_b="B") -> ContactSurface:
+    z3 = np.zeros((0, 3))
+    zi = np.zeros(0, np.int64)
+    return ContactSurface(representation, z3, np.zeros(1, np.int64), zi, z3.copy(), np.zeros(0), z3.copy(),
+                          np.zeros(0), np.zeros(0), z3.copy(), z3.copy(), zi, zi.copy(),
+                          as_matrix(X_WA), as_matrix(X_WB), name_a, name_b)
+
+
+def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "polygon") -> ContactSurface:
+    """Contact surface of ``body_a`` at pose ``X_WA`` and ``body_b`` at ``X_WB`` (Pose or 4x4).
+
+    Compliant–compliant: equal-pressure polygons (D C.1); compliant–rigid: rigid triangles
+    clipped by the tets (D 5.0.2); rigid–rigid: an empty surface.
+    """
+    if representation not in REPRESENTATIONS:
+        raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}")
+    XA, XB = as_matrix(X_WA), as_matrix(X_WB)
+    name_a, name_b = getattr(body_a, "name", "A"), getattr(body_b, "name", "B")
+    a_soft, b_soft = isinstance(body_a, CompliantBody), isinstance(body_b, CompliantBody)
+    for body in (body_a, body_b):
+        if not isinstance(body, (CompliantBody, RigidBody)):
+            raise TypeError(f"bodies must be CompliantBody or RigidBody, got {type(body).__name__}")
+    if not a_soft and not b_soft:
+        return empty_surface(representation, XA, XB, name_a, name_b)
+    X_AB = np.linalg.solve(XA, XB)
+    pairs = candidate_pairs(body_a.bvh, body_b.bvh, X_AB)
+    if a_soft and b_soft:
+        PA, PB = transform_points(XA, body_a.points), transform_points(XB, body_b.points)
+        gA, gB = rotate_vectors(XA, body_a.gradient), rotate_vectors(XB, body_b.gradient)
+        out = clip.tet_tet_polygons(pairs, PA, body_a.tets, body_a.pressure, gA,
+                                    PB, body_b.tets, body_b.pressure, gB, GRADIENT_EPS)
+        src = out[7]
+        el_a, el_b = pairs[src, 0], pairs[src, 1]
+        grad_a, grad_b = gA[el_a], gB[el_b]
+    elif a_soft:
+        PA, PS = transform_points(XA, body_a.points), transform_points(XB, body_b.vertices)
+        gA = rotate_vectors(XA, body_a.gradient)
+        out = clip.tri_tet_polygons(pairs, PA, body_a.tets, PS, body_b.faces,
+                                    rotate_vectors(XB, body_b.face_normals), -1.0, body_a.pressure, gA)
+        src = out[7]
+        el_a, el_b = pairs[src, 0], pairs[src, 1]
+        grad_a, grad_b = gA[el_a], np.full((len(src), 3), np.nan)
+    else:
+        PB, PS = transform_points(XB, body_b.points), transform_points(XA, body_a.vertices)
+        gB = rotate_vectors(XB, body_b.gradient)
+        swapped = np.ascontiguousarray(pairs[:, ::-1])
+        out = clip.tri_tet_polygons(swapped, PB, body_b.tets, PS, body_a.faces,
+                                    rotate_vectors(XA, body_a.face_normals), 1.0, body_b.pressure, gB)
+        src = out[7]
+        el_a, el_b = pairs[src, 0], pairs[src, 1]
+        grad_a, grad_b = np.full((len(src), 3), np.nan), gB[el_b]
+    verts, vpress, offsets, normals, areas, cents, cpress, _ = out
+    _warn_pass_through(body_a, el_a, body_b, el_b, vpress, offsets)
+    if representation == "polygon":
+        return ContactSurface("polygon", verts, offsets, np.arange(len(verts), dtype=np.int64), normals, areas,
+                              cents, vpress, cpress, grad_a, grad_b, el_a, el_b, XA, XB, name_a, name_b)
+    V, P, tris, owner = clip.fan_triangles(verts, vpress, offsets, cents, cpress)
+    t = V[tris]
+    fan_areas = 0.5 * np.einsum("ij,ij->i", np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]), normals[owner])
+    return ContactSurface("triangle", V, np.arange(0, 3 * len(tris) + 1, 3, dtype=np.int64), tris.ravel(),
+                          normals[owner], fan_areas, t.mean(axis=1), P, P[tris].mean(axis=1),
+                          grad_a[owner], grad_b[owner], el_a[owner], el_b[owner], XA, XB, name_a, name_b)
+
+
+def _warn_pass_through(body_a, el_a, body_b, el_b, vertex_pressure, offsets) -> None:
+    """PassThroughWarning when a face in a core-adjacent tet reaches the core pressure."""
+    if len(el_a) == 0:
+        return
+    face_max = np.maximum.reduceat(vertex_pressure, offsets[:-1]) if len(vertex_pressure) else np.zeros(0)
+    for body, elements, other in ((body_a, el_a, body_b), (body_b, el_b, body_a)):
+        if not isinstance(body, CompliantBody) or not np.isfinite(body.core_pressure):
+            continue
+        touching = body.core_tets[elements] & (face_max >= body.core_pressure * (1.0 - 1e-9))
+        if np.any(touching):
+            warnings.warn(PassThroughWarning(
+                f"{other.name} reached the rigid core of {body.name} on {int(touching.sum())} contact faces "
+                f"(pressure {face_max[touching].max():.4g} Pa = the field's maximum): the compliant layer is "
+                f"passed through, so the contact force no longer grows with penetration (D 5.1.2)"), stacklevel=3)

@@ -1,0 +1,87 @@
+"""Rigid poses X_WB (frame B in the world W) as 4x4 homogeneous transforms.
+
+Every runtime function accepts either a :class:`Pose` or a (4, 4) array; :func:`as_matrix`
+normalises both. Roll-pitch-yaw are fixed (extrinsic) X-Y-Z axes in degrees:
+``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def rotation_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """R = Rz(yaw)·Ry(pitch)·Rx(roll), angles in degrees (fixed X-Y-Z axes)."""
+    r, p, y = np.radians([roll, pitch, yaw])
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
+    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
+    rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
+    return rz @ ry @ rx
+
+
+@dataclass(frozen=True)
+class Pose:
+    """A rigid transform: ``x_W = rotation @ x_B + translation``."""
+
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    @classmethod
+    def from_xyz_rpy(cls, x: float = 0.0, y: float = 0.0, z: float = 0.0,
+                     roll: float = 0.0, pitch: float = 0.0, yaw: float = 0.0) -> "Pose":
+        """Translation in m, roll/pitch/yaw in degrees about fixed X, Y, Z."""
+        return cls(rotation_from_rpy(roll, pitch, yaw), np.array([x, y, z], dtype=np.float64))
+
+    @classmethod
+    def from_matrix(cls, matrix) -> "Pose":
+        m = as_matrix(matrix)
+        return cls(m[:3, :3].copy(), m[:3, 3].copy())
+
+    @property
+    def matrix(self) -> np.ndarray:
+        m = np.eye(4)
+        m[:3, :3] = self.rotation
+        m[:3, 3] = self.translation
+        return m
+
+    def inverse(self) -> "Pose":
+        rt = np.asarray(self.rotation).T
+        return Pose(rt, -rt @ np.asarray(self.translation))
+
+    def __matmul__(self, other: "Pose") -> "Pose":
+        return Pose.from_matrix(self.matrix @ as_matrix(other))
+
+
+def as_matrix(pose) -> np.ndarray:
+    """A (4, 4) float64 copy of ``pose`` (a Pose, a 4x4 array, or None for the identity)."""
+    if pose is None:
+        return np.eye(4)
+    if isinstance(pose, Pose):
+        return pose.matrix
+    m = np.array(pose, dtype=np.float64)
+    if m.shape != (4, 4):
+        raise ValueError(f"a pose must be a Pose or a 4x4 homogeneous matrix, got shape {m.shape}")
+    return m
+
+
+def transform_points(pose, points: np.ndarray) -> np.ndarray:
+    """Apply ``pose`` to (n, 3) points with an explicit per-row sum (bit-identical for any thread count)."""
+    m = as_matrix(pose)
+    p = np.asarray(points, dtype=np.float64)
+    out = np.empty_like(p)
+    for i in range(3):
+        out[:, i] = p[:, 0] * m[i, 0] + p[:, 1] * m[i, 1] + p[:, 2] * m[i, 2] + m[i, 3]
+    return out
+
+
+def rotate_vectors(pose, vectors: np.ndarray) -> np.ndarray:
+    """Apply only the rotation of ``pose`` to (n, 3) vectors."""
+    m = as_matrix(pose)
+    v = np.asarray(vectors, dtype=np.float64)
+    out = np.empty_like(v)
+    for i in range(3):
+        out[:, i] = v[:, 0] * m[i, 0] + v[:, 1] * m[i, 1] + v[:, 2] * m[i, 2]
+    return out
