@@ -1,0 +1,279 @@
+"""validate_asset: passes a correct asset, names the failed check for each corruption."""
+
+from __future__ import annotations
+
+import json
+
+import meshio
+import numpy as np
+import pytest
+from vtkmodules import vtkIOXML
+from vtkmodules.util.numpy_support import numpy_to_vtk
+
+from fieldgen.asset import write_asset
+from fieldgen.mesh import p1_gradients
+from fieldgen.validate import CHECKS, Check, ValidationReport, validate_asset
+from test_asset import M0, SIZE, TAU, box_mesh, pepper_asset, slab_asset, vtk_read
+
+ALL_CHECKS = ["readable"] + [name for name, _ in CHECKS]
+
+
+def failed(report: ValidationReport) -> set[str]:
+    return {check.name for check in report.checks if not check.ok}
+
+
+def written(tmp_path, asset, name="asset.vtu"):
+    path = tmp_path / name
+    write_asset(path, asset)
+    return path
+
+
+def rewrite(path, mutate):
+    """Change a written file with plain vtk (to corrupt what write_asset would not)."""
+    grid = vtk_read(path)
+    mutate(grid)
+    writer = vtkIOXML.vtkXMLUnstructuredGridWriter()
+    writer.SetFileName(str(path))
+    writer.SetInputData(grid)
+    writer.SetCompressorTypeToZLib()
+    assert writer.Write() == 1
+    return path
+
+
+def edit_metadata(edit):
+    def mutate(grid):
+        strings = grid.GetFieldData().GetAbstractArray("fieldgen_metadata")
+        meta = json.loads(strings.GetValue(0))
+        edit(meta)
+        strings.SetValue(0, json.dumps(meta))
+    return mutate
+
+
+# --------------------------------------------------------------------------- good assets
+
+def test_good_asset_passes_every_check(tmp_path):
+    report = validate_asset(written(tmp_path, slab_asset()))
+    assert [c.name for c in report.checks] == ALL_CHECKS
+    assert report.ok, [c for c in report.checks if not c.ok]
+    as_dict = report.to_dict()
+    assert as_dict["valid"] is True and as_dict["path"].endswith("asset.vtu")
+    assert [c["name"] for c in as_dict["checks"]] == ALL_CHECKS
+    json.dumps(as_dict)
+    detail = {c.name: c.detail for c in report.checks}
+    assert f"L = {SIZE[2]:.9g} m" in detail["characteristic_length"]   # L = h exactly (D 5.2.1)
+
+
+@pytest.mark.parametrize("law", [
+    {"kind": "hyperbolic", "modulus": M0, "k": 0.5, "unit": "Pa"},
+    {"kind": "table", "modulus": 3.0e5, "extent": [0.0, 0.5, 1.0],
+     "pressure": [0.0, 1.0e5, 3.0e5], "interpolation": "pchip", "unit": "Pa"},
+])
+def test_nonlinear_laws_pass_and_a_wrong_law_is_named(tmp_path, law):
+    from fieldgen.modulus import law_from_metadata
+
+    asset = slab_asset()
+    asset.metadata["law"] = law
+    asset.pressure = law_from_metadata(law).pressure(asset.extent)
+    report = validate_asset(written(tmp_path, asset))
+    assert report.ok, [c for c in report.checks if not c.ok]
+
+    asset.metadata["law"] = {"kind": "linear", "modulus": law["modulus"], "unit": "Pa"}
+    report = validate_asset(written(tmp_path, asset, "wrong.vtu"))
+    assert failed(report) == {"pressure_law"}
+
+
+def test_real_mesh_asset_passes(tmp_path, meshes):
+    report = validate_asset(written(tmp_path, pepper_asset(meshes)))
+    assert report.ok, [c for c in report.checks if not c.ok]
+
+
+def test_dissipation_given_directly_is_accepted(tmp_path):
+    asset = slab_asset()
+    del asset.metadata["expansion_rate"]
+    asset.metadata["dissipation"] = 0.0
+    assert validate_asset(written(tmp_path, asset)).ok
+
+
+# --------------------------------------------------------------------------- corruptions
+
+def test_negative_volume(tmp_path):
+    asset = slab_asset()
+    asset.tets[5, [2, 3]] = asset.tets[5, [3, 2]]
+    report = validate_asset(written(tmp_path, asset))
+    assert failed(report) == {"volumes"}
+    assert "1 of 216 tets have volume <= 0" in _detail(report, "volumes")
+
+
+def test_extent_above_one(tmp_path):
+    asset = slab_asset()
+    inside = np.flatnonzero((asset.points[:, 2] > 0) & (asset.points[:, 2] < SIZE[2]))[0]
+    asset.extent[inside] = 1.25
+    asset.pressure = M0 * asset.extent
+    report = validate_asset(written(tmp_path, asset))
+    assert "extent_range" in failed(report)
+    assert "1 of 80 vertices have extent outside [0, 1]" in _detail(report, "extent_range")
+
+
+def test_pressure_not_zero_on_the_contact_surface(tmp_path):
+    asset = slab_asset()
+    top = np.flatnonzero(asset.points[:, 2] == SIZE[2])
+    asset.pressure[top[3]] = 1e-3
+    report = validate_asset(written(tmp_path, asset))
+    assert {"zero_pressure_surface"} <= failed(report) <= {"zero_pressure_surface", "pressure_law"}
+    assert "1 of 20 boundary vertices with extent 0" in _detail(report, "zero_pressure_surface")
+
+
+def test_negative_pressure(tmp_path):
+    asset = slab_asset()
+    asset.pressure[0] = -1.0
+    assert "pressure_nonnegative" in failed(validate_asset(written(tmp_path, asset)))
+
+
+def test_no_contact_surface(tmp_path):
+    asset = slab_asset()
+    asset.extent = 0.5 + 0.5 * asset.extent
+    asset.pressure = M0 * asset.extent
+    assert "zero_pressure_surface" in failed(validate_asset(written(tmp_path, asset)))
+
+
+def test_inconsistent_gradient_and_the_tolerance(tmp_path):
+    asset = slab_asset()
+    gradient = p1_gradients(asset.points, asset.tets, asset.pressure)
+    scale = np.max(np.linalg.norm(gradient, axis=1))
+    asset.pressure_gradient = gradient.copy()
+    asset.pressure_gradient[7, 0] += 1e-8 * scale            # inside 1e-6 of max |grad p|
+    assert validate_asset(written(tmp_path, asset, "close.vtu")).ok
+    asset.pressure_gradient[7, 0] += 1e-4 * scale
+    report = validate_asset(written(tmp_path, asset, "off.vtu"))
+    assert failed(report) == {"pressure_gradient"}
+    assert "at tet 7" in _detail(report, "pressure_gradient")
+
+
+def test_inconsistent_min_dihedral_angle(tmp_path):
+    asset = slab_asset()
+    from fieldgen.mesh import min_dihedral_angles
+    asset.min_dihedral_angle = min_dihedral_angles(asset.points, asset.tets) + 0.5
+    report = validate_asset(written(tmp_path, asset))
+    # the writer records the smallest stored angle in metadata['mesh'] too
+    assert failed(report) == {"min_dihedral_angle", "mesh_statistics"}
+
+
+def test_wrong_characteristic_length(tmp_path):
+    asset = slab_asset()
+    length = SIZE[2] * 1.001
+    asset.metadata.update(characteristic_length=length, dissipation=1.0 / (length * TAU))
+    report = validate_asset(written(tmp_path, asset))
+    assert failed(report) == {"characteristic_length"}
+
+
+def test_wrong_dissipation(tmp_path):
+    asset = slab_asset()
+    asset.metadata["dissipation"] *= 1.01
+    assert failed(validate_asset(written(tmp_path, asset))) == {"dissipation"}
+
+
+def test_wrong_schema(tmp_path):
+    path = rewrite(written(tmp_path, slab_asset()),
+                   edit_metadata(lambda m: m.update(schema="fieldgen.pressure_field/0")))
+    report = validate_asset(path)
+    assert failed(report) == {"schema"}
+    assert "fieldgen.pressure_field/0" in _detail(report, "schema")
+
+
+def test_missing_metadata_key(tmp_path):
+    path = rewrite(written(tmp_path, slab_asset()), edit_metadata(lambda m: m.pop("friction")))
+    report = validate_asset(path)
+    assert failed(report) == {"schema"} and "friction" in _detail(report, "schema")
+
+
+def test_mesh_counts_that_do_not_match(tmp_path):
+    def edit(meta):
+        meta["mesh"]["n_tets"] += 1
+    report = validate_asset(rewrite(written(tmp_path, slab_asset()), edit_metadata(edit)))
+    assert failed(report) == {"mesh_statistics"}
+    assert "n_tets is 217, the file has 216" in _detail(report, "mesh_statistics")
+
+
+def test_field_data_number_differs_from_json(tmp_path):
+    def mutate(grid):
+        array = numpy_to_vtk(np.array([M0 * 2]))
+        array.SetName("modulus")
+        grid.GetFieldData().AddArray(array)       # replaces the array of that name
+    report = validate_asset(rewrite(written(tmp_path, slab_asset()), mutate))
+    assert failed(report) == {"field_data"}
+
+
+def test_non_finite_values(tmp_path):
+    asset = slab_asset()
+    asset.extent[3] = np.nan
+    report = validate_asset(written(tmp_path, asset))
+    assert "finite" in failed(report)
+    assert "extent: 1 non-finite of 80" in _detail(report, "finite")
+
+
+def test_pressure_not_the_active_scalars(tmp_path):
+    def mutate(grid):
+        grid.GetPointData().SetActiveScalars("extent")
+    assert "arrays" in failed(validate_asset(rewrite(written(tmp_path, slab_asset()), mutate)))
+
+
+# --------------------------------------------------------------------------- not assets
+
+@pytest.mark.parametrize("content", [b"hello, this is a text file\n", b"", b"\x00\xff" * 100,
+                                     b'<?xml version="1.0"?>\n<VTKFile type="PolyData">\n'])
+def test_files_that_are_not_vtu_fail_readable(tmp_path, content, capfd):
+    path = tmp_path / "thing.vtu"
+    path.write_bytes(content)
+    report = validate_asset(path)
+    assert [(c.name, c.ok) for c in report.checks] == [("readable", False)]
+    assert str(path) in report.checks[0].detail
+    assert not report.ok and report.to_dict()["valid"] is False
+    assert "ERR" not in capfd.readouterr().err
+
+
+def test_missing_file_and_directory_fail_readable(tmp_path):
+    for path in (tmp_path / "missing.vtu", tmp_path):
+        report = validate_asset(path)
+        assert failed(report) == {"readable"} and len(report.checks) == 1
+
+
+def test_truncated_asset_fails_readable(tmp_path):
+    path = written(tmp_path, slab_asset())
+    data = path.read_bytes()
+    path.write_bytes(data[: 2 * len(data) // 3])
+    report = validate_asset(path)
+    assert failed(report) == {"readable"} and "truncated" in report.checks[0].detail
+
+
+def test_meshio_vtu_without_metadata(tmp_path):
+    points, tets = box_mesh(2, 2, 2)
+    extent = 1.0 - points[:, 2] / SIZE[2]
+    path = tmp_path / "meshio.vtu"
+    meshio.write(str(path), meshio.Mesh(points, [("tetra", tets)],
+                                        point_data={"extent": extent, "pressure": M0 * extent}))
+    report = validate_asset(path)
+    assert not report.ok
+    assert "fieldgen_metadata" in _detail(report, "metadata")
+    assert {"metadata", "schema", "characteristic_length", "pressure_law"} <= failed(report)
+    assert {"readable", "cell_types", "volumes"} <= {c.name for c in report.checks if c.ok}
+
+
+def test_non_tetrahedral_cells(tmp_path):
+    points = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0],
+                       [0, 0, 1], [1, 0, 1], [1, 1, 1], [0, 1, 1]], dtype=float)
+    path = tmp_path / "hex.vtu"
+    meshio.write(str(path), meshio.Mesh(points, [("hexahedron", np.arange(8)[None])]))
+    report = validate_asset(path)
+    assert "cell_types" in failed(report)
+    assert "1 of 1 cells are not tetrahedra" in _detail(report, "cell_types")
+
+
+def test_report_dataclasses():
+    report = ValidationReport(path="x.vtu", checks=[Check("a", True, "fine")])
+    assert report.ok and report.to_dict() == {
+        "path": "x.vtu", "valid": True, "checks": [{"name": "a", "ok": True, "detail": "fine"}]}
+    assert not ValidationReport(path="x.vtu", checks=[]).ok
+
+
+def _detail(report: ValidationReport, name: str) -> str:
+    return next(c.detail for c in report.checks if c.name == name)
