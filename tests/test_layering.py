@@ -341,3 +341,13 @@ def test_measured_error_matches_a_closed_form():
     exact = 2 * e_star - e_star / (1 - e_star / 2)
     measured = max_interpolation_error(points, tets, extent, pressure, law, samples_per_tet=4000)
     assert exact * 0.99 <= measured <= exact
+
+
+def test_s_shaped_table_meets_default_tolerance():
+    """A convex-then-concave curve (not covered by the convex chord bound): still within
+    tolerance, because the levels bound the oscillation of p0 − chord on each layer."""
+    e = np.linspace(0.0, 1.0, 41)
+    law = table_law_from_points(e, 1e4 * (1 - np.cos(np.pi * e)) / 2, source="s.csv")
+    mesh = slab_mesh(8, 4, 6)
+    extent = 1.0 - mesh.points[:, 2] / SLAB[2]
+    check_layering(mesh, extent, law)
