@@ -329,7 +329,7 @@ def test_linear_law_needs_no_layers():
 
 
 def test_measured_error_matches_a_closed_form():
-    """One tet spanning e in [0, 1] under p0 = e²-like table: error at the centroid is known."""
+    """One tet spanning e in [0, 1] under a hyperbolic law: the worst error has a closed form."""
     points = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=float)
     tets = np.array([[0, 1, 2, 3]])
     extent = np.array([0.0, 0.0, 0.0, 1.0])
