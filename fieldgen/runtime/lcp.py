@@ -26,6 +26,7 @@ import numpy as np
 SOLUTION = "solution"
 RAY = "ray"
 MAX_ITERATIONS = "max_iterations"
+_TIE = 1e-11        # relative difference below which two ratios count as a tie
 
 
 @dataclass
@@ -58,13 +59,12 @@ def _lexicographic_leaving(T: np.ndarray, rhs: np.ndarray, col: np.ndarray,
     rows = candidates
     ratios = rhs[rows] / col[rows]
     best = ratios.min()
-    scale = max(1.0, abs(best))
-    rows = rows[ratios <= best + 1e-12 * scale]
+    rows = rows[ratios <= best + _TIE * abs(best)]
     k = 0
     while len(rows) > 1 and k < n:
         r = T[rows, k] / col[rows]          # column k of B^-1 (the w block of the tableau)
         m = r.min()
-        rows = rows[r <= m + 1e-12 * max(1.0, abs(m))]
+        rows = rows[r <= m + _TIE * abs(m)]
         k += 1
     return int(rows[0])
 
@@ -92,6 +92,7 @@ def lemke(M: np.ndarray, q: np.ndarray, *, max_pivots: int | None = None,
     # I w - M z - e z0 = q. T holds B^-1 [I, -M, -e], rhs holds B^-1 q.
     T = np.hstack([np.eye(n), -M, -np.ones((n, 1))])
     rhs = q.copy()
+    zero_rhs = 1e-14 * float(np.abs(q).max())
     basis = np.arange(n)                    # variable index basic in each row
     z0_index = 2 * n
 
@@ -107,6 +108,7 @@ def lemke(M: np.ndarray, q: np.ndarray, *, max_pivots: int | None = None,
         factor[row] = 0.0
         T[:] -= np.outer(factor, T[row])
         rhs -= factor * rhs[row]
+        rhs[np.abs(rhs) <= zero_rhs] = 0.0   # round-off on degenerate rows: exact ties
         basis[row] = col
 
     A = T.copy()                            # original constraint matrix [I, -M, -e]
@@ -126,8 +128,9 @@ def lemke(M: np.ndarray, q: np.ndarray, *, max_pivots: int | None = None,
         z = x[n:2 * n]
         return z, M @ z + q
 
-    # z0 enters; the row of the most negative q leaves (lexicographic tie-break).
-    row = int(np.flatnonzero(q <= q.min() + 1e-12 * max(1.0, abs(q.min())))[0])
+    # z0 enters; the row of the most negative q leaves. Among ties the lexicographic
+    # rule takes the last row, which keeps every row of [rhs, B^-1] lexico-positive.
+    row = int(np.flatnonzero(q <= q.min() + 1e-12 * max(1.0, abs(q.min())))[-1])
     leaving = int(basis[row])
     pivot(row, z0_index)
     pivots = 1
