@@ -309,6 +309,11 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     with progress.stage("layering"):
         layered = layer(mesh, solution.extent, law, options.layer_tolerance)
 
+    tolerance = options.layer_tolerance if options.layer_tolerance is not None else 0.01 * law.max_pressure
+    if layered.max_interpolation_error > tolerance:
+        warnings.append(f"measured interpolation error {layered.max_interpolation_error:.4g} Pa exceeds the "
+                        f"layer tolerance {tolerance:.4g} Pa; a smaller --edge-length reduces it")
+
     with progress.stage("damping"):
         length = characteristic_length(layered.mesh.points, layered.mesh.tets, layered.extent)
         if options.expansion_rate is not None:
@@ -325,7 +330,6 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         "tets_split_zero_pressure": int(split),
         "layer_levels": int(len(layered.levels)),
     })
-    tolerance = options.layer_tolerance if options.layer_tolerance is not None else 0.01 * law.max_pressure
     metadata: dict[str, Any] = {
         "schema": "fieldgen.pressure_field/1",
         "units": {"length": "m", "extent": "1", "pressure": "Pa", "pressure_gradient": "Pa/m",
