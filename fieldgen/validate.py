@@ -14,9 +14,9 @@ from typing import Callable
 import numpy as np
 
 from .asset import (CELL_ARRAYS, FIELD_NUMBERS, METADATA_ARRAY, POINT_ARRAYS, REQUIRED_METADATA,
-                    SCHEMA, UNITS, VTK_TETRA, RawVtu, read_vtu)
+                    SCHEMA, UNITS, VTK_TETRA, RawVtu, boundary_faces, read_vtu)
 from .errors import FieldgenError
-from .mesh import boundary_faces_of, min_dihedral_angles, p1_gradients, tet_volumes
+from .mesh import min_dihedral_angles, p1_gradients, tet_volumes
 
 GRADIENT_RTOL = 1e-6          # of max |grad p| (the contract)
 LENGTH_RTOL = 1e-6            # characteristic length and dissipation (the contract)
@@ -60,6 +60,19 @@ class _State:
     arrays_ok: bool = False
     finite_ok: bool = False
     volumes: np.ndarray | None = None
+    _cache: dict = field(default_factory=dict)
+
+    def cached(self, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """Geometry shared by several checks, computed once."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def boundary_faces(self) -> np.ndarray:
+        return self.cached("boundary_faces", lambda: boundary_faces(self.need_tets()))
+
+    def dihedral_angles(self) -> np.ndarray:
+        return self.cached("angles", lambda: min_dihedral_angles(self.raw.points, self.need_tets()))
 
     def need_metadata(self) -> dict:
         if self.metadata is None:
@@ -253,7 +266,7 @@ def check_zero_pressure_surface(s: _State) -> str:
     """Boundary vertices with e = 0 exist (the contact surface) and have p exactly 0 (D 5.1)."""
     s.need_arrays()
     tets = s.need_tets()
-    boundary = np.unique(boundary_faces_of(tets).ravel())
+    boundary = np.unique(s.boundary_faces().ravel())
     e, p = s.array("extent"), s.array("pressure")
     surface = boundary[e[boundary] == 0.0]
     if surface.size == 0:
@@ -289,7 +302,7 @@ def check_min_dihedral_angle(s: _State) -> str:
     """Stored min_dihedral_angle matches the geometry (degrees)."""
     s.need_arrays()
     tets = s.need_tets()
-    expected = min_dihedral_angles(s.raw.points, tets)
+    expected = s.dihedral_angles()
     error = np.abs(s.array("min_dihedral_angle") - expected)
     bad = np.flatnonzero(~(error <= ANGLE_ATOL))
     if bad.size:
@@ -326,15 +339,16 @@ def check_mesh_statistics(s: _State) -> str:
     if not isinstance(mesh, dict):
         raise _Skip("needs metadata mesh")
     actual = {"n_points": len(s.raw.points), "n_tets": len(tets),
-              "n_boundary_faces": len(boundary_faces_of(tets))}
+              "n_boundary_faces": len(s.boundary_faces())}
     problems = [f"{key} is {mesh.get(key)!r}, the file has {value}"
                 for key, value in actual.items() if mesh.get(key) != value]
-    volume = float(np.sum(tet_volumes(s.raw.points, tets)))
+    volume = float(np.sum(s.volumes if s.volumes is not None
+                          else tet_volumes(s.raw.points, tets)))
     stored_volume = _number(meta, "mesh", "volume")
     if not math.isclose(stored_volume, volume, rel_tol=1e-9, abs_tol=0.0):
         problems.append(f"volume is {stored_volume:.9g} m³, the mesh has {volume:.9g} m³")
     if "min_dihedral_angle" in mesh:
-        smallest = float(np.min(min_dihedral_angles(s.raw.points, tets)))
+        smallest = float(np.min(s.dihedral_angles()))
         if abs(_number(meta, "mesh", "min_dihedral_angle") - smallest) > ANGLE_ATOL:
             problems.append(f"min_dihedral_angle is {mesh['min_dihedral_angle']!r}°, the mesh "
                             f"has {smallest:.9g}°")

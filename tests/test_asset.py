@@ -19,7 +19,7 @@ from vtkmodules import vtkIOXML
 from fieldgen import asset as asset_module
 from fieldgen.asset import (SCHEMA, Asset, atomic_output, read_asset, read_metadata, write_asset)
 from fieldgen.errors import BuildError, InputError
-from fieldgen.mesh import min_dihedral_angles, orient_positive, tet_volumes
+from fieldgen.mesh import boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
 
 ROOT = Path(__file__).resolve().parents[1]
 M0 = 1.0e5          # Pa
@@ -408,7 +408,7 @@ def pepper_asset(meshes: Path) -> Asset:
     extent = solve(*condense(asm(laplace, basis), asm(unit_load, basis),
                              D=basis.get_dofs().all()))
     extent = np.clip(extent / extent.max(), 0.0, 1.0)
-    boundary = np.unique(asset_module.boundary_faces_of(tets))
+    boundary = np.unique(boundary_faces_of(tets))
     extent[boundary] = 0.0
     volumes = tet_volumes(points, tets)
     from fieldgen.mesh import p1_gradients
@@ -418,3 +418,11 @@ def pepper_asset(meshes: Path) -> Asset:
     meta["boundary"] = {"bonded": [], "insulated": [], "problem": "poisson"}
     meta["source"] = {"file": "yellow_bell_pepper_no_stem_low.vtk", "sha256": "1" * 64}
     return Asset(points=points, tets=tets, extent=extent, pressure=M0 * extent, metadata=meta)
+
+
+def test_boundary_faces_match_the_mesh_helper(meshes):
+    """The fast boundary-face routine returns exactly fieldgen.mesh.boundary_faces_of."""
+    for tets in (slab_asset().tets, pepper_asset(meshes).tets):
+        assert np.array_equal(asset_module.boundary_faces(tets), boundary_faces_of(tets))
+    one = np.array([[0, 1, 2, 3]])
+    assert np.array_equal(asset_module.boundary_faces(one), boundary_faces_of(one))
