@@ -99,10 +99,15 @@ def atomic_output(path) -> Iterator[str]:
     except OSError as error:
         raise InputError(f"cannot create a file in {directory} ({error.strerror or error})",
                          path=str(path), fix="write to an existing, writable directory") from None
-    os.close(fd)
     try:
+        os.close(fd)
         yield temporary
-        os.replace(temporary, target)
+        try:
+            os.replace(temporary, target)
+        except OSError as error:
+            raise InputError(f"cannot replace the file ({error.strerror or error})",
+                             path=str(path), fix="write to a file path that is not a directory "
+                             "and whose directory is writable") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(temporary)

@@ -291,6 +291,10 @@ def test_atomic_output_into_missing_directory_is_an_input_error(tmp_path):
         with atomic_output(tmp_path / "nope" / "x.vtu"):
             pass
     assert "nope" in str(info.value)
+    (tmp_path / "dir.vtu").mkdir()
+    with pytest.raises(InputError, match="cannot replace"):
+        write_asset(tmp_path / "dir.vtu", slab_asset(2, 2, 2))
+    assert sorted(os.listdir(tmp_path)) == ["dir.vtu"] and not os.listdir(tmp_path / "dir.vtu")
 
 
 # --------------------------------------------------------------------------- errors

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import meshio
 import numpy as np
@@ -13,7 +15,8 @@ from vtkmodules.util.numpy_support import numpy_to_vtk
 from fieldgen.asset import write_asset
 from fieldgen.mesh import p1_gradients
 from fieldgen.validate import CHECKS, Check, ValidationReport, validate_asset
-from test_asset import M0, SIZE, TAU, box_mesh, pepper_asset, slab_asset, vtk_read
+sys.path.insert(0, str(Path(__file__).parent))   # the slab builders live in test_asset.py
+from test_asset import M0, SIZE, TAU, box_mesh, pepper_asset, slab_asset, vtk_read  # noqa: E402
 
 ALL_CHECKS = ["readable"] + [name for name, _ in CHECKS]
 
