@@ -276,3 +276,15 @@ def test_chair_pushed_off_centre_has_unique_accelerations():
         else:
             assert acceleration == pytest.approx(-2 * alpha * a, rel=1e-9)
             assert force == 0.0
+
+
+def test_step_is_deterministic():
+    mass = box_mass_properties(1.0, SIZE)
+    runs = []
+    for _ in range(2):
+        state = RigidBodyState([0, 0, 0.051], quaternion_from_rotation_vector([0.05, 0.02, 0.0]),
+                               velocity=[0.3, 0.1, 0.0], angular_velocity=[0.0, 0.0, 2.0])
+        state = simulate_box(state, mass, [0, 0, -9.81], seconds=0.05, dt=1e-3,
+                             stiffness=1e5, mu=0.4, dissipation=2.0)
+        runs.append(np.concatenate([state.position, state.quaternion, state.twist]))
+    assert runs[0].tobytes() == runs[1].tobytes()

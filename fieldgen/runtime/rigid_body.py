@@ -221,7 +221,9 @@ def mass_properties_from_mesh(vertices: np.ndarray, faces: np.ndarray, density: 
         raise InputError(f"need at least 4 triangles, got faces of shape {F.shape}",
                          path=path, fix="pass a closed triangle surface")
     _check_closed(F, path)
-    a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
+    origin = V.mean(axis=0)                 # sum tets from a nearby point: less cancellation
+    W = V - origin
+    a, b, c = W[F[:, 0]], W[F[:, 1]], W[F[:, 2]]
     det = np.einsum("ij,ij->i", a, np.cross(b, c))          # 6 × signed tet volume
     volume = det.sum() / 6.0
     scale = max(np.ptp(V, axis=0).max(), 1e-300)
@@ -238,7 +240,7 @@ def mass_properties_from_mesh(vertices: np.ndarray, faces: np.ndarray, density: 
     covariance = density * second - mass * np.outer(centroid, centroid)
     inertia = np.trace(covariance) * np.eye(3) - covariance
     inertia = 0.5 * (inertia + inertia.T)
-    return MassProperties(mass=mass, inertia=inertia, centre_of_mass=centroid)
+    return MassProperties(mass=mass, inertia=inertia, centre_of_mass=centroid + origin)
 
 
 def box_mass_properties(mass: float, size: np.ndarray) -> MassProperties:
