@@ -368,6 +368,13 @@ def _tets_with_faces(tets: np.ndarray, faces: np.ndarray) -> np.ndarray:
         return flags
     local = np.array([(1, 2, 3), (0, 3, 2), (0, 1, 3), (0, 2, 1)])
     keys = np.sort(tets[:, local], axis=2).reshape(-1, 3)
-    wanted = {tuple(f) for f in np.sort(faces, axis=1).tolist()}
-    hit = np.fromiter((tuple(k) in wanted for k in keys.tolist()), bool, count=len(keys))
+    wanted = np.sort(faces, axis=1)
+    n = int(max(tets.max(), faces.max())) + 1
+    if n ** 3 < 2 ** 62:   # one int64 per sorted triple
+        code = lambda k: (k[:, 0] * n + k[:, 1]) * n + k[:, 2]  # noqa: E731
+        hit = np.isin(code(keys), code(wanted))
+    else:
+        rows = np.ascontiguousarray(np.vstack([keys, wanted])).view(np.dtype((np.void, 24))).ravel()
+        _, inverse = np.unique(rows, return_inverse=True)
+        hit = np.isin(inverse[:len(keys)], inverse[len(keys):])
     return hit.reshape(-1, 4).any(axis=1)
