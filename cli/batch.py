@@ -1,0 +1,85 @@
+"""`fieldgen batch`: build every asset of a manifest, skipping those already current."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import click
+
+from fieldgen.batch import (EXECUTORS, BatchInterrupted, ItemResult, read_manifest, run_batch,
+                            write_junit, write_report)
+from fieldgen.errors import OptionError
+from fieldgen.progress import Progress
+
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, json_option, print_json, quiet_option, reported_errors
+
+
+def _interrupt(signum, _frame):
+    raise BatchInterrupted(signum)
+
+
+@click.command("batch")
+@click.argument("manifest", type=click.Path(dir_okay=False))
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel builds (default: the CPU count).")
+@click.option("--check", is_flag=True, help="Build nothing; exit 1 listing every missing or stale asset.")
+@click.option("--force", is_flag=True, help="Rebuild every asset, current or not.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write a JSON report here.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write a JUnit XML report here.")
+@click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
+              help="local worker processes, or an existing Dask cluster (needs --scheduler).")
+@click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786.")
+@click.option("--output-dir", type=click.Path(file_okay=False),
+              help="Write every asset into DIR under its output file name (overrides the manifest's folders).")
+@json_option
+@quiet_option
+def batch_command(manifest, jobs, check, force, report_path, junit_path, executor, scheduler, output_dir,
+                  as_json, quiet):
+    """Build every [[asset]] of MANIFEST (TOML) that is missing or stale.
+
+    \b
+    An item is rebuilt only when its input bytes, its resolved options (with the bytes of
+    the files they name) or the fieldgen version changed; the key is stored in the asset.
+    Exit 0 when every item is built or current, 1 when any failed (or, with --check, is
+    stale), 2 on a manifest or usage error.
+    Example:
+      fieldgen batch assets/manifest.toml -j 4 --report report.json --junit junit.xml
+    """
+    with reported_errors(EXIT_USAGE):
+        if scheduler is not None and executor != "dask":
+            raise OptionError("--scheduler given without --executor dask",
+                              fix="add --executor dask, or drop --scheduler to build locally")
+        parsed = read_manifest(manifest, output_dir=output_dir)
+
+    progress = Progress(enabled=not quiet)
+    bar = progress.bar(len(parsed.items), "batch")
+
+    def on_result(result: ItemResult) -> None:
+        bar.advance(note=f"{result.output}: {result.status} ({result.seconds:.1f} s)")
+
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with reported_errors(EXIT_USAGE):
+            report = run_batch(parsed, jobs=jobs, force=force, check=check, executor=executor,
+                               scheduler=scheduler, on_result=on_result)
+    except BatchInterrupted as stop:
+        click.echo("interrupted: workers stopped, no partial asset left", err=True)
+        sys.exit(128 + stop.signum)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+    if report_path:
+        write_report(report, report_path)
+    if junit_path:
+        write_junit(report, junit_path)
+    if as_json:
+        print_json(report.to_dict())
+    for result in report.results:
+        if result.status == "failed":
+            click.echo(f"failed: {result.output}: {result.error}", err=True)
+        elif result.status == "stale":
+            click.echo(f"would rebuild {result.output} ({result.reason})", err=True)
+    if not quiet:
+        counts = ", ".join(f"{n} {s}" for s, n in report.counts.items() if n)
+        click.echo(f"{len(report.results)} assets: {counts} in {report.seconds:.1f} s", err=True)
+    sys.exit(EXIT_OK if report.ok else EXIT_FAILED)

@@ -1,0 +1,744 @@
+"""`fieldgen batch`: build every asset of a manifest, with a content-addressed cache (issue 5).
+
+A manifest (TOML) has a ``[defaults]`` table of build options and an ``[[asset]]`` array; an
+item names its ``input``, ``output``, optionally a ``spec`` file, and any build option.
+Precedence: defaults < spec < item keys; paths are relative to the file that names them.
+
+The cache is the assets themselves: each asset stores the sha256 ``cache_key`` of what it was
+built from (input bytes and name, the resolved options with the bytes of the files they name,
+the fieldgen version). An item is current when the asset at its output carries the item's key.
+
+Each build runs in its own worker process (local pool of persistent workers, or one isolated
+process per item on a Dask worker), single-threaded, with its own scratch folder, so workers
+share no state and the bytes of an asset do not depend on the executor or the job count.
+Assets are written atomically by :func:`fieldgen.asset.atomic_output`; an interrupted batch
+terminates its workers and removes their temporary files (``.<name>.<hex>.tmp``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from . import __version__
+from .errors import FieldgenError, InputError, OptionError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CACHE_SCHEMA = "fieldgen.batch.cache/1"
+REPORT_SCHEMA = "fieldgen.batch.report/1"
+STATUSES = ("built", "cached", "failed", "stale")
+ITEM_KEYS = ("input", "output", "spec")
+EXECUTORS = ("local", "dask")
+#: Environment of every worker: one thread for BLAS, OpenMP and numba (determinism, no
+#: oversubscription when N builds share the machine).
+WORKER_THREADS = {name: "1" for name in (
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")}
+#: What :func:`fieldgen.asset.atomic_output` names its temporary files.
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{32}\.tmp$")
+_GRACE_SECONDS = 5.0
+
+
+class ManifestError(OptionError):
+    """The manifest cannot be used as written (bad TOML, unknown key, missing input, ...)."""
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived during a batch; ``signum`` says which."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signum)
+        self.signum = signum
+
+
+# --------------------------------------------------------------------------- manifest
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One asset to build: resolved paths and resolved options."""
+
+    index: int            #: 1-based position in the manifest's [[asset]] array
+    input: str
+    output: str
+    options: Any          #: fieldgen.build.BuildOptions, checked
+
+    @property
+    def label(self) -> str:
+        return f"[[asset]] {self.index} ({Path(self.input).name})"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: str
+    items: tuple[BatchItem, ...]
+
+
+def _join(folder: Path, value: str) -> str:
+    return os.path.normpath(value if os.path.isabs(value) else os.path.join(folder, value))
+
+
+def read_manifest(path: str | os.PathLike, *, output_dir: str | os.PathLike | None = None) -> Manifest:
+    """Read and resolve a manifest; ManifestError naming the manifest and the item otherwise.
+
+    ``output_dir`` puts every asset in that folder under its output's file name (the item's
+    ``output``, or the input's stem + ``.vtu`` when the item and its spec give none).
+    """
+    from .build import BuildOptions, options_from_mapping, options_from_spec
+
+    where = os.fspath(path)
+    try:
+        with open(where, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ManifestError("manifest not found", path=where, fix="check the path given to fieldgen batch") from None
+    except IsADirectoryError:
+        raise ManifestError("is a folder, not a manifest", path=where, fix="give the manifest's .toml file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"not valid TOML ({exc})", path=where, fix="fix the manifest's syntax") from None
+    folder = Path(where).parent
+    unknown = sorted(set(data) - {"defaults", "asset"})
+    if unknown:
+        raise ManifestError(f"unknown top-level key(s) {', '.join(map(repr, unknown))}", path=where,
+                            fix="a manifest has a [defaults] table and an [[asset]] array only")
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ManifestError("[defaults] is not a table", path=where, fix="write [defaults] followed by key = value lines")
+    entries = data.get("asset", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ManifestError("`asset` is not an array of tables", path=where,
+                            fix="write each item as an [[asset]] table with input = ... and output = ...")
+    if not entries:
+        raise ManifestError("the manifest has no [[asset]] items", path=where,
+                            fix='add items: [[asset]] input = "part.stl" output = "part.vtu"')
+    try:
+        base = options_from_mapping(defaults, base_dir=folder, origin=f"{where} [defaults]")
+    except FieldgenError as exc:
+        raise ManifestError(exc.defect, path=f"{where} [defaults]", fix=exc.fix) from None
+
+    items, seen = [], {}
+    for index, entry in enumerate(entries, start=1):
+        items.append(_read_item(where, folder, index, entry, base, output_dir, BuildOptions,
+                                options_from_mapping, options_from_spec))
+        key = os.path.abspath(items[-1].output)
+        if key in seen:
+            raise ManifestError(f"[[asset]] {index} and [[asset]] {seen[key]} both write {items[-1].output}",
+                                path=where, fix="give every item its own output")
+        seen[key] = index
+    return Manifest(path=where, items=tuple(items))
+
+
+def _read_item(where, folder, index, entry, base, output_dir, BuildOptions, options_from_mapping,
+               options_from_spec) -> BatchItem:
+    label = f"[[asset]] {index}"
+    if "input" in entry and isinstance(entry["input"], str):
+        label += f" ({entry['input']})"
+    origin = f"{where} {label}"
+    for key in ITEM_KEYS:
+        if key in entry and not isinstance(entry[key], str):
+            raise ManifestError(f"{label}: `{key}` must be a path string, got {entry[key]!r}", path=where,
+                                fix=f'write {key} = "..."')
+    options, spec_input, spec_output = base, None, None
+    try:
+        if "spec" in entry:
+            spec = _join(folder, entry["spec"])
+            if not os.path.isfile(spec):
+                raise ManifestError(f"{label}: spec file {spec} not found", path=where,
+                                    fix="check the item's `spec` path (relative to the manifest)")
+            options, spec_input, spec_output = options_from_spec(spec, base=base)
+        given = {k: v for k, v in entry.items() if k not in ITEM_KEYS}
+        options = options_from_mapping(given, base_dir=folder, origin=origin, base=options).checked()
+    except ManifestError:
+        raise
+    except FieldgenError as exc:
+        # The defect names the item; an error inside a spec keeps the spec's path.
+        inner = "" if exc.path in (None, origin) else f" (in {exc.path})"
+        raise ManifestError(f"{label}: {exc.defect}{inner}", path=where, fix=exc.fix) from None
+    input_path = _join(folder, entry["input"]) if "input" in entry else spec_input
+    if input_path is None:
+        raise ManifestError(f"{label} has no `input`", path=where,
+                            fix='add input = "part.stl" (relative to the manifest), or name it in the spec')
+    output = _join(folder, entry["output"]) if "output" in entry else spec_output
+    if output is None:
+        output = os.path.normpath(os.path.join(str(folder), Path(input_path).stem + ".vtu"))
+    if output_dir is not None:
+        output = os.path.normpath(os.path.join(os.fspath(output_dir), Path(output).name))
+    if not output.endswith(".vtu"):
+        raise ManifestError(f"{label}: output {output!r} does not end in .vtu", path=where,
+                            fix="name each asset FILE.vtu")
+    return BatchItem(index=index, input=input_path, output=output, options=options)
+
+
+# --------------------------------------------------------------------------- cache
+
+def _file_digest(path: str, role: str, item: BatchItem) -> str:
+    from .build import file_sha256
+
+    try:
+        return file_sha256(path)
+    except FileNotFoundError:
+        raise InputError(f"{role} file not found ({item.label})", path=path,
+                         fix="check the path; manifest paths are relative to the manifest") from None
+    except IsADirectoryError:
+        raise InputError(f"{role} is a folder ({item.label})", path=path, fix="name a file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read the {role} file ({exc.strerror or exc})", path=path,
+                         fix="check its permissions") from None
+
+
+def cache_description(item: BatchItem) -> dict[str, Any]:
+    """What an asset's bytes depend on, as JSON values: no paths, no mtimes.
+
+    The input and core file names are kept because the asset records them (metadata ``source``
+    and ``boundary.core``); the table's name is not recorded, only its values, so only its
+    bytes count.
+    """
+    options = item.options.to_dict()
+    if options.get("core") is not None:
+        options["core"] = {"name": Path(options["core"]).name,
+                           "sha256": _file_digest(options["core"], "core", item)}
+    if options.get("table") is not None:
+        options["table"] = {"sha256": _file_digest(options["table"], "table", item)}
+    return {
+        "schema": CACHE_SCHEMA,
+        "tool": {"name": "fieldgen", "version": __version__},
+        "input": {"name": Path(item.input).name, "sha256": _file_digest(item.input, "input", item)},
+        "options": options,
+    }
+
+
+def cache_key(item: BatchItem) -> str:
+    """sha256 hex of :func:`cache_description` in canonical JSON; InputError if a file is unreadable."""
+    text = json.dumps(cache_description(item), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stale_reason(output: str, key: str) -> str | None:
+    """None when the asset at ``output`` is complete and carries ``key``; else why it is stale."""
+    from .asset import read_metadata
+
+    if not os.path.exists(output):
+        return "missing"
+    try:
+        with open(output, "rb") as handle:       # complete: the XML closes (cheap tail check)
+            handle.seek(max(0, os.path.getsize(output) - 64))
+            complete = b"</VTKFile>" in handle.read()
+        metadata = read_metadata(output) if complete else None
+    except (FieldgenError, OSError, ValueError):
+        metadata = None
+    if metadata is None:
+        return "not a readable asset"
+    stored = metadata.get("cache_key")
+    if stored is None:
+        return "built without a cache key"
+    if stored != key:
+        return "input, options or fieldgen version changed"
+    return None
+
+
+def remove_stale_temporaries(outputs: Iterable[str]) -> list[str]:
+    """Remove the temporary files a killed build left next to ``outputs``; return their paths."""
+    removed = []
+    by_folder: dict[str, set[str]] = {}
+    for output in outputs:
+        folder, name = os.path.split(os.path.abspath(output))
+        by_folder.setdefault(folder, set()).add(name)
+    for folder, names in sorted(by_folder.items()):
+        try:
+            entries = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            match = _TEMPORARY.match(entry)
+            if match and match.group("name") in names:
+                try:
+                    os.remove(os.path.join(folder, entry))
+                    removed.append(os.path.join(folder, entry))
+                except OSError:
+                    pass
+    return removed
+
+
+# --------------------------------------------------------------------------- report
+
+@dataclass
+class ItemResult:
+    """The outcome of one item, as it appears in the JSON report."""
+
+    index: int
+    input: str
+    output: str
+    status: str                      #: built | cached | failed | stale
+    seconds: float
+    cache_key: str | None
+    error: str | None = None         #: the message, when failed
+    reason: str | None = None        #: why an asset is (or was) stale
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["name"] = Path(self.output).name
+        out["seconds"] = round(self.seconds, 3)
+        return out
+
+
+@dataclass
+class BatchReport:
+    manifest: str
+    results: list[ItemResult]
+    seconds: float
+    check: bool
+    executor: str
+    jobs: int
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {s: sum(r.status == s for r in self.results) for s in STATUSES}
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status in ("built", "cached") for r in self.results)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": REPORT_SCHEMA, "manifest": self.manifest, "ok": self.ok, "check": self.check,
+            "executor": self.executor, "jobs": self.jobs, "seconds": round(self.seconds, 3),
+            "counts": self.counts, "tool": {"name": "fieldgen", "version": __version__},
+            "items": [r.to_dict() for r in self.results],
+        }
+
+
+def junit_tree(report: BatchReport) -> ElementTree.ElementTree:
+    """JUnit XML: one <testcase> per item; failed and stale items carry a <failure>."""
+    counts = report.counts
+    suites = ElementTree.Element("testsuites", name="fieldgen batch", tests=str(len(report.results)),
+                                 failures=str(counts["failed"] + counts["stale"]), errors="0",
+                                 time=f"{report.seconds:.3f}")
+    suite = ElementTree.SubElement(suites, "testsuite", name=f"fieldgen batch {report.manifest}",
+                                   tests=str(len(report.results)),
+                                   failures=str(counts["failed"] + counts["stale"]), errors="0",
+                                   skipped="0", time=f"{report.seconds:.3f}")
+    classname = "fieldgen.batch." + re.sub(r"\W", "_", Path(report.manifest).stem)
+    for result in report.results:
+        case = ElementTree.SubElement(suite, "testcase", classname=classname, name=result.output,
+                                      time=f"{result.seconds:.3f}")
+        if result.status == "failed":
+            failure = ElementTree.SubElement(case, "failure", message=result.error or "failed", type="BuildFailed")
+            failure.text = f"{result.input} -> {result.output}\n{result.error}"
+        elif result.status == "stale":
+            message = f"{result.output} is stale ({result.reason})"
+            failure = ElementTree.SubElement(case, "failure", message=message, type="StaleAsset")
+            failure.text = f"{message}; rebuild it with fieldgen batch {report.manifest}"
+        else:
+            ElementTree.SubElement(case, "system-out").text = f"{result.status} (cache key {result.cache_key})"
+    ElementTree.indent(suites)
+    return ElementTree.ElementTree(suites)
+
+
+def write_report(report: BatchReport, path: str | os.PathLike) -> None:
+    _write_text(path, json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
+
+
+def write_junit(report: BatchReport, path: str | os.PathLike) -> None:
+    tree = junit_tree(report)
+    _write_text(path, ElementTree.tostring(tree.getroot(), encoding="unicode", xml_declaration=True) + "\n")
+
+
+def _write_text(path, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.part")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+
+
+# --------------------------------------------------------------------------- running
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _payload(item: BatchItem, key: str) -> dict[str, Any]:
+    """What a worker needs, with absolute paths (workers run in their own scratch folders)."""
+    options = item.options.to_dict()
+    for name in ("core", "table"):
+        if options.get(name) is not None:
+            options[name] = os.path.abspath(options[name])
+    return {"index": item.index, "input": os.path.abspath(item.input), "output": os.path.abspath(item.output),
+            "options": options, "cache_key": key}
+
+
+def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = False, check: bool = False,
+              executor: str = "local", scheduler: str | None = None,
+              on_result: Callable[[ItemResult], None] | None = None) -> BatchReport:
+    """Build (or, with ``check``, only inspect) every item; one failure never stops the others.
+
+    ``on_result`` is called with each item's result as it is known (for a progress display).
+    OptionError for an unusable executor (before anything is built). KeyboardInterrupt
+    (and :class:`BatchInterrupted`) propagate after the workers are stopped and their
+    temporary files removed.
+    """
+    if executor not in EXECUTORS:
+        raise OptionError(f"unknown executor {executor!r}", fix=f"use one of {', '.join(EXECUTORS)}")
+    if check and force:
+        raise OptionError("--check and --force both given", fix="--check builds nothing; drop one of them")
+    jobs = default_jobs() if jobs is None else int(jobs)
+    if jobs < 1:
+        raise OptionError(f"-j must be at least 1, got {jobs}", fix="give the number of parallel builds")
+    if executor == "dask" and not check:
+        _dask_requirements(scheduler)
+    notify = on_result or (lambda result: None)
+    start = time.perf_counter()
+    outputs = [item.output for item in manifest.items]
+    if not check:
+        remove_stale_temporaries(outputs)
+
+    results: dict[int, ItemResult] = {}
+    pending: list[tuple[BatchItem, str, str]] = []
+    for item in manifest.items:
+        began = time.perf_counter()
+        try:
+            key = cache_key(item)
+        except FieldgenError as exc:
+            results[item.index] = ItemResult(item.index, item.input, item.output, "failed",
+                                             time.perf_counter() - began, None, str(exc))
+            notify(results[item.index])
+            continue
+        reason = "forced (--force)" if force else stale_reason(item.output, key)
+        if reason is None:
+            results[item.index] = ItemResult(item.index, item.input, item.output, "cached",
+                                             time.perf_counter() - began, key)
+            notify(results[item.index])
+        elif check:
+            results[item.index] = ItemResult(item.index, item.input, item.output, "stale",
+                                             time.perf_counter() - began, key, reason=reason)
+            notify(results[item.index])
+        else:
+            pending.append((item, key, reason))
+
+    if pending:
+        by_index = {item.index: (item, key, reason) for item, key, reason in pending}
+
+        def finished(answer: dict[str, Any]) -> None:
+            item, key, reason = by_index[answer["index"]]
+            status = "built" if answer.get("error") is None else "failed"
+            results[item.index] = ItemResult(item.index, item.input, item.output, status,
+                                             float(answer.get("seconds", 0.0)), key, answer.get("error"), reason)
+            notify(results[item.index])
+
+        payloads = [_payload(item, key) for item, key, _ in pending]
+        try:
+            if executor == "local":
+                _run_local(payloads, min(jobs, len(payloads)), finished)
+            else:
+                _run_dask(payloads, scheduler, finished)
+        finally:
+            remove_stale_temporaries(outputs)
+    return BatchReport(manifest=manifest.path, results=[results[i.index] for i in manifest.items],
+                       seconds=time.perf_counter() - start, check=check, executor=executor, jobs=jobs)
+
+
+# --------------------------------------------------------------------------- local executor
+
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(WORKER_THREADS)
+    package_root = str(Path(__file__).resolve().parents[1])   # so the worker imports this fieldgen
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env["FIELDGEN_BATCH_PARENT"] = str(os.getpid())
+    return env
+
+
+_WORKER_COMMAND = "from fieldgen.batch import worker_main; worker_main()"
+
+
+class _Worker:
+    """One worker process: JSON payload lines in on stdin, JSON result lines out on stdout."""
+
+    def __init__(self, scratch: str, answers: "queue.Queue[tuple[_Worker, dict | None]]"):
+        self.scratch = scratch
+        self.log = open(os.path.join(scratch, "worker.log"), "w+b")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _WORKER_COMMAND], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.log, cwd=scratch, env=_worker_env(), start_new_session=True)
+        self.current: dict | None = None
+        self._answers = answers
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                continue
+            self._answers.put((self, answer))
+        self._answers.put((self, None))       # the worker has exited
+
+    def send(self, payload: dict) -> None:
+        self.current = payload
+        self.process.stdin.write((json.dumps(payload) + "\n").encode("utf-8"))
+        self.process.stdin.flush()
+
+    def death_notice(self) -> str:
+        """Why the worker died, for the item it was building."""
+        code = self.process.wait()
+        self.log.seek(0)
+        tail = self.log.read().decode("utf-8", "replace").strip().splitlines()[-5:]
+        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        detail = f": {' | '.join(tail)}" if tail else ""
+        return (f"{self.current['input']}: the build worker {how}{detail}. "
+                "Too little memory is the usual cause; try -j 1 or a coarser --edge-length.")
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+
+    def reap(self, deadline: float) -> None:
+        try:
+            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+def _run_local(payloads: Sequence[dict], jobs: int, finished: Callable[[dict], None]) -> None:
+    """Run payloads on ``jobs`` persistent worker processes; stop them all on any exception."""
+    answers: "queue.Queue[tuple[_Worker, dict | None]]" = queue.Queue()
+    todo = list(payloads)
+    root = tempfile.mkdtemp(prefix="fieldgen-batch-")
+    workers: list[_Worker] = []
+    try:
+        for n in range(jobs):
+            scratch = os.path.join(root, f"worker{n}")
+            os.mkdir(scratch)
+            worker = _Worker(scratch, answers)
+            workers.append(worker)
+            worker.send(todo.pop(0))
+        busy = len(workers)
+        while busy:
+            try:
+                worker, answer = answers.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if answer is None:                       # died (or closed after its last item)
+                if worker.current is not None:
+                    finished({"index": worker.current["index"], "seconds": 0.0, "error": worker.death_notice()})
+                    worker.current = None
+                    busy -= 1
+                    if todo:                         # replace it
+                        scratch = worker.scratch
+                        worker.reap(time.monotonic())
+                        workers.remove(worker)
+                        shutil.rmtree(scratch, ignore_errors=True)
+                        os.mkdir(scratch)
+                        worker = _Worker(scratch, answers)
+                        workers.append(worker)
+                        worker.send(todo.pop(0))
+                        busy += 1
+                continue
+            worker.current = None
+            finished(answer)
+            if todo:
+                worker.send(todo.pop(0))
+            else:
+                worker.close()
+                busy -= 1
+    except BaseException:
+        for worker in workers:
+            worker.stop()
+        raise
+    finally:
+        deadline = time.monotonic() + _GRACE_SECONDS
+        for worker in workers:
+            worker.close()
+            worker.reap(deadline)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- worker side
+
+class _Stop(BaseException):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stop(signum, _frame):
+    raise _Stop(signum)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this worker when the batch process dies, even by SIGKILL."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)          # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    parent = os.environ.get("FIELDGEN_BATCH_PARENT")
+    if parent is not None and str(os.getppid()) != parent:   # died before prctl took effect
+        raise _Stop(signal.SIGTERM)
+
+
+def build_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """Build one item in this process (single-threaded); the answer has ``error`` None or a message."""
+    from threadpoolctl import threadpool_limits
+
+    from .build import build, options_from_mapping
+
+    began = time.perf_counter()
+    answer: dict[str, Any] = {"index": payload["index"], "error": None}
+    try:
+        options = options_from_mapping(payload["options"], origin="batch payload")
+        with threadpool_limits(1):
+            result = build(payload["input"], payload["output"], options,
+                           extra_metadata={"cache_key": payload["cache_key"]})
+        answer["warnings"] = list(result.warnings)
+        answer["tets"] = int(result.tets)
+    except FieldgenError as exc:
+        answer["error"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - reported per item, never stops the batch
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        answer["error"] = (f"{payload['input']}: internal error {type(exc).__name__}: {exc} "
+                           f"(at {Path(where.filename).name}:{where.lineno}). "
+                           "This is a fieldgen bug; please report it with the input file.")
+    answer["seconds"] = time.perf_counter() - began
+    return answer
+
+
+def worker_main() -> None:
+    """A worker process: read payload lines on stdin, write one answer line per payload."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _raise_stop)
+    try:
+        _die_with_parent()
+        answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        os.dup2(2, 1)                 # anything a library prints goes to the log, not the answers
+        sys.stdout = sys.stderr
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            answers.write(json.dumps(build_payload(json.loads(line))) + "\n")
+            answers.flush()
+    except _Stop as stop:             # atomic_output has removed its temporary file by now
+        os._exit(128 + stop.signum)
+
+
+# --------------------------------------------------------------------------- dask executor
+
+def _import_distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise OptionError("the dask executor needs dask.distributed, which is not installed",
+                          fix="pip install fieldgen[dask], or use --executor local") from None
+    return distributed
+
+
+def isolated_build(payload: dict[str, Any], cancel_event: str | None = None) -> dict[str, Any]:
+    """Run one payload in a fresh worker process (the Dask task); stop it if ``cancel_event`` is set.
+
+    A fresh process per item keeps the builds of one multi-threaded Dask worker apart.
+    """
+    scratch = tempfile.mkdtemp(prefix="fieldgen-task-")
+    answers: "queue.Queue[tuple[_Worker, dict | None]]" = queue.Queue()
+    event = None
+    if cancel_event is not None:
+        distributed = _import_distributed()
+        event = distributed.Event(cancel_event)
+    worker = _Worker(scratch, answers)
+    try:
+        worker.send(payload)
+        worker.close()
+        while True:
+            try:
+                _, answer = answers.get(timeout=0.5)
+            except queue.Empty:
+                if event is not None and event.is_set():
+                    worker.stop()
+                continue
+            if answer is None:
+                return {"index": payload["index"], "seconds": 0.0, "error": worker.death_notice()}
+            return answer
+    finally:
+        worker.stop()
+        worker.reap(time.monotonic() + _GRACE_SECONDS)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _dask_requirements(scheduler: str | None):
+    """dask.distributed and a scheduler address, or OptionError saying what is missing."""
+    distributed = _import_distributed()
+    if not scheduler:
+        raise OptionError("--executor dask needs --scheduler tcp://HOST:PORT",
+                          fix="start a cluster (dask scheduler; dask worker tcp://HOST:8786) "
+                              "or use --executor local on one machine")
+    return distributed
+
+
+def _run_dask(payloads: Sequence[dict], scheduler: str | None, finished: Callable[[dict], None]) -> None:
+    """Run payloads on an existing Dask distributed cluster (files on a shared filesystem)."""
+    distributed = _dask_requirements(scheduler)
+    try:
+        client = distributed.Client(scheduler, timeout="20s", set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise OptionError(f"cannot connect to the Dask scheduler at {scheduler} ({exc})",
+                          fix="check the address and that the scheduler is running") from None
+    name = f"fieldgen-batch-cancel-{os.getpid()}-{time.time_ns()}"
+    futures, event = [], None
+    try:
+        event = distributed.Event(name, client=client)
+        futures = [client.submit(isolated_build, payload, name, pure=False, retries=0,
+                                 key=f"fieldgen-build-{payload['index']}-{payload['cache_key'][:12]}-{time.time_ns()}")
+                   for payload in payloads]
+        by_key = {future.key: payload for future, payload in zip(futures, payloads)}
+        for future in distributed.as_completed(futures):
+            try:
+                answer = future.result()
+            except Exception as exc:  # noqa: BLE001 - a lost worker fails its item only
+                payload = by_key[future.key]
+                answer = {"index": payload["index"], "seconds": 0.0,
+                          "error": f"{payload['input']}: the Dask task failed ({type(exc).__name__}: {exc})"}
+            finished(answer)
+    except BaseException:
+        try:
+            if event is not None:
+                event.set()               # running tasks stop their build process
+            client.cancel(futures)
+        except Exception:  # noqa: BLE001
+            pass
+        raise
+    finally:
+        client.close()
