@@ -6,6 +6,7 @@ import click
 
 from fieldgen import __version__
 
+from .batch import batch_command
 from .build import build_command
 from .validate import validate_command
 
@@ -17,6 +18,7 @@ def main() -> None:
 
 
 main.add_command(build_command)
+main.add_command(batch_command)
 main.add_command(validate_command)
 
 if __name__ == "__main__":
