@@ -22,13 +22,9 @@ $(VENV)/.installed-test: pyproject.toml
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-# Build every example in assets/ into build/ and validate them.
+# Build every example of assets/manifest.toml into build/ (only what changed) and validate them.
 demo: install
-	@mkdir -p $(BUILD)
-	@for spec in assets/*.toml; do \
-	  name=$$(basename $$spec .toml); \
-	  $(VENV)/bin/fieldgen build --spec $$spec -o $(BUILD)/$$name.vtu || exit 1; \
-	done
+	$(VENV)/bin/fieldgen batch assets/manifest.toml --output-dir $(BUILD) -j $(JOBS)
 	$(VENV)/bin/fieldgen validate $(BUILD)/*.vtu
 
 test: install-test
