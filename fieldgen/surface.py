@@ -87,6 +87,7 @@ class SurfaceDefects:
     flat_components: int       # closed pieces that enclose no volume
     self_intersections: int    # pairs of faces that cross or overlap
     volume: float              # signed volume, input units cubed
+    zero_area_faces: int = 0   # faces with a corner on the opposite edge (not repairable)
 
     @property
     def closed_manifold(self) -> bool:
@@ -96,7 +97,8 @@ class SurfaceDefects:
     @property
     def ok(self) -> bool:
         return (self.closed_manifold and self.flat_components == 0
-                and self.self_intersections == 0 and self.volume > 0)
+                and self.self_intersections == 0 and self.zero_area_faces == 0
+                and self.volume > 0)
 
 
 # --------------------------------------------------------------------------- geometry
@@ -430,7 +432,12 @@ def surface_defects(vertices: np.ndarray, faces: np.ndarray, *,
         diag = float(np.linalg.norm(pts.max(axis=0) - pts.min(axis=0)))
         if abs(signed_volume(vertices, sub)) <= FLAT_TOLERANCE * diag ** 3:
             flat += 1
-    crossings = len(intersecting_face_pairs(vertices, faces)) if check_intersections else 0
+    span = vertices[np.unique(faces)]
+    diag = float(np.linalg.norm(span.max(axis=0) - span.min(axis=0)))
+    slivers = zero_area_faces(vertices, faces, CONTACT_TOLERANCE * diag)
+    crossings = 0
+    if check_intersections:
+        crossings = len(intersecting_face_pairs(vertices, faces[~slivers]))
     return SurfaceDefects(
         open_edges=int(open_mask.sum()),
         holes=int(holes),
@@ -440,6 +447,7 @@ def surface_defects(vertices: np.ndarray, faces: np.ndarray, *,
         flat_components=flat,
         self_intersections=crossings,
         volume=signed_volume(vertices, faces),
+        zero_area_faces=int(slivers.sum()),
     )
 
 
@@ -638,7 +646,59 @@ def repair_surface(vertices, faces, face_groups, *, merge_tolerance: float = MER
     if final_flip.any():
         repairs.append(f"reversed {int(final_flip.sum()):,} faces so the winding is "
                        "consistent and normals point outward")
+    faces, face_groups, flipped = flip_zero_area_faces(vertices, faces, face_groups,
+                                                       CONTACT_TOLERANCE * diag)
+    if flipped:
+        repairs.append(f"removed {flipped:,} zero-area faces (a corner on the opposite "
+                       "edge) by flipping that edge")
     return vertices, faces, face_groups, tuple(repairs)
+
+
+def zero_area_faces(vertices: np.ndarray, faces: np.ndarray, height: float) -> np.ndarray:
+    """Mask of faces whose corner opposite the longest edge is within ``height`` of it."""
+    p = vertices[faces]
+    edges = np.stack([p[:, 1] - p[:, 0], p[:, 2] - p[:, 1], p[:, 0] - p[:, 2]], axis=1)
+    longest = np.linalg.norm(edges, axis=2).max(axis=1)
+    twice_area = np.linalg.norm(np.cross(edges[:, 0], -edges[:, 2]), axis=1)
+    return twice_area <= height * longest
+
+
+def flip_zero_area_faces(vertices, faces, face_groups, height: float, max_flips=None):
+    """Remove caps (a corner lying on the opposite, longest edge a-b) by flipping a-b.
+
+    The cap (a, b, c) and its neighbour (b, a, d) become (a, d, c) and (d, b, c): the same
+    region, consistently wound, with no zero-area face (unless d is also on the line).
+    Returns ``(faces, face_groups, flips)``; caps without a unique neighbour are left.
+    """
+    faces = faces.copy()
+    face_groups = face_groups.copy()
+    flips = 0
+    limit = len(faces) if max_flips is None else max_flips
+    tried: set[int] = set()
+    while flips < limit:
+        caps = [int(i) for i in np.flatnonzero(zero_area_faces(vertices, faces, height))
+                if int(i) not in tried]
+        if not caps:
+            break
+        cap = caps[0]
+        tried.add(cap)
+        p = vertices[faces[cap]]
+        lengths = np.linalg.norm(p - p[[1, 2, 0]], axis=1)  # edge k runs k -> k+1
+        k = int(np.argmax(lengths))
+        a, b, c = faces[cap, k], faces[cap, (k + 1) % 3], faces[cap, (k + 2) % 3]
+        rolled = [np.roll(faces, -r, axis=1) for r in range(3)]
+        hits = [(f, r) for r in range(3) for f in
+                np.flatnonzero((rolled[r][:, 0] == b) & (rolled[r][:, 1] == a))]
+        if len(hits) != 1 or (faces[hits[0][0]] == c).any():
+            continue
+        other, r = hits[0]
+        d = rolled[r][other, 2]
+        faces[cap] = (a, d, c)
+        faces[other] = (d, b, c)
+        face_groups[cap] = face_groups[other]
+        flips += 1
+        tried.discard(cap)
+    return faces, face_groups, flips
 
 
 # --------------------------------------------------------------------------- loading
@@ -661,6 +721,9 @@ def _describe(defects: SurfaceDefects, diag: float, units: str) -> tuple[str, bo
     if defects.self_intersections:
         parts.append(f"it intersects itself: {defects.self_intersections:,} pairs of "
                      "faces cross or overlap")
+    if defects.zero_area_faces:
+        parts.append(f"{defects.zero_area_faces:,} zero-area faces (corners in a line) "
+                     "that no edge flip removes")
     robust = bool(parts)
     if defects.flat_components:
         parts.append(f"{defects.flat_components:,} closed pieces enclose no volume (flat)")

@@ -440,3 +440,29 @@ def _write_obj(path, vertices, faces):
     lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in np.asarray(faces)]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def test_zero_area_cap_is_removed_by_an_edge_flip(tmp_path):
+    """A vertex m on the diagonal a-b of the top face, joined by the cap (a, b, m):
+    closed but with a zero-area face; flipping a-b leaves four good top triangles."""
+    box = trimesh.creation.box((1, 1, 1))
+    v, f = np.array(box.vertices), np.array(box.faces)
+    top = np.flatnonzero(box.face_normals[:, 2] > 0.5)
+    t1, t2 = f[top[0]], f[top[1]]
+    k = next(i for i in range(3) if t1[(i + 1) % 3] in t2 and t1[i] in t2)
+    a, b, c = t1[k], t1[(k + 1) % 3], t1[(k + 2) % 3]
+    m = len(v)
+    v = np.vstack([v, (v[a] + v[b]) / 2])
+    f = np.vstack([np.delete(f, top[0], axis=0), [[a, m, c], [m, b, c], [a, b, m]]])
+    surface = load_surface(_write_obj(tmp_path / "cap.obj", v, f))
+    assert ("removed 1 zero-area faces (a corner on the opposite edge) by flipping that "
+            "edge") in surface.repairs
+    assert len(surface.faces) == 14
+    assert surface.volume == pytest.approx(1.0) and surface.area == pytest.approx(6.0)
+    assert face_min_area(surface) > 0.1
+    assert surface_defects(surface.vertices, surface.faces).ok
+
+
+def face_min_area(surface):
+    p = surface.vertices[surface.faces]
+    return float(np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]), axis=1).min() / 2)
