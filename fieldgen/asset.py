@@ -37,7 +37,7 @@ import numpy as np
 
 from . import __version__
 from .errors import BuildError, InputError
-from .mesh import min_dihedral_angles, p1_gradients, tet_volumes
+from .mesh import boundary_faces_of as boundary_faces, min_dihedral_angles, p1_gradients, tet_volumes
 
 SCHEMA = "fieldgen.pressure_field/1"
 METADATA_ARRAY = "fieldgen_metadata"
@@ -231,24 +231,6 @@ def metadata_json(metadata: dict) -> str:
     """
     return json.dumps(metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                       allow_nan=False, default=_json_default)
-
-
-def boundary_faces(tets: np.ndarray) -> np.ndarray:
-    """Same result as :func:`fieldgen.mesh.boundary_faces_of` (outward, sorted by vertex triple).
-
-    Sorts rows with ``lexsort`` instead of ``np.unique(axis=0)``: 0.5 s instead of ~10 s at
-    1M tets.
-    """
-    local = np.array([(1, 2, 3), (0, 3, 2), (0, 1, 3), (0, 2, 1)])
-    faces = np.asarray(tets, dtype=np.int64)[:, local].reshape(-1, 3)
-    key = np.sort(faces, axis=1)
-    order = np.lexsort(key.T[::-1])
-    ordered = key[order]
-    same = np.all(ordered[1:] == ordered[:-1], axis=1)
-    shared = np.zeros(len(ordered), dtype=bool)
-    shared[1:] |= same
-    shared[:-1] |= same
-    return faces[order[~shared]]
 
 
 def mesh_statistics(points: np.ndarray, tets: np.ndarray, min_dihedral_angle: np.ndarray) -> dict:

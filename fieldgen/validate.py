@@ -14,7 +14,8 @@ from typing import Callable
 import numpy as np
 
 from .asset import (CELL_ARRAYS, FIELD_NUMBERS, METADATA_ARRAY, POINT_ARRAYS, REQUIRED_METADATA,
-                    SCHEMA, UNITS, VTK_TETRA, RawVtu, boundary_faces, read_vtu)
+                    SCHEMA, UNITS, VTK_TETRA, RawVtu, read_vtu)
+from .mesh import boundary_faces_of as boundary_faces
 from .errors import FieldgenError
 from .mesh import min_dihedral_angles, p1_gradients, tet_volumes
 

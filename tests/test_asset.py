@@ -423,10 +423,3 @@ def pepper_asset(meshes: Path) -> Asset:
     meta["source"] = {"file": "yellow_bell_pepper_no_stem_low.vtk", "sha256": "1" * 64}
     return Asset(points=points, tets=tets, extent=extent, pressure=M0 * extent, metadata=meta)
 
-
-def test_boundary_faces_match_the_mesh_helper(meshes):
-    """The fast boundary-face routine returns exactly fieldgen.mesh.boundary_faces_of."""
-    for tets in (slab_asset().tets, pepper_asset(meshes).tets):
-        assert np.array_equal(asset_module.boundary_faces(tets), boundary_faces_of(tets))
-    one = np.array([[0, 1, 2, 3]])
-    assert np.array_equal(asset_module.boundary_faces(one), boundary_faces_of(one))
