@@ -9,10 +9,10 @@ import click
 
 from fieldgen.batch import (EXECUTORS, BatchInterrupted, ItemResult, read_manifest, run_batch,
                             write_junit, write_report)
-from fieldgen.errors import OptionError
+from fieldgen.errors import FieldgenError, OptionError
 from fieldgen.progress import Progress
 
-from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, json_option, print_json, quiet_option, reported_errors
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, json_option, print_json, quiet_option, reported_errors
 
 
 def _interrupt(signum, _frame):
@@ -59,12 +59,13 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
 
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        with reported_errors(EXIT_USAGE):
-            report = run_batch(parsed, jobs=jobs, force=force, check=check, executor=executor,
-                               scheduler=scheduler, on_result=on_result)
-    except BatchInterrupted as stop:
+        report = run_batch(parsed, jobs=jobs, force=force, check=check, executor=executor,
+                           scheduler=scheduler, on_result=on_result)
+    except FieldgenError as exc:          # an unusable executor: nothing was built
+        fail(str(exc), EXIT_USAGE)
+    except KeyboardInterrupt as stop:
         click.echo("interrupted: workers stopped, no partial asset left", err=True)
-        sys.exit(128 + stop.signum)
+        sys.exit(128 + getattr(stop, "signum", signal.SIGINT))
     finally:
         signal.signal(signal.SIGTERM, previous)
 
