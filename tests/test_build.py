@@ -216,7 +216,7 @@ def test_usage_errors_exit_2(tmp_path, meshes):
 
 def test_selector_matching_nothing_is_refused(tmp_path, meshes):
     out = tmp_path / "x.vtu"
-    result = run("build", meshes / "box.STL", "--modulus", "1e5", "--bonded", "above:z=1000", "-o", out)
+    result = run("build", meshes / "angle_block.STL", "--modulus", "1e5", "--bonded", "above:z=1000", "-o", out)
     assert result.exit_code in (1, 2)
     assert "above:z=1000" in result.stderr
     assert not out.exists()
