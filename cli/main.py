@@ -8,6 +8,7 @@ from fieldgen import __version__
 
 from .batch import batch_command
 from .build import build_command
+from .inspect import inspect_command
 from .validate import validate_command
 
 
@@ -20,6 +21,7 @@ def main() -> None:
 main.add_command(build_command)
 main.add_command(batch_command)
 main.add_command(validate_command)
+main.add_command(inspect_command)
 
 if __name__ == "__main__":
     main()

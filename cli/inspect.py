@@ -1,0 +1,40 @@
+"""`fieldgen inspect`: summary, picture and ParaView script of an asset."""
+
+from __future__ import annotations
+
+import click
+
+from .common import json_option, print_json, reported_errors
+
+
+@click.command("inspect")
+@click.argument("asset", type=click.Path(dir_okay=False))
+@click.option("--png", "png", type=click.Path(dir_okay=False),
+              help="Write a picture: three cuts coloured by pressure + element-quality histogram.")
+@click.option("--paraview", "paraview", type=click.Path(dir_okay=False),
+              help="Write a pvpython script (FILE.py) that opens the asset clipped, coloured by pressure.")
+@json_option
+def inspect_command(asset, png, paraview, as_json):
+    """Summarise ASSET (.vtu): counts, bounds, L, dissipation, pressure range, element quality.
+
+    Example: fieldgen inspect paddle.vtu --png paddle.png --paraview paddle_view.py
+    """
+    from fieldgen.asset import read_asset
+    from fieldgen.inspect import format_summary, plot_asset, summarize, write_paraview_script
+
+    with reported_errors():
+        data = read_asset(asset)
+        summary = summarize(data, asset)
+        if png:
+            plot_asset(data, png)
+            summary["png"] = click.format_filename(png)
+        if paraview:
+            write_paraview_script(paraview, asset, data)
+            summary["paraview"] = click.format_filename(paraview)
+    if as_json:
+        print_json(summary)
+    else:
+        click.echo(format_summary(summary))
+        for key, what in (("png", "picture"), ("paraview", "ParaView script")):
+            if key in summary:
+                click.echo(f"  {'wrote':<15}{what} {summary[key]}")

@@ -1,0 +1,322 @@
+"""`fieldgen inspect`: exact cuts, the summary against independent numbers, the picture, ParaView."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cli.main import main
+from fieldgen.asset import Asset, write_asset
+from fieldgen.inspect import cut_plane, mid_planes, paraview_script, summarize
+from fieldgen.mesh import boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
+
+M0 = 2.5e5          # Pa
+SIZE = (0.1, 0.08, 0.05)
+H = SIZE[2]
+
+
+def box_mesh(n=(4, 4, 3), size=SIZE):
+    """A structured box, each cube split into 6 tets around its main diagonal."""
+    nx, ny, nz = n
+    axes = [np.linspace(0.0, s, k + 1) for s, k in zip(size, n)]
+    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    index = np.arange(len(points)).reshape(nx + 1, ny + 1, nz + 1)
+    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz),
+                                                indexing="ij"))
+    corner = np.stack([index[i + a, j + b, k + c] for a in (0, 1) for b in (0, 1) for c in (0, 1)],
+                      axis=1)
+    paths = [(0, 1, 3, 7), (0, 1, 5, 7), (0, 2, 3, 7), (0, 2, 6, 7), (0, 4, 5, 7), (0, 4, 6, 7)]
+    tets = np.concatenate([corner[:, list(p)] for p in paths])
+    return points, orient_positive(points, tets)
+
+
+def metadata(length=H, **extra):
+    meta = {
+        "law": {"kind": "linear", "modulus": M0},
+        "characteristic_length": length,
+        "expansion_rate": 4.0,
+        "dissipation": 1.0 / (length * 4.0),
+        "friction": {"static": 0.6, "dynamic": 0.5},
+        "boundary": {"bonded": ["below:z=0"], "insulated": [], "problem": "laplace",
+                     "faces": {"free": 10, "rigid": 4, "insulated": 0}},
+        "max_interpolation_error": 12.5,
+        "source": {"file": "box.stl", "sha256": "ab" * 32},
+    }
+    meta.update(extra)
+    return meta
+
+
+def slab_asset(n=(4, 4, 3)) -> Asset:
+    """A layer bonded at z = 0: e = 1 − z/h, p = M0·e, L = h exactly (D 5.2.1)."""
+    points, tets = box_mesh(n)
+    extent = 1.0 - points[:, 2] / H
+    return Asset(points=points, tets=tets, extent=extent, pressure=M0 * extent, metadata=metadata())
+
+
+def uniform_asset(n=(4, 4, 3)) -> Asset:
+    """Same mesh, a constant pressure (not a valid field, but a picture must show the difference)."""
+    asset = slab_asset(n)
+    asset.pressure = np.full(len(asset.points), M0)
+    asset.extent = np.ones(len(asset.points))
+    return asset
+
+
+# --------------------------------------------------------------------------- exact cuts
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_mid_plane_through_vertices_is_exact(axis):
+    """Mid-planes of an even grid pass through vertices and faces: area, field and outline exact."""
+    asset = slab_asset(n=(4, 4, 2))
+    normal = np.eye(3)[axis]
+    centre = 0.5 * np.array(SIZE)
+    cut = cut_plane(asset.points, asset.tets, asset.pressure, centre, normal)
+    others = [SIZE[a] for a in range(3) if a != axis]
+    assert cut.area() == pytest.approx(others[0] * others[1], rel=1e-12)
+    assert np.allclose(cut.points[:, axis], centre[axis], atol=1e-15)
+    assert np.allclose(cut.values, M0 * (1.0 - cut.points[:, 2] / H), rtol=0, atol=1e-9 * M0)
+    lengths = np.linalg.norm(cut.outline[:, 1] - cut.outline[:, 0], axis=1)
+    assert lengths.sum() == pytest.approx(2 * sum(others), rel=1e-12)
+
+
+def test_oblique_cut_area_and_field():
+    asset = slab_asset(n=(5, 4, 3))
+    normal = np.array([1.0, 1.0, 0.0])
+    origin = np.array([0.09, 0.0, 0.0])           # the line x + y = 0.09 across the xy rectangle
+    cut = cut_plane(asset.points, asset.tets, asset.pressure, origin, normal)
+    assert cut.area() == pytest.approx(0.08 * np.sqrt(2) * H, rel=1e-12)
+    assert np.allclose(cut.values, M0 * (1.0 - cut.points[:, 2] / H), atol=1e-9 * M0)
+    assert np.allclose((cut.points - origin) @ normal, 0.0, atol=1e-15)
+
+
+def test_plane_outside_gives_empty_cut():
+    asset = slab_asset()
+    cut = cut_plane(asset.points, asset.tets, asset.pressure, [0, 0, 2 * H], [0, 0, 1])
+    assert len(cut.triangles) == 0 and len(cut.outline) == 0 and cut.area() == 0.0
+
+
+def test_cut_of_a_real_sphere_matches_the_surface_section(meshes, tmp_path, monkeypatch):
+    """Tet mesh of the corpus' unit sphere: cut area/outline equal trimesh's section of the STL."""
+    import tetgen
+    import trimesh
+
+    surface = trimesh.load(meshes / "unit_sphere.STL", force="mesh")
+    monkeypatch.chdir(tmp_path)                     # TetGen writes scratch files to the cwd
+    generator = tetgen.TetGen(np.asarray(surface.vertices), np.asarray(surface.faces))
+    points, tets = generator.tetrahedralize(switches="pq1.5Q")[:2]
+    tets = orient_positive(points, np.asarray(tets, dtype=np.int64))
+    values = np.linalg.norm(points, axis=1)
+    centre = 0.5 * (points.min(axis=0) + points.max(axis=0))
+    for axis in range(3):
+        normal = np.eye(3)[axis]
+        cut = cut_plane(points, tets, values, centre, normal)
+        section = trimesh.intersections.mesh_plane(surface, normal, centre)   # (s, 2, 3)
+        # the section of a convex surface is star-shaped about the centre: fan areas add up
+        fan = np.cross(section[:, 0] - centre, section[:, 1] - centre)
+        assert cut.area() == pytest.approx(0.5 * np.linalg.norm(fan, axis=1).sum(), rel=1e-9)
+        lengths = np.linalg.norm(cut.outline[:, 1] - cut.outline[:, 0], axis=1).sum()
+        expected = np.linalg.norm(section[:, 1] - section[:, 0], axis=1).sum()
+        assert lengths == pytest.approx(expected, rel=1e-9)
+        assert cut.area() == pytest.approx(np.pi * 0.25 * np.ptp(points[:, 0]) ** 2, rel=0.05)
+        # values are the P1 interpolant: between the min and max of the cut tets' vertices
+        assert values.min() - 1e-12 <= cut.values.min() and cut.values.max() <= values.max() + 1e-12
+
+
+def test_mid_planes_fall_back_to_median_for_a_ring():
+    """A box with its centre column removed: the z-normal mid-plane still hits, x/y planes too."""
+    points, tets = box_mesh(n=(3, 3, 2), size=(0.09, 0.09, 0.02))
+    centroids = points[tets].mean(axis=1)
+    keep = ~((np.abs(centroids[:, 0] - 0.045) < 0.015) & (np.abs(centroids[:, 1] - 0.045) < 0.015))
+    tets = tets[keep]
+    cuts = mid_planes(points, tets, points[:, 2])
+    assert [axis for axis, _ in cuts] == [0, 1, 2]
+    assert all(len(cut.triangles) for _, cut in cuts)
+    # x-plane through the hole: two strips 0.03 wide and 0.02 high
+    assert cuts[0][1].area() == pytest.approx(2 * 0.03 * 0.02, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- summary
+
+@pytest.fixture(scope="module")
+def slab_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("inspect") / "slab.vtu"
+    write_asset(path, slab_asset())
+    return path
+
+
+def test_json_summary_equals_independent_numbers(slab_file):
+    result = CliRunner().invoke(main, ["inspect", str(slab_file), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    asset = slab_asset()
+    points, tets = asset.points, asset.tets
+    assert summary["tets"] == len(tets) == 4 * 4 * 3 * 6
+    assert summary["vertices"] == len(points) == 5 * 5 * 4
+    assert summary["bounds"] == [[0.0, 0.0, 0.0], list(SIZE)]
+    assert summary["volume"] == pytest.approx(np.prod(SIZE), rel=1e-12)
+    assert summary["volume"] == pytest.approx(tet_volumes(points, tets).sum(), rel=1e-14)
+    assert summary["characteristic_length"] == H                 # L from the metadata
+    assert summary["dissipation"] == 1.0 / (H * 4.0)
+    assert summary["pressure_min"] == 0.0 and summary["pressure_max"] == M0
+    assert summary["pressure_min"] == asset.pressure.min()
+    assert summary["max_interpolation_error"] == 12.5
+    angles = min_dihedral_angles(points, tets)
+    expected = {"min": angles.min(), "p1": np.percentile(angles, 1), "p5": np.percentile(angles, 5),
+                "p50": np.median(angles)}
+    for key, value in expected.items():
+        assert summary["min_dihedral_angle_percentiles"][key] == pytest.approx(value, abs=1e-9)
+    assert summary["law"]["kind"] == "linear" and summary["source"]["file"] == "box.stl"
+    assert summary["boundary_faces"] == len(boundary_faces_of(tets))
+
+
+def test_summary_takes_ranges_from_arrays_and_l_from_metadata():
+    asset = slab_asset()
+    asset.pressure = asset.pressure * 0.5 + 7.0
+    asset.metadata["characteristic_length"] = 0.123           # not recomputed: what the file says
+    summary = summarize(asset)
+    assert summary["characteristic_length"] == 0.123
+    assert summary["pressure_min"] == 7.0 and summary["pressure_max"] == 0.5 * M0 + 7.0
+
+
+def test_text_summary_is_readable(slab_file):
+    result = CliRunner().invoke(main, ["inspect", str(slab_file)])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "slab.vtu" in text and "288 tets" in text
+    assert "50 mm" in text                           # L = h = 0.05 m
+    assert "250 kPa" in text                         # M0 and the max pressure
+    smallest = min_dihedral_angles(slab_asset().points, slab_asset().tets).min()
+    assert f"min dihedral angle: min {smallest:.2f}°" in text
+    assert "box.stl" in text
+
+
+def test_inspect_refuses_a_non_asset(tmp_path):
+    bogus = tmp_path / "notes.vtu"
+    bogus.write_text("hello\n")
+    result = CliRunner().invoke(main, ["inspect", str(bogus)])
+    assert result.exit_code == 1
+    assert "notes.vtu" in result.output and "not a VTK XML file" in result.output
+
+
+# --------------------------------------------------------------------------- picture
+
+def colormap_values(image: np.ndarray) -> np.ndarray:
+    """Colormap position (0..1) of every pixel whose colour is a viridis colour, else NaN."""
+    from matplotlib import colormaps
+    from scipy.spatial import cKDTree
+
+    lut = colormaps["viridis"](np.linspace(0.0, 1.0, 256))[:, :3]
+    rgb = image[..., :3].reshape(-1, 3).astype(np.float64)
+    distance, nearest = cKDTree(lut).query(rgb)
+    close = distance < 0.03
+    saturated = rgb.max(axis=1) - rgb.min(axis=1) > 0.15       # not white, grey or black
+    return np.where(close & saturated, nearest / 255.0, np.nan)
+
+
+@pytest.fixture(scope="module")
+def pictures(tmp_path_factory):
+    import matplotlib.image
+
+    folder = tmp_path_factory.mktemp("pictures")
+    out = {}
+    for name, asset in (("gradient", slab_asset()), ("uniform", uniform_asset())):
+        write_asset(folder / f"{name}.vtu", asset)
+        png = folder / f"{name}.png"
+        result = CliRunner().invoke(main, ["inspect", str(folder / f"{name}.vtu"), "--png", str(png)])
+        assert result.exit_code == 0, result.output
+        out[name] = matplotlib.image.imread(png)
+    return out
+
+
+def test_png_shows_the_field_not_a_blank_canvas(pictures):
+    image = pictures["gradient"]
+    assert image.ndim == 3 and image.shape[0] > 500 and image.shape[1] > 500
+    values = colormap_values(image)
+    coloured = np.isfinite(values)
+    assert coloured.mean() > 0.12, f"only {coloured.mean():.1%} of the pixels show the colormap"
+    # e = 1 − z/h: the side cuts span the whole range, the z mid-plane sits at p = M0/2
+    v = values[coloured]
+    assert np.mean(v < 0.1) > 0.03 and np.mean(v > 0.9) > 0.01
+    assert np.mean(np.abs(v - 0.5) < 0.05) > 0.4
+
+
+def test_png_differs_between_uniform_and_gradient_fields(pictures):
+    gradient = colormap_values(pictures["gradient"])
+    uniform = colormap_values(pictures["uniform"])
+    g, u = gradient[np.isfinite(gradient)], uniform[np.isfinite(uniform)]
+    # constant pressure: nearly every coloured pixel is the top of the map (the colour bar aside)
+    assert np.mean(u > 0.95) > 0.7
+    assert np.mean(g > 0.95) < 0.25
+    def levels(v):   # colormap levels that cover a visible share of the coloured pixels
+        return int(np.sum(np.bincount(np.round(v * 255).astype(int), minlength=256) > 0.002 * len(v)))
+
+    assert levels(u) <= 3 and levels(g) > 30
+
+
+# --------------------------------------------------------------------------- ParaView
+
+def fake_paraview(calls: list):
+    """A stand-in for paraview.simple that records calls and accepts any attribute."""
+
+    class Proxy:
+        def __init__(self, name):
+            object.__setattr__(self, "_name", name)
+
+        def __call__(self, *args, **kwargs):
+            calls.append((self._name, args, kwargs))
+            return Proxy(self._name + "()")
+
+        def __getattr__(self, attr):
+            return Proxy(f"{self._name}.{attr}")
+
+        def __setattr__(self, attr, value):
+            calls.append((f"{self._name}.{attr}=", (value,), {}))
+
+    simple = types.ModuleType("paraview.simple")
+    for name in ("ColorBy", "GetActiveViewOrCreate", "GetColorTransferFunction", "GetScalarBar",
+                 "Clip", "Render", "ResetCamera", "SaveScreenshot", "Show",
+                 "XMLUnstructuredGridReader"):
+        setattr(simple, name, Proxy(name))
+    package = types.ModuleType("paraview")
+    package.simple = simple
+    return {"paraview": package, "paraview.simple": simple}
+
+
+def test_paraview_script_is_python_naming_the_asset_and_pressure(slab_file, tmp_path, monkeypatch):
+    script = tmp_path / "view.py"
+    result = CliRunner().invoke(main, ["inspect", str(slab_file), "--paraview", str(script)])
+    assert result.exit_code == 0, result.output
+    text = script.read_text()
+    code = compile(text, str(script), "exec")
+    tree = ast.parse(text)
+    literals = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
+    assert str(Path(slab_file).resolve()) in literals
+    assert os.path.isabs(str(slab_file.resolve()))
+    calls: list = []
+    for name, module in fake_paraview(calls).items():
+        monkeypatch.setitem(sys.modules, name, module)
+    exec(code, {"__name__": "__main__"})
+    names = [c[0] for c in calls]
+    reader = next(c for c in calls if c[0] == "XMLUnstructuredGridReader")
+    assert reader[2]["FileName"] == [str(Path(slab_file).resolve())]
+    assert "Clip" in names
+    color = next(c for c in calls if c[0] == "ColorBy")
+    assert color[1][1] == ("POINTS", "pressure")
+    assert ("clip.Scalars=", (["POINTS", "pressure"],), {}) not in calls   # set on the proxy:
+    assert any(c[0] == "Clip().Scalars=" and c[1][0] == ["POINTS", "pressure"] for c in calls)
+    assert any(c[0].endswith("SetScalarBarVisibility") for c in calls)
+
+
+def test_paraview_script_escapes_odd_paths(tmp_path):
+    odd = tmp_path / "it's a \"part\"" / "pad.vtu"
+    text = paraview_script(odd)
+    compile(text, "view.py", "exec")
+    assert str(odd.resolve()) in {n.value for n in ast.walk(ast.parse(text))
+                                  if isinstance(n, ast.Constant)}
