@@ -508,7 +508,7 @@ class _Worker:
         code = self.process.wait()
         self.log.seek(0)
         tail = self.log.read().decode("utf-8", "replace").strip().splitlines()[-5:]
-        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        how = (f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}")
         detail = f": {' | '.join(tail)}" if tail else ""
         return (f"{self.current['input']}: the build worker {how}{detail}. "
                 "Too little memory is the usual cause; try -j 1 or a coarser --edge-length.")
@@ -724,7 +724,7 @@ def _run_dask(payloads: Sequence[dict], scheduler: str | None, finished: Callabl
                                  key=f"fieldgen-build-{payload['index']}-{payload['cache_key'][:12]}-{time.time_ns()}")
                    for payload in payloads]
         by_key = {future.key: payload for future, payload in zip(futures, payloads)}
-        for future in distributed.as_completed(futures):
+        for future in distributed.as_completed(futures, loop=client.loop):
             try:
                 answer = future.result()
             except Exception as exc:  # noqa: BLE001 - a lost worker fails its item only
