@@ -68,17 +68,17 @@ class CompliantBody:
         n, t = len(self.points), len(self.tets)
         if self.points.ndim != 2 or self.points.shape[1] != 3 or self.tets.ndim != 2 or self.tets.shape[1] != 4:
             raise InputError(f"{self.name}: points must be (n, 3) and tets (t, 4); got {self.points.shape} and "
-                             f"{self.tets.shape}", fix="pass a tetrahedral mesh")
+                             f"{self.tets.shape}", fix="Pass a tetrahedral mesh")
         if self.pressure.shape != (n,) or self.gradient.shape != (t, 3):
             raise InputError(f"{self.name}: pressure must be ({n},) and gradient ({t}, 3); got "
                              f"{self.pressure.shape} and {self.gradient.shape}",
-                             fix="give one pressure per vertex and one gradient per tet")
+                             fix="Give one pressure per vertex and one gradient per tet")
         if t and (self.tets.min() < 0 or self.tets.max() >= n):
-            raise InputError(f"{self.name}: tet vertex indices outside 0..{n - 1}", fix="check the connectivity")
+            raise InputError(f"{self.name}: tet vertex indices outside 0..{n - 1}", fix="Check the connectivity")
         if np.any(~np.isfinite(self.pressure)) or np.any(self.pressure < 0):
             bad = int(np.sum(~np.isfinite(self.pressure) | (self.pressure < 0)))
             raise InputError(f"{self.name}: {bad} vertices have a negative or non-finite pressure",
-                             fix="pressure fields must be finite and >= 0")
+                             fix="Pressure fields must be finite and >= 0")
         self.bvh = build_bvh(self.points, self.tets)
         self.core_tets = _tets_with_faces(self.tets, self.core_faces)
         self.core_pressure = float(self.pressure[self.core_faces].min()) if len(self.core_faces) else float("inf")
@@ -141,7 +141,7 @@ class CompliantBody:
             modulus = float(law.get("modulus", pressure.max() if pressure.size else 0.0))
         except (TypeError, ValueError) as exc:
             raise InputError(f"asset metadata has a non-numeric value ({exc})", path=path,
-                             fix="rewrite the asset with fieldgen") from None
+                             fix="Rebuild the asset with fieldgen") from None
         boundary = boundary_faces_of(tets)
         core = boundary[np.all(extent[boundary] >= CORE_EXTENT, axis=1)]
         label = name or (Path(path).stem if path is not None else "compliant")
@@ -155,7 +155,7 @@ class CompliantBody:
         vertex to the mesh's boundary surface; point data in the file is ignored, as Drake does)."""
         if not (np.isfinite(modulus) and modulus > 0):
             raise OptionError(f"modulus must be a positive number of pascals, got {modulus!r}",
-                              path=path, fix="pass e.g. modulus=1e5")
+                              path=path, fix="Pass e.g. modulus=1e5")
         points, tets = read_legacy_vtk_tets(path)
         boundary = boundary_faces_of(tets)
         on_boundary = np.zeros(len(points), bool)
@@ -163,7 +163,7 @@ class CompliantBody:
         interior = np.flatnonzero(~on_boundary)
         if interior.size == 0:
             raise InputError("the tet mesh has no interior vertex, so the Drake field d/max d is zero everywhere",
-                             path=path, fix="mesh the volume with at least one interior vertex")
+                             path=path, fix="Mesh the volume with at least one interior vertex")
         distance = np.zeros(len(points))
         distance[interior] = distance_to_triangles(points[interior], points, boundary)
         pressure = modulus * distance / distance.max()
@@ -191,10 +191,10 @@ class RigidBody:
         self.faces = np.ascontiguousarray(self.faces, dtype=np.int64)
         if self.vertices.ndim != 2 or self.vertices.shape[1] != 3 or self.faces.ndim != 2 or self.faces.shape[1] != 3:
             raise InputError(f"{self.name}: vertices must be (n, 3) and faces (f, 3); got {self.vertices.shape} "
-                             f"and {self.faces.shape}", fix="pass a triangle mesh")
+                             f"and {self.faces.shape}", fix="Pass a triangle mesh")
         if len(self.faces) and (self.faces.min() < 0 or self.faces.max() >= len(self.vertices)):
             raise InputError(f"{self.name}: face indices outside 0..{len(self.vertices) - 1}",
-                             fix="check the connectivity")
+                             fix="Check the connectivity")
         tri = self.vertices[self.faces]
         normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
         length = np.linalg.norm(normal, axis=1, keepdims=True)
@@ -209,15 +209,15 @@ class RigidBody:
         import trimesh
 
         if units not in _UNITS:
-            raise OptionError(f"unknown units {units!r}", path=path, fix=f"use one of {sorted(_UNITS)}")
+            raise OptionError(f"unknown units {units!r}", path=path, fix=f"Use one of {sorted(_UNITS)}")
         try:
             mesh = trimesh.load(str(path), force="mesh", process=True)
         except Exception as exc:  # trimesh raises many types for unreadable files
             raise InputError(f"cannot read the surface mesh ({type(exc).__name__}: {exc})", path=path,
-                             fix="export it as STL, OBJ or PLY") from None
+                             fix="Export it as STL, OBJ or PLY") from None
         if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
             raise InputError("the file holds no triangles (0 faces)", path=path,
-                             fix="export the surface as a triangle mesh")
+                             fix="Export the surface as a triangle mesh")
         if mesh.is_watertight and mesh.volume < 0:
             mesh.invert()
         vertices = np.asarray(mesh.vertices, dtype=np.float64) * _UNITS[units]
@@ -230,7 +230,7 @@ def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs)
     anything else -> rigid surface in ``units``."""
     path = Path(path)
     if not path.is_file():
-        raise InputError("file not found", path=path, fix="check the path")
+        raise InputError("file not found", path=path, fix="Check the path")
     suffix = path.suffix.lower()
     if suffix == ".vtu":
         return CompliantBody.from_asset(path, **kwargs)
@@ -238,7 +238,7 @@ def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs)
         if modulus is None:
             raise OptionError("a legacy .vtk tet mesh has no pressure field of its own; the Drake-compatible "
                               "field p0 = E·d/max d needs the modulus E", path=path,
-                              fix="pass modulus= in pascals (e.g. 1e5)")
+                              fix="Pass modulus= in pascals (e.g. 1e5)")
         return CompliantBody.from_drake_vtk(path, modulus, **kwargs)
     return RigidBody.from_mesh(path, units=units, **kwargs)
 
@@ -251,7 +251,7 @@ def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
 
     path = Path(path)
     if not path.is_file():
-        raise InputError("file not found", path=path, fix="check the path")
+        raise InputError("file not found", path=path, fix="Check the path")
     reader = vtk.vtkUnstructuredGridReader()
     reader.SetFileName(str(path))
     reader.ReadAllScalarsOff()
@@ -261,7 +261,7 @@ def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
     try:
         if not reader.IsFileUnstructuredGrid():
             raise InputError("not a legacy VTK unstructured grid", path=path,
-                             fix="write the tet mesh as 'DATASET UNSTRUCTURED_GRID' (Drake's .vtk format)")
+                             fix="Write the tet mesh as 'DATASET UNSTRUCTURED_GRID' (Drake's .vtk format)")
         reader.Update()
     finally:
         vtk.vtkObject.SetGlobalWarningDisplay(quiet)
@@ -269,27 +269,36 @@ def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
     grid = reader.GetOutput()
     if grid is None or grid.GetNumberOfPoints() == 0 or grid.GetNumberOfCells() == 0:
         raise InputError("the file has no points or no cells (unreadable or empty grid)", path=path,
-                         fix="check that it is a legacy VTK unstructured grid of tetrahedra")
+                         fix="Check that it is a legacy VTK unstructured grid of tetrahedra")
     points = vtk_to_numpy(grid.GetPoints().GetData()).astype(np.float64)
-    types = vtk_to_numpy(grid.GetCellTypesArray())
+    types = np.array([grid.GetCellType(i) for i in range(grid.GetNumberOfCells())], dtype=np.int64) \
+        if grid.GetNumberOfCells() < 64 else _cell_types(grid)
     if np.any(types != 10):
         raise InputError(f"{int(np.sum(types != 10))} of {len(types)} cells are not tetrahedra", path=path,
-                         fix="keep only VTK_TETRA (type 10) cells")
+                         fix="Keep only VTK_TETRA (type 10) cells")
     cells = grid.GetCells()
     offsets = vtk_to_numpy(cells.GetOffsetsArray())
     conn = vtk_to_numpy(cells.GetConnectivityArray()).astype(np.int64)
     if not np.all(np.diff(offsets) == 4):
-        raise InputError("some cells do not have 4 vertices", path=path, fix="keep only tetrahedra")
+        raise InputError("some cells do not have 4 vertices", path=path, fix="Keep only tetrahedra")
     tets = conn.reshape(-1, 4)
     if not np.all(np.isfinite(points)):
-        raise InputError("some point coordinates are not finite", path=path, fix="repair the mesh")
+        raise InputError("some point coordinates are not finite", path=path, fix="Repair the mesh")
     volumes = tet_volumes(points, tets)
     bad = np.flatnonzero(volumes <= 0)
     if bad.size:
         raise InputError(f"{bad.size} of {len(tets)} tetrahedra have zero or negative volume (first: cell {bad[0]}, "
                          f"volume {volumes[bad[0]]:.3g} m^3)", path=path,
-                         fix="reorder each tet so det[p1-p0, p2-p0, p3-p0] > 0 (VTK order), as Drake requires")
+                         fix="Reorder each tet so det[p1-p0, p2-p0, p3-p0] > 0 (VTK order), as Drake requires")
     return points, tets
+
+
+def _cell_types(grid) -> np.ndarray:
+    """Cell type codes of a vtkUnstructuredGrid (API renamed in VTK 9.6)."""
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    getter = grid.GetCellTypes if hasattr(grid, "GetCellTypes") else grid.GetCellTypesArray
+    return np.asarray(vtk_to_numpy(getter()), dtype=np.int64)
 
 
 def distance_to_triangles(queries: np.ndarray, points: np.ndarray, faces: np.ndarray) -> np.ndarray:
