@@ -1,0 +1,249 @@
+"""Drake export: the .vtk passes Drake's loading rules (checked with vtk), the .sdf carries the
+hydroelastic properties that match the asset, and meshes Drake would refuse are refused."""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ElementTree
+
+import numpy as np
+import pytest
+from vtkmodules.util.numpy_support import vtk_to_numpy
+from vtkmodules.vtkIOLegacy import vtkUnstructuredGridReader
+
+from fieldgen.asset import Asset
+from fieldgen.drake import check_for_drake, interior_vertices, write_drake_files
+from fieldgen.errors import BuildError
+from fieldgen.mesh import boundary_faces_of, orient_positive, tet_volumes
+
+DRAKE = "{http://drake.mit.edu}"
+M0 = 1.0e5
+SIZE = (0.1, 0.08, 0.05)
+
+
+def box_mesh(n=(4, 3, 3), size=SIZE):
+    """A structured box, each cube split into 6 tets around its main diagonal."""
+    nx, ny, nz = n
+    axes = [np.linspace(0.0, s, k + 1) for s, k in zip(size, n)]
+    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    index = np.arange(len(points)).reshape(nx + 1, ny + 1, nz + 1)
+    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz),
+                                                indexing="ij"))
+    corner = np.stack([index[i + a, j + b, k + c] for a in (0, 1) for b in (0, 1) for c in (0, 1)],
+                      axis=1)
+    paths = [(0, 1, 3, 7), (0, 1, 5, 7), (0, 2, 3, 7), (0, 2, 6, 7), (0, 4, 5, 7), (0, 4, 6, 7)]
+    return points, orient_positive(points, np.concatenate([corner[:, list(p)] for p in paths]))
+
+
+def metadata(**changes):
+    meta = {
+        "law": {"kind": "linear", "modulus": M0},
+        "characteristic_length": 0.05,
+        "dissipation": 7.5,
+        "friction": {"static": 0.6, "dynamic": 0.45},
+        "boundary": {"bonded": [], "insulated": [], "problem": "poisson",
+                     "faces": {"free": 100, "rigid": 0, "insulated": 0}},
+        "max_interpolation_error": 0.0,
+        "source": {"file": "box.stl", "sha256": "0" * 64},
+    }
+    meta.update(changes)
+    return meta
+
+
+def box_asset(meta=None, n=(4, 3, 3)) -> Asset:
+    """A free box with a Poisson-like field peaking inside (not Drake's field: E is what matches)."""
+    points, tets = box_mesh(n)
+    low, high = points.min(axis=0), points.max(axis=0)
+    bump = np.prod(4 * (points - low) * (high - points) / (high - low) ** 2, axis=1)
+    extent = bump / bump.max()
+    return Asset(points=points, tets=tets, extent=extent, pressure=0.8 * M0 * extent,
+                 metadata=meta or metadata())
+
+
+def read_legacy_vtk(path):
+    """What Drake's loader sees: points, cell types, connectivity (vtk's legacy reader)."""
+    reader = vtkUnstructuredGridReader()
+    reader.SetFileName(str(path))
+    reader.Update()
+    assert reader.GetErrorCode() == 0
+    grid = reader.GetOutput()
+    points = vtk_to_numpy(grid.GetPoints().GetData()).astype(np.float64)
+    types = vtk_to_numpy(grid.GetCellTypes())
+    cells = grid.GetCells()
+    offsets = vtk_to_numpy(cells.GetOffsetsArray())
+    connectivity = vtk_to_numpy(cells.GetConnectivityArray())
+    return points, types, offsets, connectivity, grid
+
+
+def assert_drake_loadable(vtk_path, expected_points=None, expected_tets=None):
+    points, types, offsets, connectivity, _ = read_legacy_vtk(vtk_path)
+    assert len(types) > 0 and np.all(types == 10), "tets only (VTK_TETRA = 10)"
+    assert np.all(np.diff(offsets) == 4)
+    tets = connectivity.reshape(-1, 4).astype(np.int64)
+    assert np.all(tet_volumes(points, tets) > 0), "every volume positive"
+    assert len(interior_vertices(tets)) > 0, "at least one interior vertex"
+    assert set(np.unique(tets)) == set(range(len(points))), "no unused points"
+    if expected_points is not None:
+        assert np.array_equal(points, expected_points)        # repr round trip: bit-exact
+        assert np.array_equal(tets, expected_tets)
+    return points, tets
+
+
+def sdf_properties(sdf_path):
+    root = ElementTree.parse(sdf_path).getroot()
+    assert root.tag == "sdf"
+    collision = root.find("./model/link/collision")
+    uri = collision.find("./geometry/mesh/uri").text
+    props = collision.find(f"./{DRAKE}proximity_properties")
+    values = {child.tag.replace(DRAKE, ""): (child.text or "").strip() for child in props}
+    return uri, values
+
+
+# --------------------------------------------------------------------------- export
+
+def test_export_passes_drake_loading_rules_and_matches_the_asset(tmp_path):
+    asset = box_asset()
+    info = write_drake_files(asset, tmp_path / "box.vtk")
+    assert info["vtk"] == str(tmp_path / "box.vtk") and info["sdf"] == str(tmp_path / "box.sdf")
+    assert_drake_loadable(tmp_path / "box.vtk", asset.points, asset.tets)
+
+    uri, values = sdf_properties(tmp_path / "box.sdf")
+    assert (tmp_path / uri).resolve() == (tmp_path / "box.vtk").resolve()   # relative to the .sdf
+    assert "compliant_hydroelastic" in values
+    # Drake's field E·d/max d peaks at E: E must be the asset's max pressure (0.8·M0 here, not M0)
+    assert float(values["hydroelastic_modulus"]) == asset.pressure.max() == 0.8 * M0
+    assert float(values["hunt_crossley_dissipation"]) == 7.5
+    assert float(values["mu_static"]) == 0.6 and float(values["mu_dynamic"]) == 0.45
+    assert info["hydroelastic_modulus"] == 0.8 * M0 and info["hunt_crossley_dissipation"] == 7.5
+    assert info["warnings"] == []                    # linear law, free boundary: nothing lost
+    assert "ignores" in info["note"]
+    assert sorted(os.listdir(tmp_path)) == ["box.sdf", "box.vtk"]   # no temporaries left
+
+
+def test_drake_field_with_exported_modulus_has_the_asset_peak(tmp_path):
+    """Recompute Drake's field from the written mesh (d = distance to the boundary surface)."""
+    import trimesh
+
+    asset = box_asset(n=(6, 5, 4))
+    info = write_drake_files(asset, tmp_path / "box.vtk")
+    points, tets = assert_drake_loadable(tmp_path / "box.vtk")
+    faces = boundary_faces_of(tets)
+    surface = trimesh.Trimesh(points, faces, process=False)
+    _, d, _ = trimesh.proximity.closest_point(surface, points)
+    drake = info["hydroelastic_modulus"] * d / d.max()
+    assert drake.max() == pytest.approx(asset.pressure.max(), rel=1e-12)
+    assert np.all(drake[np.unique(faces)] == 0.0)
+    # the asset peaks at a vertex next to the box's centre, among Drake's deepest vertices
+    assert drake[np.argmax(asset.pressure)] == pytest.approx(info["hydroelastic_modulus"], rel=1e-12)
+
+
+def test_unused_vertices_are_dropped(tmp_path):
+    asset = box_asset()
+    far = np.array([[1.0, 1.0, 1.0]])
+    asset.points = np.vstack([far, asset.points])          # an unused vertex in front
+    asset.tets = asset.tets + 1
+    asset.pressure = np.concatenate([[0.0], asset.pressure])
+    asset.extent = np.concatenate([[0.0], asset.extent])
+    info = write_drake_files(asset, tmp_path / "box.vtk")
+    points, tets = assert_drake_loadable(tmp_path / "box.vtk")
+    assert info["vertices"] == len(points) == len(asset.points) - 1
+    assert np.array_equal(points[tets], asset.points[asset.tets])
+
+
+def test_real_drake_mesh_round_trips(meshes, tmp_path):
+    """Drake's own compliant pepper mesh: our checks accept it and the export is the same mesh."""
+    points, types, _, connectivity, _ = read_legacy_vtk(meshes / "yellow_bell_pepper_no_stem_low.vtk")
+    assert np.all(types == 10)
+    tets = connectivity.reshape(-1, 4).astype(np.int64)
+    check_for_drake(points, tets, "pepper.vtk")
+    pressure = np.zeros(len(points))
+    pressure[interior_vertices(tets)] = 3.0e4
+    asset = Asset(points=points, tets=tets, extent=pressure / 3.0e4, pressure=pressure,
+                  metadata=metadata())
+    write_drake_files(asset, tmp_path / "pepper.vtk")
+    out_points, out_tets = assert_drake_loadable(tmp_path / "pepper.vtk")
+    used = np.unique(tets)
+    assert np.array_equal(out_points, points[used])
+    assert np.array_equal(used[out_tets], tets)
+
+
+def test_drake_test_mesh_with_a_negative_tet_is_refused(meshes, tmp_path):
+    points, _, _, connectivity, _ = read_legacy_vtk(meshes / "drake_one_negative_tetrahedron.vtk")
+    tets = connectivity.reshape(-1, 4).astype(np.int64)
+    assert np.sum(tet_volumes(points, tets) < 0) == 1
+    asset = Asset(points=points, tets=tets, extent=np.zeros(len(points)),
+                  pressure=np.full(len(points), 1e4), metadata=metadata())
+    with pytest.raises(BuildError, match=r"1 of \d+ tets have non-positive volume"):
+        write_drake_files(asset, tmp_path / "bad.vtk")
+    assert os.listdir(tmp_path) == []
+
+
+def test_single_tet_has_no_interior_vertex_and_is_refused(tmp_path):
+    points = np.array([[0.0, 0, 0], [0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]])
+    tets = np.array([[0, 1, 2, 3]])
+    assert tet_volumes(points, tets)[0] > 0
+    asset = Asset(points=points, tets=tets, extent=np.zeros(4), pressure=np.array([0, 0, 0, 1e4]),
+                  metadata=metadata())
+    with pytest.raises(BuildError) as caught:
+        write_drake_files(asset, tmp_path / "tet.vtk")
+    error = caught.value
+    assert error.path == str(tmp_path / "tet.vtk")
+    assert "none of the mesh's 4 vertices is interior" in error.defect
+    assert "edge-length" in error.fix
+    assert os.listdir(tmp_path) == []
+
+
+def test_wrong_suffix_is_refused(tmp_path):
+    with pytest.raises(BuildError, match="only from .vtk files"):
+        write_drake_files(box_asset(), tmp_path / "box.vtu")
+
+
+def test_warnings_name_what_drake_cannot_reproduce(tmp_path):
+    core = metadata(law={"kind": "hyperbolic", "modulus": M0, "k": 0.5},
+                    boundary={"bonded": [], "insulated": [], "problem": "laplace",
+                              "core": {"file": "paddle_core.off", "sha256": "1" * 64},
+                              "faces": {"free": 80, "rigid": 20, "insulated": 0}})
+    warnings = write_drake_files(box_asset(core), tmp_path / "a.vtk")["warnings"]
+    assert len(warnings) == 2
+    assert "hyperbolic" in warnings[0] and "paddle_core.off" in warnings[1]
+
+    bonded = metadata(boundary={"bonded": ["below:z=0"], "insulated": ["normal:1,0,0"],
+                                "problem": "laplace",
+                                "faces": {"free": 80, "rigid": 12, "insulated": 6}})
+    warnings = write_drake_files(box_asset(bonded), tmp_path / "b.vtk")["warnings"]
+    assert any("12 bonded" in w for w in warnings) and any("6 insulated" in w for w in warnings)
+
+    table = metadata(law={"kind": "table", "modulus": M0, "extent": [0, 1], "pressure": [0, M0]})
+    warnings = write_drake_files(box_asset(table), tmp_path / "c.vtk")["warnings"]
+    assert warnings and "table" in warnings[0]
+
+
+def test_export_is_deterministic(tmp_path):
+    write_drake_files(box_asset(), tmp_path / "one.vtk", name="box")
+    write_drake_files(box_asset(), tmp_path / "two.vtk", name="box")
+    assert (tmp_path / "one.vtk").read_bytes() == (tmp_path / "two.vtk").read_bytes()
+    one = (tmp_path / "one.sdf").read_text().replace("one.vtk", "X")
+    assert one == (tmp_path / "two.sdf").read_text().replace("two.vtk", "X")
+
+
+def test_loads_in_drake_when_pydrake_is_installed(tmp_path):
+    pydrake = pytest.importorskip("pydrake")
+    from pydrake.geometry import SceneGraph  # noqa: F401
+    from pydrake.multibody.parsing import Parser
+    from pydrake.multibody.plant import AddMultibodyPlantSceneGraph
+    from pydrake.systems.framework import DiagramBuilder
+
+    asset = box_asset()
+    info = write_drake_files(asset, tmp_path / "box.vtk")
+    builder = DiagramBuilder()
+    plant, scene_graph = AddMultibodyPlantSceneGraph(builder, time_step=0.0)
+    Parser(plant).AddModels(info["sdf"])
+    plant.Finalize()
+    inspector = scene_graph.model_inspector()
+    ids = inspector.GetAllGeometryIds()
+    assert len(ids) == 1
+    props = inspector.GetProximityProperties(ids[0])
+    assert props.GetProperty("hydroelastic", "hydroelastic_modulus") == info["hydroelastic_modulus"]
+    assert props.GetProperty("material", "hunt_crossley_dissipation") == 7.5
+    builder.Build()            # Drake computes its own field here; refuses meshes it cannot use
+    assert pydrake is not None
