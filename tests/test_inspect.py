@@ -297,19 +297,17 @@ def test_paraview_script_is_python_naming_the_asset_and_pressure(slab_file, tmp_
     code = compile(text, str(script), "exec")
     tree = ast.parse(text)
     literals = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
-    assert str(Path(slab_file).resolve()) in literals
-    assert os.path.isabs(str(slab_file.resolve()))
+    assert os.path.abspath(slab_file) in literals
     calls: list = []
     for name, module in fake_paraview(calls).items():
         monkeypatch.setitem(sys.modules, name, module)
     exec(code, {"__name__": "__main__"})
     names = [c[0] for c in calls]
     reader = next(c for c in calls if c[0] == "XMLUnstructuredGridReader")
-    assert reader[2]["FileName"] == [str(Path(slab_file).resolve())]
+    assert reader[2]["FileName"] == [os.path.abspath(slab_file)]
     assert "Clip" in names
     color = next(c for c in calls if c[0] == "ColorBy")
     assert color[1][1] == ("POINTS", "pressure")
-    assert ("clip.Scalars=", (["POINTS", "pressure"],), {}) not in calls   # set on the proxy:
     assert any(c[0] == "Clip().Scalars=" and c[1][0] == ["POINTS", "pressure"] for c in calls)
     assert any(c[0].endswith("SetScalarBarVisibility") for c in calls)
 
@@ -318,5 +316,5 @@ def test_paraview_script_escapes_odd_paths(tmp_path):
     odd = tmp_path / "it's a \"part\"" / "pad.vtu"
     text = paraview_script(odd)
     compile(text, "view.py", "exec")
-    assert str(odd.resolve()) in {n.value for n in ast.walk(ast.parse(text))
+    assert os.path.abspath(odd) in {n.value for n in ast.walk(ast.parse(text))
                                   if isinstance(n, ast.Constant)}
