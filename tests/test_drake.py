@@ -68,7 +68,7 @@ def read_legacy_vtk(path):
     assert reader.GetErrorCode() == 0
     grid = reader.GetOutput()
     points = vtk_to_numpy(grid.GetPoints().GetData()).astype(np.float64)
-    types = vtk_to_numpy(grid.GetCellTypes())
+    types = np.array([grid.GetCellType(i) for i in range(grid.GetNumberOfCells())])  # any VTK 9
     cells = grid.GetCells()
     offsets = vtk_to_numpy(cells.GetOffsetsArray())
     connectivity = vtk_to_numpy(cells.GetConnectivityArray())
