@@ -106,6 +106,13 @@ def test_same_inputs_give_identical_arrays(foundation, box):
     for name in ("vertices", "face_vertices", "normals", "areas", "vertex_pressure", "grad_a"):
         assert np.array_equal(getattr(s1, name), getattr(s2, name), equal_nan=True)
     assert np.array_equal(w1.force, w2.force) and np.array_equal(w1.torque, w2.torque)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        s3, w3 = contact(foundation, np.eye(4), box, pose, representation="polygon")
+    s4, w4 = contact(foundation, np.eye(4), box, pose, representation="polygon")
+    assert np.array_equal(s3.vertices, s4.vertices) and np.array_equal(w3.force, w4.force)
+    assert np.array_equal(w3.torque, w4.torque)
 
 
 def drake_cube(E, coordinates):

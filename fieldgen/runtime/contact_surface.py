@@ -127,7 +127,7 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
             raise TypeError(f"bodies must be CompliantBody or RigidBody, got {type(body).__name__}")
     if not a_soft and not b_soft:
         return empty_surface(representation, XA, XB, name_a, name_b)
-    X_AB = np.linalg.solve(XA, XB)
+    X_AB = relative_pose(XA, XB)
     pairs = candidate_pairs(body_a.bvh, body_b.bvh, X_AB)
     if a_soft and b_soft:
         PA, PB = transform_points(XA, body_a.points), transform_points(XB, body_b.points)
@@ -165,6 +165,15 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     return ContactSurface("triangle", V, np.arange(0, 3 * len(tris) + 1, 3, dtype=np.int64), tris.ravel(),
                           normals[owner], fan_areas, t.mean(axis=1), P, P[tris].mean(axis=1),
                           grad_a[owner], grad_b[owner], el_a[owner], el_b[owner], XA, XB, name_a, name_b)
+
+
+def relative_pose(X_WA: np.ndarray, X_WB: np.ndarray) -> np.ndarray:
+    """X_AB = X_WA⁻¹·X_WB for rigid transforms, without a general solve."""
+    R = X_WA[:3, :3].T
+    out = np.eye(4)
+    out[:3, :3] = R @ X_WB[:3, :3]
+    out[:3, 3] = R @ (X_WB[:3, 3] - X_WA[:3, 3])
+    return out
 
 
 def _warn_pass_through(body_a, el_a, body_b, el_b, vertex_pressure, offsets) -> None:

@@ -54,6 +54,10 @@ class ContactWrench:
     dissipation: float
     friction: float
 
+    def torque_about(self, point) -> np.ndarray:
+        """Torque on B about ``point`` (world frame)."""
+        return self.torque - np.cross(np.asarray(point, dtype=np.float64), self.force)
+
     @property
     def force_on_a(self) -> np.ndarray:
         return -self.force
@@ -109,7 +113,8 @@ def compute_wrench(surface: ContactSurface, body_a, body_b, V_WA=None, V_WB=None
                      chi, mu, float(stiction_velocity))
     force, torque, eforce, etorque, power = out
     if fan:   # exact centroid rule for the elastic force on polygons (M22 III-B)
-        polygon_force = (surface.areas * surface.centroid_pressure) @ surface.normals if surface.n_faces else np.zeros(3)
+        weight = surface.areas * surface.centroid_pressure   # no BLAS: same bits for any thread count
+        polygon_force = np.sum(weight[:, None] * surface.normals, axis=0) if surface.n_faces else np.zeros(3)
         force = force - eforce + polygon_force
         eforce = polygon_force
     centroid = surface.centroid
