@@ -11,7 +11,7 @@ from fieldgen.mesh import orient_positive
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.contact_surface import PassThroughWarning, compute_contact_surface
 from fieldgen.runtime.pose import Pose, rotation_from_rpy
-from fieldgen.runtime.wrench import compute_wrench, contact
+from fieldgen.runtime.wrench import contact
 from test_runtime_meshes import box_grid, box_surface, slab
 
 H = 0.02      # slab thickness, m

@@ -255,7 +255,6 @@ def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
     reader = vtk.vtkUnstructuredGridReader()
     reader.SetFileName(str(path))
     reader.ReadAllScalarsOff()
-    output_window = vtk.vtkOutputWindow.GetInstance()
     quiet = vtk.vtkObject.GetGlobalWarningDisplay()
     vtk.vtkObject.GlobalWarningDisplayOff()
     try:
@@ -265,7 +264,6 @@ def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
         reader.Update()
     finally:
         vtk.vtkObject.SetGlobalWarningDisplay(quiet)
-    del output_window
     grid = reader.GetOutput()
     if grid is None or grid.GetNumberOfPoints() == 0 or grid.GetNumberOfCells() == 0:
         raise InputError("the file has no points or no cells (unreadable or empty grid)", path=path,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from fieldgen.runtime.bodies import CompliantBody, RigidBody
+from fieldgen.runtime.bodies import CompliantBody
 from fieldgen.runtime.contact_surface import ContactSurface, compute_contact_surface
 from fieldgen.runtime.pose import as_matrix
 
