@@ -193,3 +193,23 @@ def test_rotation_convention():
     assert np.allclose(R, rotation_from_rpy(0, 0, 30) @ rotation_from_rpy(0, 20, 0) @ rotation_from_rpy(10, 0, 0))
     X = Pose.from_xyz_rpy(1, 2, 3, 10, 20, 30)
     assert np.allclose((X @ X.inverse()).matrix, np.eye(4))
+
+
+def test_compliant_pair_pass_through_warns_and_polygons_stay_small():
+    """Two bonded slabs (cores at their far faces), B ten times stiffer: with B's core at z_B the
+    equal-pressure plane is z* = 10·z_B/11, so it reaches A's core z = −H when z_B = −1.1H; tilt
+    B by 5° and the plane crosses A's core face: pass-through (D 5.1.2), reported as a warning.
+    Every polygon of a tet pair has at most 8 vertices (D C.1)."""
+    pa, ta = box_grid(np.linspace(-0.1, 0.1, 5), np.linspace(-0.1, 0.1, 5), np.linspace(-H, 0, 4))
+    pb, tb = box_grid(np.linspace(-0.05, 0.05, 4), np.linspace(-0.05, 0.05, 4), np.linspace(0, H, 3))
+    A = CompliantBody.from_arrays(pa, ta, M0 * (-pa[:, 2]) / H, name="A")
+    B = CompliantBody.from_arrays(pb, tb, 10 * M0 * pb[:, 2] / H, name="B")
+    assert len(A.core_faces) and len(B.core_faces)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        surface = compute_contact_surface(A, np.eye(4), B, Pose.from_xyz_rpy(0.003, 0.001, -0.7 * H, 5, 3, 20))
+        assert surface.vertex_pressure.max() < 0.99 * M0
+    assert surface.n_faces > 0 and surface.face_vertex_counts().max() <= 8
+    with pytest.warns(PassThroughWarning, match="rigid core of A"):
+        surface = compute_contact_surface(A, np.eye(4), B, Pose.from_xyz_rpy(z=-1.1 * H, roll=5.0))
+    assert surface.n_faces > 0 and surface.vertex_pressure.max() == pytest.approx(M0, rel=1e-9)
