@@ -48,9 +48,21 @@ def interior_vertices(tets: np.ndarray) -> np.ndarray:
     return np.setdiff1d(used, on_boundary, assume_unique=True)
 
 
+def drake_signed_volumes(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
+    """(t, 4): for each tet and vertex V = v_i, the triple product (AB × AC)·AV with A, B, C the
+    next vertices v_(i+1), v_(i+2), v_(i+3) (mod 4) — the number Drake tests when it computes
+    the gradient of each barycentric coordinate (±6 × volume)."""
+    out = np.empty((len(tets), 4))
+    for i in range(4):
+        v, a, b, c = (points[tets[:, (i + j) % 4]] for j in range(4))
+        out[:, i] = np.einsum("ij,ij->i", np.cross(b - a, c - a), v - a)
+    return out
+
+
 def check_for_drake(points: np.ndarray, tets: np.ndarray, path: str) -> None:
-    """BuildError unless Drake can use the mesh: tets, finite points, positive volumes, an
-    interior vertex (Drake's field divides by the largest vertex distance to the boundary)."""
+    """BuildError unless Drake can use the mesh: tets, finite points, positive volumes, no tet so
+    thin that Drake cannot take its gradient (|6·volume| <= machine epsilon in m³, Drake's
+    absolute test), an interior vertex (Drake divides by the largest distance to the boundary)."""
     if len(tets) == 0:
         raise BuildError("the mesh has no tets", path=path, fix="export a built asset")
     if not np.all(np.isfinite(points)):
@@ -63,6 +75,16 @@ def check_for_drake(points: np.ndarray, tets: np.ndarray, path: str) -> None:
         raise BuildError(f"{bad} of {len(tets)} tets have non-positive volume "
                          f"(smallest {volumes.min():.3g} m³); Drake needs every volume positive",
                          path=path, fix="rebuild the asset (fieldgen writes VTK-positive tets)")
+    thin = np.any(np.abs(drake_signed_volumes(points, tets)) <= np.finfo(np.float64).eps, axis=1)
+    if np.any(thin):
+        raise BuildError(f"{int(thin.sum())} of {len(tets)} tets are too thin for Drake: "
+                         f"|6·volume| <= {np.finfo(np.float64).eps:.3g} m³ (smallest volume "
+                         f"{volumes.min():.3g} m³), so Drake cannot compute their pressure gradient "
+                         "and refuses the mesh ('Bad geometry; could not calculate gradient')",
+                         path=path, fix="export the mesh before layering (layer cuts for a nonlinear "
+                                        "law make such slivers, and Drake's field is linear anyway), "
+                                        "or build with the linear law; fieldgen's own runtime "
+                                        "accepts the asset as it is")
     if len(interior_vertices(tets)) == 0:
         raise BuildError(f"none of the mesh's {len(np.unique(tets))} vertices is interior: "
                          "every vertex lies on the boundary, so Drake's distance field d/max d "

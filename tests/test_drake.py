@@ -193,6 +193,23 @@ def test_single_tet_has_no_interior_vertex_and_is_refused(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_tet_too_thin_for_drake_is_refused(tmp_path):
+    """Drake refuses a tet whose |6·volume| is below machine epsilon (absolute, in m³)."""
+    asset = box_asset()
+    n = len(asset.points)
+    sliver = np.array([[0.2, 0, 0], [0.21, 0, 0], [0.2, 0.01, 0], [0.2, 0, 1e-14]])
+    asset.points = np.vstack([asset.points, sliver])
+    asset.tets = np.vstack([asset.tets, [[n, n + 1, n + 2, n + 3]]])
+    asset.pressure = np.concatenate([asset.pressure, np.zeros(4)])
+    asset.extent = np.concatenate([asset.extent, np.zeros(4)])
+    assert tet_volumes(asset.points, asset.tets)[-1] > 0
+    with pytest.raises(BuildError, match=r"1 of \d+ tets are too thin for Drake"):
+        write_drake_files(asset, tmp_path / "thin.vtk")
+    assert os.listdir(tmp_path) == []
+    asset.points[-1, 2] = 1e-3                       # a proper tet: accepted
+    write_drake_files(asset, tmp_path / "thin.vtk")
+
+
 def test_wrong_suffix_is_refused(tmp_path):
     with pytest.raises(BuildError, match="only from .vtk files"):
         write_drake_files(box_asset(), tmp_path / "box.vtu")
