@@ -126,23 +126,28 @@ def test_cache_rebuilds_only_what_changed(first_run, tmp_path):
     The workspace is copied elsewhere first: the cache key holds no paths, so the copied
     assets are current in their new place too.
     """
-    source, _, _, first_seconds = first_run
+    source, _, _, _ = first_run
+    first_seconds = json.loads((source / "report.json").read_text())["seconds"]
     folder = tmp_path / "copy"
     shutil.copytree(source, folder)
     manifest = folder / "manifest.toml"
     good_only = write_manifest(folder, GOOD, name="good.toml")
 
-    proc, seconds = run_batch_cli(good_only, "-j", "2", "--json")
+    proc, _ = run_batch_cli(good_only, "-j", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert [item["status"] for item in report["items"]] == ["cached"] * 4
-    assert seconds < 0.25 * first_seconds        # functional: nothing was rebuilt
+    assert report["seconds"] < 0.25 * first_seconds     # functional: nothing was rebuilt
     assert run(good_only, "--check").exit_code == 0
 
     before = {name: (folder / "out" / (Path(name).stem + ".vtu")).read_bytes() for name in GOOD}
     touch_binary_stl(folder / "in" / "unit_sphere.STL")
-    check = run(good_only, "--check", "--report", folder / "check.json")
+    check = run(good_only, "--check", "--report", folder / "check.json", "--junit", folder / "check.xml")
     assert check.exit_code == 1
+    stale_cases = [case for case in ElementTree.parse(folder / "check.xml").getroot().iter("testcase")
+                   if case.find("failure") is not None]
+    assert [case.get("name") for case in stale_cases] == [str(folder / "out" / "unit_sphere.vtu")]
+    assert stale_cases[0].find("failure").get("type") == "StaleAsset"
     assert "would rebuild" in check.stderr and "unit_sphere.vtu" in check.stderr
     statuses = {Path(i["input"]).name: i["status"] for i in json.loads((folder / "check.json").read_text())["items"]}
     assert statuses == {"angle_block.STL": "cached", "idler_riser.STL": "cached",
@@ -222,11 +227,11 @@ def assert_no_partial_assets(outputs: list[Path]) -> None:
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
     """Kill the batch while a slow item is being built: every output is absent or complete."""
-    names = ["angle_block.STL", "box.STL"]
+    names = ["angle_block.STL", "fandisk.obj"]
     copy_inputs(meshes, tmp_path, names)
     manifest = write_manifest(tmp_path, {"angle_block.STL": GOOD["angle_block.STL"],
-                                         "box.STL": "edge_length = 0.12\n"})
-    outputs = [tmp_path / "out" / "angle_block.vtu", tmp_path / "out" / "box.vtu"]
+                                         "fandisk.obj": "edge_length = 0.035\n"})
+    outputs = [tmp_path / "out" / "angle_block.vtu", tmp_path / "out" / "fandisk.vtu"]
     proc = subprocess.Popen([sys.executable, "-m", "cli.main", "batch", str(manifest), "-j", "2"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
