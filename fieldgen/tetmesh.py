@@ -1,0 +1,461 @@
+"""Tetrahedralization of a marked surface with TetGen (issue 2, MODEL.md section 1).
+
+The volume between the outer surface and an optional rigid core is meshed with TetGen
+(``tetgen`` package; TetGen itself is AGPL-3.0). Boundary faces keep the condition they
+carry through TetGen's facet markers, so no geometric matching is needed afterwards.
+
+Shared vertices: a vertex on both a FREE face and a RIGID face counts as FREE (e = 0).
+The exposed contact surface must carry exactly zero pressure, otherwise the contact
+force would jump as objects start to touch (D 5.0.2, D A.2). ``TetMesh.vertices_with``
+reports such a vertex under both codes; :func:`fieldgen.extent.solve_extent` and
+:func:`refine_zero_tets` give FREE the priority.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import BuildError, InputError, OptionError
+from .mesh import (
+    FREE,
+    RIGID,
+    CONDITION_NAMES,
+    TetMesh,
+    boundary_faces_of,
+    min_dihedral_angles,
+    orient_positive,
+    tet_volumes,
+)
+
+# Local edges and faces of a tet (vertex indices 0..3).
+_TET_EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
+_TET_FACES = np.array([(1, 2, 3), (0, 3, 2), (0, 1, 3), (0, 2, 1)])
+
+
+@dataclass(frozen=True)
+class MeshingOptions:
+    """Size and quality controls passed to TetGen."""
+
+    max_volume: float | None = None     # m^3
+    edge_length: float | None = None    # m; converted to a regular tet's volume a^3/(6 sqrt 2)
+    radius_edge: float = 1.414          # TetGen quality bound q (circumradius / shortest edge)
+    min_dihedral: float = 10.0          # degrees; TetGen's q/ target (not enforced by TetGen)
+
+    def volume_bound(self) -> float | None:
+        """The effective max tet volume in m^3: the smaller of the two bounds, or None."""
+        bounds = []
+        if self.max_volume is not None:
+            bounds.append(float(self.max_volume))
+        if self.edge_length is not None:
+            bounds.append(float(self.edge_length) ** 3 / (6.0 * np.sqrt(2.0)))
+        return min(bounds) if bounds else None
+
+    def switches(self) -> str:
+        """TetGen switch string: PLC, quality q<ratio>/<angle>, volume a<vol>, quiet."""
+        for name in ("max_volume", "edge_length"):
+            value = getattr(self, name)
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise OptionError(f"{name} = {value!r} is not a positive finite length/volume",
+                                  fix=f"give {name} > 0 in metres (or cubic metres)")
+        if not (np.isfinite(self.radius_edge) and self.radius_edge >= 1.0):
+            raise OptionError(f"radius_edge = {self.radius_edge!r} is below TetGen's usable bound 1.0",
+                              fix="use radius_edge >= 1.0 (1.414 is the default, 1.2 is tight)")
+        if not (np.isfinite(self.min_dihedral) and 0.0 <= self.min_dihedral < 70.0):
+            raise OptionError(f"min_dihedral = {self.min_dihedral!r} degrees is outside [0, 70)",
+                              fix="use a target between 0 and about 18 degrees")
+        text = f"pq{self.radius_edge:.17g}/{self.min_dihedral:.17g}"
+        volume = self.volume_bound()
+        if volume is not None:
+            text += f"a{volume:.17g}"
+        return text + "Q"
+
+
+# ---------------------------------------------------------------------------
+# Surface checks and a point inside the core
+
+
+def _edge_use_counts(faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique undirected edges of a triangle set and how many faces use each."""
+    edges = np.sort(faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)
+    return np.unique(edges, axis=0, return_counts=True)
+
+
+def _check_surface(vertices: np.ndarray, faces: np.ndarray, what: str) -> None:
+    """Refuse a surface TetGen cannot mesh (or would hang on): bad indices, not closed."""
+    if vertices.ndim != 2 or vertices.shape[1] != 3 or not np.all(np.isfinite(vertices)):
+        raise InputError(f"{what} vertices must be a finite (n, 3) array, got shape {vertices.shape}",
+                         fix="pass vertex coordinates in metres")
+    if faces.ndim != 2 or faces.shape[1] != 3 or len(faces) < 4:
+        raise InputError(f"{what} faces must be an (m, 3) array of at least 4 triangles, got shape {faces.shape}",
+                         fix="pass a closed triangulated surface")
+    if faces.min() < 0 or faces.max() >= len(vertices):
+        raise InputError(f"{what} faces index vertex {int(faces.max())} but there are {len(vertices)} vertices",
+                         fix="check the face index base (0-based) and the vertex array")
+    _, counts = _edge_use_counts(faces)
+    open_edges = int(np.sum(counts != 2))
+    if open_edges:
+        raise InputError(
+            f"{what} surface is not closed: {open_edges} of {len(counts)} edges are not shared by exactly two faces",
+            fix="repair the surface so it is watertight and manifold (e.g. trimesh.repair or a CAD re-export)")
+
+
+def _winding_numbers(vertices: np.ndarray, faces: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Generalised winding number of a closed triangle surface at each query point (van Oosterom-Strackee)."""
+    result = np.empty(len(queries))
+    for i, q in enumerate(queries):
+        a = vertices[faces[:, 0]] - q
+        b = vertices[faces[:, 1]] - q
+        c = vertices[faces[:, 2]] - q
+        la, lb, lc = (np.linalg.norm(x, axis=1) for x in (a, b, c))
+        numerator = np.einsum("ij,ij->i", a, np.cross(b, c))
+        denominator = (la * lb * lc + np.einsum("ij,ij->i", a, b) * lc
+                       + np.einsum("ij,ij->i", b, c) * la + np.einsum("ij,ij->i", c, a) * lb)
+        result[i] = np.sum(2.0 * np.arctan2(numerator, denominator)) / (4.0 * np.pi)
+    return result
+
+
+def interior_point(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """A point strictly inside a closed surface: a step inward from a large face, verified by winding number.
+
+    Works for either winding of the faces. Raises InputError if no candidate is inside.
+    """
+    vertices = np.asarray(vertices, dtype=np.float64)
+    faces = np.asarray(faces, dtype=np.int64)
+    tri = vertices[faces]
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    area2 = np.linalg.norm(normal, axis=1)
+    order = np.argsort(-area2, kind="stable")[:8]
+    size = np.ptp(vertices, axis=0).max()
+    for f in order:
+        if area2[f] <= 0:
+            continue
+        centroid = tri[f].mean(axis=0)
+        unit = normal[f] / area2[f]
+        # Inward is -n for outward faces; try both sides and keep the inside one.
+        for fraction in (1e-3, 1e-4, 1e-5):
+            step = fraction * size
+            candidates = np.array([centroid - step * unit, centroid + step * unit])
+            winding = _winding_numbers(vertices, faces, candidates)
+            inside = np.abs(winding) > 0.5
+            if inside.any():
+                return candidates[int(np.argmax(np.abs(winding)))]
+    raise InputError("could not find a point inside the core surface (it may be flat or not closed)",
+                     fix="pass a closed core surface that encloses a volume")
+
+
+def _components(faces: np.ndarray, n_vertices: int) -> list[np.ndarray]:
+    """Face index arrays of the vertex-connected components of a triangle set, in a stable order."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    rows = np.repeat(np.arange(len(faces)), 3)
+    graph = coo_matrix((np.ones(len(rows)), (faces.ravel(), rows)), shape=(n_vertices, len(faces))).tocsr()
+    _, labels = connected_components(graph @ graph.T, directed=False)
+    face_label = labels[faces[:, 0]]
+    return [np.flatnonzero(face_label == lab) for lab in np.unique(face_label)]
+
+
+# ---------------------------------------------------------------------------
+# Running TetGen
+
+
+class _Silenced:
+    """Run inside a fresh temporary directory with fd 1 and 2 redirected to a log file; restores both."""
+
+    def __enter__(self):
+        self._cwd = os.getcwd()
+        self._tmp = tempfile.TemporaryDirectory(prefix="fieldgen-tetgen-")
+        os.chdir(self._tmp.name)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self._log = open(os.path.join(self._tmp.name, "tetgen.log"), "w+b")
+        self._saved = (os.dup(1), os.dup(2))
+        os.dup2(self._log.fileno(), 1)
+        os.dup2(self._log.fileno(), 2)
+        return self
+
+    def output(self) -> str:
+        self._log.flush()
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")
+
+    def __exit__(self, *exc):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os.dup2(self._saved[0], 1)
+            os.dup2(self._saved[1], 2)
+            os.close(self._saved[0])
+            os.close(self._saved[1])
+            self.text = self.output()
+            self._log.close()
+            os.chdir(self._cwd)
+            self._tmp.cleanup()
+        return False
+
+
+def _face_keys(faces: np.ndarray, n: int) -> np.ndarray:
+    """One integer per face, independent of its vertex order (needs n < 2**21)."""
+    s = np.sort(faces, axis=1).astype(np.int64)
+    return (s[:, 0] * n + s[:, 1]) * n + s[:, 2]
+
+
+def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=None,
+                   options: MeshingOptions = MeshingOptions()) -> TetMesh:
+    """Mesh the volume inside ``faces`` and outside the core with TetGen (D 5.1.1, issue 2).
+
+    ``vertices`` (n, 3) in m, ``faces`` (m, 3) wound outward, ``markers`` (m,) FREE/RIGID/INSULATED
+    for the outer surface; ``core_faces`` (any number of closed components) are all RIGID and are
+    carved out as holes. Returns a TetMesh with positive tets and boundary faces wound out of the
+    volume (so core faces point into the core), each with the marker it was given. A vertex shared
+    by FREE and RIGID faces is treated as FREE (e = 0) downstream so the contact surface carries
+    exactly zero pressure. Deterministic (TetGen is; ordering is derived from its output).
+    """
+    import tetgen
+
+    vertices = np.asarray(vertices, dtype=np.float64)
+    faces = np.asarray(faces, dtype=np.int64)
+    markers = np.asarray(markers, dtype=np.int64).ravel()
+    _check_surface(vertices, faces, "outer")
+    if markers.shape != (len(faces),):
+        raise InputError(f"{markers.size} markers for {len(faces)} faces", fix="give one marker per face")
+    bad = ~np.isin(markers, list(CONDITION_NAMES))
+    if bad.any():
+        raise InputError(f"{int(bad.sum())} face markers are not FREE=1/RIGID=2/INSULATED=3 (e.g. {int(markers[bad][0])})",
+                         fix="mark every face with one of the boundary condition codes")
+    switches = options.switches()
+
+    all_vertices, all_faces, all_markers, holes = vertices, faces, markers, []
+    if core_faces is not None and len(core_faces):
+        if core_vertices is None:
+            raise InputError("core_faces given without core_vertices", fix="pass both core arrays")
+        cv = np.asarray(core_vertices, dtype=np.float64)
+        cf = np.asarray(core_faces, dtype=np.int64)
+        _check_surface(cv, cf, "core")
+        for component in _components(cf, len(cv)):
+            holes.append(interior_point(cv, cf[component]))
+        all_vertices = np.vstack([vertices, cv])
+        all_faces = np.vstack([faces, cf + len(vertices)])
+        all_markers = np.concatenate([markers, np.full(len(cf), RIGID, dtype=np.int64)])
+
+    generator = tetgen.TetGen(all_vertices, all_faces.astype(np.int32), all_markers.astype(np.int32))
+    for point in holes:
+        generator.add_hole([float(x) for x in point])
+    silenced = _Silenced()
+    failure = None
+    with silenced:
+        try:
+            generator.tetrahedralize(switches=switches)
+            nodes = np.array(generator.node, dtype=np.float64)
+            elements = np.array(generator.elem, dtype=np.int64)
+            trifaces = np.array(generator.trifaces, dtype=np.int64)
+            trimarkers = np.array(generator.triface_markers, dtype=np.int64)
+        except RuntimeError as error:  # TetGen's own refusal (self-intersection, non-manifold, ...)
+            failure = str(error)
+    if failure is not None:
+        log = " ".join(silenced.text.split())[-300:]
+        if "intersect" in failure.lower() or "intersect" in log.lower():
+            raise InputError(f"TetGen refused the surface: {failure}",
+                             fix="remove the self-intersections (or overlap between outer surface and core)")
+        raise BuildError(f"TetGen failed to tetrahedralize the surface: {failure} [{log}]",
+                         fix="repair the surface (closed, manifold, no overlaps) or relax radius_edge")
+    if elements.ndim != 2 or elements.shape[1] != 4 or len(elements) == 0:
+        raise BuildError(f"TetGen returned {len(elements)} tets", fix="check that the surface encloses a volume")
+
+    # Drop nodes no tet uses (duplicate input vertices), keeping TetGen's order.
+    used = np.zeros(len(nodes), dtype=bool)
+    used[elements.ravel()] = True
+    remap = np.cumsum(used) - 1
+    points = nodes[used]
+    tets = orient_positive(points, remap[elements])
+    trifaces = remap[trifaces]
+
+    boundary = boundary_faces_of(tets)
+    n = len(points)
+    if n >= 2 ** 21:
+        raise BuildError(f"{n} vertices is more than face keys support (2**21)", fix="mesh coarser")
+    keys_b = _face_keys(boundary, n)
+    keys_t = _face_keys(trifaces, n)
+    order = np.argsort(keys_t, kind="stable")
+    pos = np.clip(np.searchsorted(keys_t[order], keys_b), 0, len(order) - 1)
+    found = keys_t[order][pos] == keys_b
+    if not found.all() or len(np.unique(keys_t)) != len(boundary):
+        raise BuildError(
+            f"{int((~found).sum())} boundary faces carry no marker and {len(trifaces)} marked faces != "
+            f"{len(boundary)} boundary faces (the core was probably not carved out)",
+            fix="check that the core lies strictly inside the outer surface and does not touch it")
+    boundary_markers = trimarkers[order][pos]
+    return TetMesh(points=points, tets=tets, boundary_faces=boundary, boundary_markers=boundary_markers)
+
+
+# ---------------------------------------------------------------------------
+# Tets with all four vertices on the FREE boundary
+
+
+def zero_tets(mesh: TetMesh) -> np.ndarray:
+    """Indices of tets whose four vertices all lie on FREE faces (e = 0 on the whole tet)."""
+    on_free = np.zeros(mesh.n_points, dtype=bool)
+    on_free[mesh.vertices_with(FREE)] = True
+    return np.flatnonzero(on_free[mesh.tets].all(axis=1))
+
+
+def _split_edges(points, tets, edges):
+    """Split each edge (k, 2) at its midpoint in every tet containing it (edge stars must be disjoint)."""
+    n = len(points)
+    new_points = 0.5 * (points[edges[:, 0]] + points[edges[:, 1]])
+    key = edges[:, 0] * n + edges[:, 1]
+    # For every tet, which of its 6 edges is being split (at most one, by construction).
+    pairs = np.sort(tets[:, _TET_EDGES], axis=2)              # (t, 6, 2)
+    tet_keys = pairs[..., 0] * n + pairs[..., 1]               # (t, 6)
+    order = np.argsort(key)
+    pos = np.clip(np.searchsorted(key[order], tet_keys), 0, len(key) - 1)
+    hit = key[order][pos] == tet_keys
+    t_idx, local = np.nonzero(hit)
+    midpoint = n + order[pos[t_idx, local]]
+    a_local, b_local = _TET_EDGES[local, 0], _TET_EDGES[local, 1]
+    first = tets[t_idx].copy()
+    second = tets[t_idx].copy()
+    first[np.arange(len(t_idx)), b_local] = midpoint           # keeps a, replaces b
+    second[np.arange(len(t_idx)), a_local] = midpoint          # keeps b, replaces a
+    keep = np.ones(len(tets), dtype=bool)
+    keep[t_idx] = False
+    return np.vstack([points, new_points]), np.vstack([tets[keep], first, second])
+
+
+def _split_face(points, tets, tet, local_face):
+    """Split one interior face of ``tet`` at its centroid in both tets sharing it."""
+    face = tets[tet, _TET_FACES[local_face]]
+    m = len(points)
+    centroid = points[face].mean(axis=0)
+    members = np.isin(tets, face).sum(axis=1) == 3
+    owners = np.flatnonzero(members)
+    pieces = []
+    for owner in owners:
+        for v in face:
+            piece = tets[owner].copy()
+            piece[piece == v] = m
+            pieces.append(piece)
+    keep = ~members
+    return np.vstack([points, centroid]), np.vstack([tets[keep], np.array(pieces)])
+
+
+def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
+    """Split every tet whose 4 vertices are on FREE faces; return the new mesh and how many were found.
+
+    Such tets carry e = 0 everywhere and punch holes in the pressure field. Each is removed by a
+    conforming split that puts a new vertex off the FREE surface: its longest interior edge (not on
+    any boundary face) is bisected in every tet around it, so the midpoint also couples to interior
+    vertices. A tet whose edges all lie on the boundary (a corner tet) has its interior face split
+    at the centroid in both tets sharing it; a lone tet whose four faces are all boundary is split
+    at its centroid. Boundary faces are unchanged. Repeats until none is left (verified).
+    """
+    points = np.asarray(mesh.points, dtype=np.float64)
+    tets = np.asarray(mesh.tets, dtype=np.int64)
+    on_free = np.zeros(len(points), dtype=bool)
+    on_free[mesh.vertices_with(FREE)] = True
+    bkeys_edges = np.sort(mesh.boundary_faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)
+    n0 = len(points)
+    boundary_edge_keys = np.unique(bkeys_edges[:, 0] * n0 + bkeys_edges[:, 1])
+    boundary_face_keys = np.unique(_face_keys(mesh.boundary_faces, n0)) if n0 < 2 ** 21 else None
+
+    def zero(points_count, tets_now):
+        flags = np.zeros(points_count, dtype=bool)
+        flags[:n0] = on_free
+        return np.flatnonzero(flags[tets_now].all(axis=1))
+
+    found = len(zero(len(points), tets))
+    for _ in range(64):
+        z = zero(len(points), tets)
+        if len(z) == 0:
+            break
+        # Only original vertices can be FREE, so every key below refers to indices < n0.
+        pairs = np.sort(tets[z][:, _TET_EDGES], axis=2)                  # (z, 6, 2)
+        keys = pairs[..., 0] * n0 + pairs[..., 1]
+        interior = ~np.isin(keys, boundary_edge_keys)
+        length = np.linalg.norm(points[pairs[..., 0]] - points[pairs[..., 1]], axis=2)
+        length = np.where(interior, length, -1.0)
+        best = np.argmax(length, axis=1)
+        has_edge = interior.any(axis=1)
+        chosen = np.unique(keys[np.arange(len(z)), best][has_edge])
+        if len(chosen):
+            # Keep an independent set: an edge is taken unless a tet around it holds a smaller chosen edge.
+            all_pairs = np.sort(tets[:, _TET_EDGES], axis=2)
+            all_keys = np.where(all_pairs[..., 1] < n0, all_pairs[..., 0] * n0 + all_pairs[..., 1], -1)
+            is_chosen = np.isin(all_keys, chosen)
+            smallest = np.where(is_chosen, all_keys, np.iinfo(np.int64).max).min(axis=1)
+            t_idx, local = np.nonzero(is_chosen)
+            blocked = np.unique(all_keys[t_idx, local][all_keys[t_idx, local] != smallest[t_idx]])
+            accepted = np.setdiff1d(chosen, blocked)
+            edges = np.stack([accepted // n0, accepted % n0], axis=1)
+            points, tets = _split_edges(points, tets, edges)
+            continue
+        # No interior edge: split an interior face of the first such tet (rare corner case).
+        tet = z[0]
+        fk = _face_keys(tets[tet, _TET_FACES], n0)
+        interior_faces = np.flatnonzero(~np.isin(fk, boundary_face_keys))
+        if len(interior_faces):
+            points, tets = _split_face(points, tets, tet, int(interior_faces[0]))
+        else:
+            centroid = points[tets[tet]].mean(axis=0)
+            m = len(points)
+            pieces = np.repeat(tets[tet][None], 4, axis=0)
+            pieces[np.arange(4), np.arange(4)] = m
+            points = np.vstack([points, centroid])
+            tets = np.vstack([np.delete(tets, tet, axis=0), pieces])
+    remaining = len(zero(len(points), tets))
+    if remaining:
+        raise BuildError(f"{remaining} tets still have all four vertices on the free surface after refinement",
+                         fix="mesh finer (smaller edge_length) near thin features")
+    if np.any(tet_volumes(points, tets) <= 0):
+        raise BuildError("refining zero-pressure tets produced a non-positive tet", fix="report this mesh")
+    refined = TetMesh(points=points, tets=tets, boundary_faces=np.array(mesh.boundary_faces, dtype=np.int64),
+                      boundary_markers=np.array(mesh.boundary_markers, dtype=np.int64))
+    return refined, found
+
+
+# ---------------------------------------------------------------------------
+# Statistics
+
+
+def radius_edge_ratios(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
+    """Circumradius over shortest edge of each tet (TetGen's quality measure; 0.612 for a regular tet)."""
+    p = points[tets]
+    a, b, c = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]
+    numerator = (np.einsum("ij,ij->i", a, a)[:, None] * np.cross(b, c)
+                 + np.einsum("ij,ij->i", b, b)[:, None] * np.cross(c, a)
+                 + np.einsum("ij,ij->i", c, c)[:, None] * np.cross(a, b))
+    det = 2.0 * np.einsum("ij,ij->i", a, np.cross(b, c))
+    radius = np.linalg.norm(numerator, axis=1) / np.abs(det)
+    edges = p[:, _TET_EDGES[:, 1]] - p[:, _TET_EDGES[:, 0]]
+    shortest = np.linalg.norm(edges, axis=2).min(axis=1)
+    return radius / shortest
+
+
+def mesh_statistics(mesh: TetMesh) -> dict:
+    """Counts, volume and quality of a TetMesh as plain JSON-able numbers."""
+    volumes = tet_volumes(mesh.points, mesh.tets)
+    dihedral = min_dihedral_angles(mesh.points, mesh.tets)
+    ratio = radius_edge_ratios(mesh.points, mesh.tets)
+    faces_by = {CONDITION_NAMES[c]: int(np.sum(mesh.boundary_markers == c)) for c in sorted(CONDITION_NAMES)}
+    return {
+        "tets": int(mesh.n_tets),
+        "vertices": int(mesh.n_points),
+        "boundary_faces": int(len(mesh.boundary_faces)),
+        "boundary_faces_by_condition": faces_by,
+        "volume": float(np.sum(volumes)),
+        "min_tet_volume": float(volumes.min()),
+        "min_dihedral_deg": float(dihedral.min()),
+        "dihedral_p1_deg": float(np.percentile(dihedral, 1)),
+        "dihedral_p5_deg": float(np.percentile(dihedral, 5)),
+        "dihedral_median_deg": float(np.median(dihedral)),
+        "radius_edge_max": float(ratio.max()),
+        "radius_edge_p99": float(np.percentile(ratio, 99)),
+        "radius_edge_median": float(np.median(ratio)),
+        "zero_pressure_tets": int(len(zero_tets(mesh))),
+    }
