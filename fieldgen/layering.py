@@ -35,6 +35,10 @@ from fieldgen.modulus import ModulusLaw
 
 #: Vertices closer than this to a level (in extent, which spans [0, 1]) count as on it.
 ON_LEVEL = 1e-10
+#: Vertices within this fraction of the local level spacing of a level are moved onto it before
+#: cutting, so no cut point lands a hair's breadth from an existing vertex (such cuts make
+#: near-zero-volume slivers whose pressure gradients are ill-conditioned; Drake refuses them).
+SNAP_FRACTION = 1e-3
 #: Samples per interval when measuring the chord oscillation of a law.
 CHORD_SAMPLES = 257
 #: Levels aim at this fraction of the tolerance: the sampled oscillation underestimates the true
@@ -313,9 +317,29 @@ def slice_by_levels(mesh: TetMesh, extent: np.ndarray, levels: np.ndarray) -> tu
     out = TetMesh(np.asarray(mesh.points, dtype=np.float64), np.asarray(mesh.tets, dtype=np.int64),
                   np.asarray(mesh.boundary_faces, dtype=np.int64),
                   np.asarray(mesh.boundary_markers, dtype=np.int64))
+    extent = snap_to_levels(extent, levels)
     for level in levels:
         out, extent = _slice_once(out, extent, float(level))
     return out, extent
+
+
+def snap_to_levels(extent: np.ndarray, levels: np.ndarray, fraction: float = SNAP_FRACTION) -> np.ndarray:
+    """Move extents within ``fraction`` x the local level spacing of a level onto it.
+
+    The spacing of level k is the smaller of its gaps to its neighbours (0 and 1 at the ends),
+    so the boundary values e = 0 and e = 1 never move. The extent changes by at most
+    ``fraction`` of a layer: far below the interpolation tolerance the layers are made for.
+    """
+    extent = np.array(extent, dtype=np.float64, copy=True)
+    if not len(levels):
+        return extent
+    bounds = np.concatenate([[0.0], levels, [1.0]])
+    spacing = np.minimum(np.diff(bounds)[:-1], np.diff(bounds)[1:])
+    nearest = np.clip(np.searchsorted(levels, extent), 1, len(levels)) - 1
+    for candidate in (nearest, np.minimum(nearest + 1, len(levels) - 1)):
+        near = np.abs(extent - levels[candidate]) <= fraction * spacing[candidate]
+        extent[near] = levels[candidate[near]]
+    return extent
 
 
 def _check_extent(mesh: TetMesh, extent) -> np.ndarray:
