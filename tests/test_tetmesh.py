@@ -1,0 +1,248 @@
+"""TetGen meshing (issue 2): markers kept, core carved, positive tets, zero-pressure tets refined away."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import trimesh
+
+from fieldgen.errors import BuildError, InputError, OptionError
+from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, tet_volumes
+from fieldgen.tetmesh import (
+    MeshingOptions,
+    interior_point,
+    mesh_statistics,
+    refine_zero_tets,
+    tetrahedralize,
+    zero_tets,
+)
+
+A, B = 0.02, 0.05
+
+
+def shell(options=MeshingOptions(edge_length=0.008)):
+    outer = trimesh.creation.icosphere(subdivisions=3, radius=B)
+    core = trimesh.creation.icosphere(subdivisions=2, radius=A)
+    mesh = tetrahedralize(outer.vertices, outer.faces, np.full(len(outer.faces), FREE),
+                          core_vertices=core.vertices, core_faces=core.faces, options=options)
+    return outer, core, mesh
+
+
+def canonical_faces(faces):
+    faces = np.sort(np.asarray(faces), axis=1)
+    return faces[np.lexsort(faces.T[::-1])]
+
+
+def test_shell_markers_orientation_and_volume():
+    outer, core, mesh = shell()
+    assert np.all(tet_volumes(mesh.points, mesh.tets) > 0)
+    # Faces wound out of the volume: outer faces point away from the centre, core faces into the core.
+    tri = mesh.points[mesh.boundary_faces]
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    outward = np.einsum("ij,ij->i", normal, tri.mean(axis=1)) > 0
+    radius = np.linalg.norm(tri.mean(axis=1), axis=1)
+    assert np.all(mesh.boundary_markers[outward] == FREE)
+    assert np.all(mesh.boundary_markers[~outward] == RIGID)
+    assert np.all(radius[mesh.boundary_markers == RIGID] < A * 1.001)
+    assert np.all(radius[mesh.boundary_markers == FREE] > B * 0.9)
+    # The boundary is exactly the faces used once, and the volume is the polyhedral shell's.
+    assert np.array_equal(canonical_faces(mesh.boundary_faces), canonical_faces(boundary_faces_of(mesh.tets)))
+    volume = tet_volumes(mesh.points, mesh.tets).sum()
+    assert volume == pytest.approx(outer.volume - core.volume, rel=1e-12)
+    # The volume bound from the edge length holds for nearly all tets (TetGen's final smoothing
+    # lets about 0.6% of them grow up to ~1.35x the bound; measured).
+    volumes = tet_volumes(mesh.points, mesh.tets)
+    bound = 0.008 ** 3 / (6 * np.sqrt(2))
+    assert np.percentile(volumes, 99) <= bound and volumes.max() <= 2 * bound
+
+
+def test_mixed_markers_kept_on_a_box():
+    box = trimesh.creation.box(extents=(0.1, 0.06, 0.02))
+    normals = box.face_normals
+    markers = np.where(normals[:, 2] > 0.5, FREE, np.where(normals[:, 2] < -0.5, RIGID, INSULATED))
+    mesh = tetrahedralize(box.vertices, box.faces, markers, options=MeshingOptions(max_volume=2e-7))
+    tri = mesh.points[mesh.boundary_faces]
+    z = tri[..., 2]
+    assert np.all(mesh.boundary_markers[np.all(z > 0.0099, axis=1)] == FREE)
+    assert np.all(mesh.boundary_markers[np.all(z < -0.0099, axis=1)] == RIGID)
+    sides = ~(np.all(z > 0.0099, axis=1) | np.all(z < -0.0099, axis=1))
+    assert np.all(mesh.boundary_markers[sides] == INSULATED)
+    assert set(np.unique(mesh.boundary_markers)) == {FREE, RIGID, INSULATED}
+
+
+def test_deterministic_silent_and_leaves_cwd_clean(tmp_path, capfd, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _, _, first = shell()
+    _, _, second = shell()
+    for name in ("points", "tets", "boundary_faces", "boundary_markers"):
+        assert np.array_equal(getattr(first, name), getattr(second, name))
+    captured = capfd.readouterr()
+    assert captured.out == "" and captured.err == ""
+    assert os.getcwd() == str(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_options_volume_bound_and_switches():
+    assert MeshingOptions().volume_bound() is None
+    a = 0.01
+    assert MeshingOptions(edge_length=a).volume_bound() == pytest.approx(a ** 3 / (6 * np.sqrt(2)))
+    assert MeshingOptions(edge_length=a, max_volume=1e-8).volume_bound() == 1e-8
+    assert MeshingOptions(edge_length=a, max_volume=1.0).volume_bound() == pytest.approx(a ** 3 / (6 * np.sqrt(2)))
+    assert MeshingOptions(max_volume=1e-8).switches() == "pq1.414/10.0a1e-08Q"
+    with pytest.raises(OptionError, match="radius_edge"):
+        MeshingOptions(radius_edge=0.5).switches()
+    with pytest.raises(OptionError, match="max_volume"):
+        MeshingOptions(max_volume=-1.0).switches()
+
+
+def test_interior_point_of_nonconvex_core():
+    # A torus: the centroid of its vertices is outside, so the point must come from the faces.
+    ring = trimesh.creation.torus(major_radius=0.03, minor_radius=0.01)
+    assert not ring.contains([ring.vertices.mean(axis=0)])[0]
+    for faces in (ring.faces, ring.faces[:, ::-1]):          # either winding
+        point = interior_point(ring.vertices, faces)
+        assert ring.contains([point])[0]
+        assert abs(np.hypot(point[0], point[1]) - 0.03) ** 2 + point[2] ** 2 < 0.01 ** 2
+
+
+def test_refuses_open_surface():
+    box = trimesh.creation.box(extents=(1, 1, 1))
+    with pytest.raises(InputError, match="not closed"):
+        tetrahedralize(box.vertices, box.faces[:-1], np.full(len(box.faces) - 1, FREE))
+
+
+def test_refuses_bad_marker():
+    box = trimesh.creation.box(extents=(1, 1, 1))
+    with pytest.raises(InputError, match="markers"):
+        tetrahedralize(box.vertices, box.faces, np.full(len(box.faces), 7))
+
+
+def test_refuses_self_intersection_with_clear_error():
+    one = trimesh.creation.box(extents=(1, 1, 1))
+    two = trimesh.creation.box(extents=(1, 1, 1), transform=trimesh.transformations.translation_matrix((0.5, 0.3, 0.2)))
+    vertices = np.vstack([one.vertices, two.vertices])
+    faces = np.vstack([one.faces, two.faces + len(one.vertices)])
+    with pytest.raises((InputError, BuildError), match="TetGen"):
+        tetrahedralize(vertices, faces, np.full(len(faces), FREE))
+
+
+def test_core_touching_outer_is_refused():
+    outer = trimesh.creation.icosphere(subdivisions=2, radius=0.05)
+    core = trimesh.creation.icosphere(subdivisions=2, radius=0.03)
+    core.apply_translation((0.04, 0, 0))   # pokes through the outer surface
+    with pytest.raises((InputError, BuildError)):
+        tetrahedralize(outer.vertices, outer.faces, np.full(len(outer.faces), FREE),
+                       core_vertices=core.vertices, core_faces=core.faces)
+
+
+def check_refined(before: TetMesh, after: TetMesh):
+    """Conforming, positive, same volume, same boundary faces, no tet with 4 FREE vertices."""
+    assert np.all(tet_volumes(after.points, after.tets) > 0)
+    assert tet_volumes(after.points, after.tets).sum() == pytest.approx(
+        tet_volumes(before.points, before.tets).sum(), rel=1e-12)
+    assert np.array_equal(after.points[: before.n_points], before.points)
+    assert np.array_equal(canonical_faces(boundary_faces_of(after.tets)), canonical_faces(before.boundary_faces))
+    assert len(zero_tets(after)) == 0
+
+
+def test_refine_interior_edge_of_an_octahedron():
+    # Four tets around the interior axis (0,0,-1)-(0,0,1); every vertex is on the FREE surface.
+    points = np.array([[1, 0, 0], [0, 1, 0], [-1, 0, 0], [0, -1, 0], [0, 0, -1], [0, 0, 1]], float)
+    tets = np.array([[4, 5, i, (i + 1) % 4] for i in range(4)])
+    from fieldgen.mesh import orient_positive
+    tets = orient_positive(points, tets)
+    faces = boundary_faces_of(tets)
+    mesh = TetMesh(points, tets, faces, np.full(len(faces), FREE))
+    assert len(zero_tets(mesh)) == 4
+    refined, count = refine_zero_tets(mesh)
+    assert count == 4 and refined.n_tets == 8 and refined.n_points == 7
+    assert np.allclose(refined.points[6], 0.0)          # midpoint of the axis
+    check_refined(mesh, refined)
+
+
+def test_refine_corner_tets_by_interior_face():
+    # A bipyramid: two tets, all nine edges on the boundary; only the shared face is interior.
+    points = np.array([[1, 0, 0], [-0.5, 0.8, 0], [-0.5, -0.8, 0], [0, 0, 1], [0, 0, -1]], float)
+    from fieldgen.mesh import orient_positive
+    tets = orient_positive(points, np.array([[0, 1, 2, 3], [0, 1, 2, 4]]))
+    faces = boundary_faces_of(tets)
+    mesh = TetMesh(points, tets, faces, np.full(len(faces), FREE))
+    refined, count = refine_zero_tets(mesh)
+    assert count == 2 and refined.n_tets == 6
+    assert np.allclose(refined.points[5], points[:3].mean(axis=0))
+    check_refined(mesh, refined)
+
+
+def test_refine_lone_tet_at_centroid():
+    points = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+    tets = np.array([[0, 1, 2, 3]])
+    faces = boundary_faces_of(tets)
+    mesh = TetMesh(points, tets, faces, np.full(4, FREE))
+    refined, count = refine_zero_tets(mesh)
+    assert count == 1 and refined.n_tets == 4
+    check_refined(mesh, refined)
+
+
+def test_rigid_vertices_do_not_count_as_zero():
+    points = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+    tets = np.array([[0, 1, 2, 3]])
+    faces = boundary_faces_of(tets)
+    markers = np.array([FREE, FREE, FREE, FREE])
+    markers[np.flatnonzero(~np.any(faces == 3, axis=1))] = RIGID   # face (0,1,2) rigid; vertices still on FREE faces
+    mesh = TetMesh(points, tets, faces, markers)
+    assert len(zero_tets(mesh)) == 1                     # FREE wins on shared vertices
+    markers = np.full(4, RIGID)
+    markers[0] = FREE
+    assert len(zero_tets(TetMesh(points, tets, faces, markers))) == 0
+
+
+@pytest.mark.slow
+def test_real_cad_part_has_no_zero_pressure_tet(meshes):
+    part = trimesh.load(meshes / "featuretype.STL")
+    part.apply_scale(1e-3)
+    assert part.is_watertight
+    mesh = tetrahedralize(part.vertices, part.faces, np.full(len(part.faces), FREE),
+                          options=MeshingOptions(radius_edge=2.0))
+    assert len(zero_tets(mesh)) > 0                      # thin CAD features do produce them
+    assert tet_volumes(mesh.points, mesh.tets).sum() == pytest.approx(part.volume, rel=1e-9)
+    refined, count = refine_zero_tets(mesh)
+    assert count == len(zero_tets(mesh))
+    check_refined(mesh, refined)
+    stats = mesh_statistics(refined)
+    assert stats["zero_pressure_tets"] == 0 and stats["tets"] == refined.n_tets
+    assert stats["min_tet_volume"] > 0
+
+
+def test_mesh_statistics_of_a_regular_tet():
+    points = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], float)
+    from fieldgen.mesh import orient_positive
+    tets = orient_positive(points, np.array([[0, 1, 2, 3]]))
+    faces = boundary_faces_of(tets)
+    stats = mesh_statistics(TetMesh(points, tets, faces, np.full(4, FREE)))
+    json.dumps(stats)
+    assert stats["radius_edge_max"] == pytest.approx(np.sqrt(6) / 4)
+    assert stats["min_dihedral_deg"] == pytest.approx(np.degrees(np.arccos(1 / 3)))
+    assert stats["volume"] == pytest.approx(8 / 3)
+    assert stats["tets"] == 1 and stats["vertices"] == 4 and stats["boundary_faces"] == 4
+    assert stats["boundary_faces_by_condition"] == {"free": 4, "rigid": 0, "insulated": 0}
+    assert stats["zero_pressure_tets"] == 1
+
+
+def test_timeout_is_a_build_error():
+    box = trimesh.creation.box(extents=(1, 1, 1))
+    with pytest.raises(BuildError, match="did not finish"):
+        tetrahedralize(box.vertices, box.faces, np.full(len(box.faces), FREE), timeout=1e-3)
+
+
+def test_cad_part_tetgen_cannot_mesh_gives_a_clear_error(meshes):
+    # box.STL (closed, 8954 faces) makes TetGen fail in recoversubfaces; in-process this corrupted
+    # the heap, so TetGen runs in a child process and the failure must come back as an error.
+    part = trimesh.load(meshes / "box.STL")
+    part.apply_scale(1e-3)
+    assert part.is_watertight
+    with pytest.raises((BuildError, InputError), match="TetGen") as info:
+        tetrahedralize(part.vertices, part.faces, np.full(len(part.faces), FREE))
+    assert info.value.fix
