@@ -91,7 +91,7 @@ def test_options_volume_bound_and_switches():
     assert MeshingOptions(edge_length=a).volume_bound() == pytest.approx(a ** 3 / (6 * np.sqrt(2)))
     assert MeshingOptions(edge_length=a, max_volume=1e-8).volume_bound() == 1e-8
     assert MeshingOptions(edge_length=a, max_volume=1.0).volume_bound() == pytest.approx(a ** 3 / (6 * np.sqrt(2)))
-    assert MeshingOptions(max_volume=1e-8).switches() == "pq1.414/10.0a1e-08Q"
+    assert MeshingOptions(max_volume=1e-8).switches() == "pq1.414/10.0a0.00000001Q"  # never exponent notation
     with pytest.raises(OptionError, match="radius_edge"):
         MeshingOptions(radius_edge=0.5).switches()
     with pytest.raises(OptionError, match="max_volume"):
