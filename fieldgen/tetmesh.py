@@ -75,7 +75,9 @@ class MeshingOptions:
         text = f"pq{float(self.radius_edge)!r}/{float(self.min_dihedral)!r}"
         volume = self.volume_bound()
         if volume is not None:
-            # Positional notation: TetGen reads "a3.8e-09" as "a3.8" and switches e, -, 0, 9.
+            # Positional notation, so the bound never depends on how TetGen parses an exponent
+            # (reported misread as "a3.8" + stray switches; with tetgen 0.8.4 here "a3.2e-08" and
+            # "a0.000000032" gave identical meshes; test_volume_bound_reaches_tetgen checks the effect).
             text += "a" + np.format_float_positional(float(volume), unique=True, trim="-")
         return text + "Q"
 

@@ -98,6 +98,21 @@ def test_options_volume_bound_and_switches():
         MeshingOptions(max_volume=-1.0).switches()
 
 
+def test_volume_bound_reaches_tetgen():
+    # A metre-scale slab: the switch string must carry the bound to TetGen (tiny volumes included).
+    box = trimesh.creation.box(extents=(0.1, 0.1, 0.01))
+    markers = np.full(len(box.faces), FREE)
+    counts = []
+    for bound in (3.2e-8, 3.2e-9):
+        mesh = tetrahedralize(box.vertices, box.faces, markers, options=MeshingOptions(max_volume=bound))
+        volumes = tet_volumes(mesh.points, mesh.tets)
+        assert np.percentile(volumes, 99) <= bound
+        assert volumes.mean() < bound                    # the bulk is bounded, not only the tail
+        counts.append(len(volumes))
+    assert counts[1] > 5 * counts[0]
+    assert float(MeshingOptions(max_volume=3.2e-9).switches().split("a")[1][:-1]) == 3.2e-9   # round trip
+
+
 def test_interior_point_of_nonconvex_core():
     # A torus: the centroid of its vertices is outside, so the point must come from the faces.
     ring = trimesh.creation.torus(major_radius=0.03, minor_radius=0.01)
