@@ -56,7 +56,7 @@ WORKER_THREADS = {name: "1" for name in (
     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")}
 #: What :func:`fieldgen.asset.atomic_output` names its temporary files.
 _TEMPORARY = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{32}\.tmp$")
-_GRACE_SECONDS = 5.0
+_GRACE_SECONDS = 2.0     # a worker inside TetGen or vtk only sees SIGTERM when it returns
 
 
 class ManifestError(OptionError):
@@ -253,6 +253,23 @@ def stale_reason(output: str, key: str) -> str | None:
     if stored != key:
         return "input, options or fieldgen version changed"
     return None
+
+
+def discard_unvalidated(output: str, key: str) -> bool:
+    """Remove ``output`` if it carries ``key``: a build stopped between writing and validating.
+
+    ``build`` writes the asset before validating it, so a worker killed in between leaves a
+    complete but unchecked asset that the cache would otherwise take as current.
+    """
+    from .asset import read_metadata
+
+    try:
+        if read_metadata(output).get("cache_key") == key:
+            os.remove(output)
+            return True
+    except (FieldgenError, OSError, ValueError):
+        pass
+    return False
 
 
 def remove_stale_temporaries(outputs: Iterable[str]) -> list[str]:
@@ -553,6 +570,7 @@ def _run_local(payloads: Sequence[dict], jobs: int, finished: Callable[[dict], N
                 continue
             if answer is None:                       # died (or closed after its last item)
                 if worker.current is not None:
+                    discard_unvalidated(worker.current["output"], worker.current["cache_key"])
                     finished({"index": worker.current["index"], "seconds": 0.0, "error": worker.death_notice()})
                     worker.current = None
                     busy -= 1
@@ -583,6 +601,8 @@ def _run_local(payloads: Sequence[dict], jobs: int, finished: Callable[[dict], N
         for worker in workers:
             worker.close()
             worker.reap(deadline)
+            if worker.current is not None:        # interrupted mid-build
+                discard_unvalidated(worker.current["output"], worker.current["cache_key"])
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -622,9 +642,13 @@ def build_payload(payload: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = {"index": payload["index"], "error": None}
     try:
         options = options_from_mapping(payload["options"], origin="batch payload")
-        with threadpool_limits(1):
-            result = build(payload["input"], payload["output"], options,
-                           extra_metadata={"cache_key": payload["cache_key"]})
+        try:
+            with threadpool_limits(1):
+                result = build(payload["input"], payload["output"], options,
+                               extra_metadata={"cache_key": payload["cache_key"]})
+        except _Stop:
+            discard_unvalidated(payload["output"], payload["cache_key"])
+            raise
         answer["warnings"] = list(result.warnings)
         answer["tets"] = int(result.tets)
     except FieldgenError as exc:
@@ -690,6 +714,7 @@ def isolated_build(payload: dict[str, Any], cancel_event: str | None = None) -> 
                     worker.stop()
                 continue
             if answer is None:
+                discard_unvalidated(payload["output"], payload["cache_key"])
                 return {"index": payload["index"], "seconds": 0.0, "error": worker.death_notice()}
             return answer
     finally:

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from cli.main import main
 from fieldgen.asset import read_metadata
-from fieldgen.batch import (BatchItem, ManifestError, cache_key, read_manifest,
+from fieldgen.batch import (BatchItem, ManifestError, cache_key, discard_unvalidated, read_manifest,
                             remove_stale_temporaries, stale_reason)
 from fieldgen.build import BuildOptions
 
@@ -165,6 +165,12 @@ def test_cache_rebuilds_only_what_changed(first_run, tmp_path):
     assert rebuilt["source"]["sha256"] != read_metadata(source / "out" / "unit_sphere.vtu")["source"]["sha256"]
     assert run(good_only, "--check").exit_code == 0
 
+    # An asset left by a build stopped before validation is discarded only if it has the item's key.
+    spare = folder / "spare.vtu"
+    shutil.copyfile(folder / "out" / "unit_sphere.vtu", spare)
+    assert not discard_unvalidated(str(spare), "0" * 64) and spare.exists()
+    assert discard_unvalidated(str(spare), read_metadata(spare)["cache_key"]) and not spare.exists()
+
     # The full manifest still fails on its two broken items, building nothing else.
     result = run(manifest, "--json", "--quiet")
     assert result.exit_code == 1
@@ -181,7 +187,7 @@ def test_cache_rebuilds_only_what_changed(first_run, tmp_path):
 def test_job_counts_and_dask_give_byte_identical_assets(meshes, tmp_path):
     from distributed import LocalCluster
 
-    names = ["angle_block.STL", "idler_riser.STL", "unit_sphere.STL"]
+    names = ["angle_block.STL", "idler_riser.STL"]
     copy_inputs(meshes, tmp_path, names)
     manifest = write_manifest(tmp_path, {name: GOOD[name] for name in names})
     runs = {"j1": ["-j", "1"], "j2": ["-j", "2"]}
@@ -191,7 +197,7 @@ def test_job_counts_and_dask_give_byte_identical_assets(meshes, tmp_path):
         for label, flags in runs.items():
             proc, _ = run_batch_cli(manifest, "--output-dir", tmp_path / label, "--json", "--quiet", *flags)
             assert proc.returncode == 0, (label, proc.stderr)
-            assert [i["status"] for i in json.loads(proc.stdout)["items"]] == ["built"] * 3
+            assert [i["status"] for i in json.loads(proc.stdout)["items"]] == ["built"] * 2
     for name in names:
         asset = Path(name).stem + ".vtu"
         blobs = {label: (tmp_path / label / asset).read_bytes() for label in runs}
@@ -210,6 +216,27 @@ def worker_pids(parent: int) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def live_workers(parent: int) -> list[int]:
+    alive = []
+    for pid in worker_pids(parent):
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
+                alive.append(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def wait_until_fast_item_done(proc: subprocess.Popen, first: Path) -> None:
+    """Until the fast item's asset exists and its worker has exited (the slow one still builds)."""
+    deadline = time.monotonic() + 120
+    while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    while proc.poll() is None and time.monotonic() < deadline and len(live_workers(proc.pid)) != 1:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the slow item finished before it could be interrupted"
 
 
 def assert_no_partial_assets(outputs: list[Path]) -> None:
@@ -234,25 +261,41 @@ def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
     outputs = [tmp_path / "out" / "angle_block.vtu", tmp_path / "out" / "fandisk.vtu"]
     proc = subprocess.Popen([sys.executable, "-m", "cli.main", "batch", str(manifest), "-j", "2"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not outputs[0].exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert proc.poll() is None, "the slow item finished before it could be interrupted"
-    workers = worker_pids(proc.pid)
-    assert workers
+    wait_until_fast_item_done(proc, outputs[0])
+    workers = live_workers(proc.pid)
+    assert len(workers) == 1
     proc.send_signal(how)
     _, stderr = proc.communicate(timeout=60)
     if how == signal.SIGINT:
         assert proc.returncode == 128 + signal.SIGINT, stderr
         assert b"interrupted" in stderr
     deadline = time.monotonic() + 60          # SIGKILL: the workers stop on their own
-    while any(os.path.exists(f"/proc/{pid}") and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-              for pid in workers) and time.monotonic() < deadline:
+    while live_workers(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [pid for pid in worker_pids(proc.pid)
-                if Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
-    assert outputs[0].exists() and not outputs[1].exists()
+    assert not live_workers(proc.pid)
+    assert outputs[0].exists()
     assert_no_partial_assets(outputs)
+
+
+@pytest.mark.slow
+def test_a_crashed_worker_fails_its_item_only(meshes, tmp_path):
+    """A worker killed mid-build (as by the OOM killer) fails that item; the batch goes on."""
+    copy_inputs(meshes, tmp_path, ["angle_block.STL", "fandisk.obj"])
+    manifest = write_manifest(tmp_path, {"angle_block.STL": GOOD["angle_block.STL"],
+                                         "fandisk.obj": "edge_length = 0.035\n"})
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "batch", str(manifest), "-j", "2",
+                             "--report", str(tmp_path / "report.json")],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = tmp_path / "out" / "angle_block.vtu"
+    wait_until_fast_item_done(proc, first)
+    os.kill(live_workers(proc.pid)[0], signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1, stderr
+    items = {Path(i["input"]).name: i for i in json.loads((tmp_path / "report.json").read_text())["items"]}
+    assert items["angle_block.STL"]["status"] == "built"
+    assert items["fandisk.obj"]["status"] == "failed" and "SIGKILL" in items["fandisk.obj"]["error"]
+    assert_no_partial_assets([first, tmp_path / "out" / "fandisk.vtu"])
+    assert not (tmp_path / "out" / "fandisk.vtu").exists()
 
 
 def test_stale_temporaries_of_a_killed_run_are_removed(tmp_path):
