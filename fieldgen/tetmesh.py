@@ -236,10 +236,19 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float):
                     np.array(out["trifaces"], dtype=np.int64), np.array(out["trimarkers"], dtype=np.int64))
 
 
-def _face_keys(faces: np.ndarray, n: int) -> np.ndarray:
-    """One integer per face, independent of its vertex order (needs n < 2**21)."""
-    s = np.sort(faces, axis=1).astype(np.int64)
-    return (s[:, 0] * n + s[:, 1]) * n + s[:, 2]
+_FACE_RECORD = np.dtype([("a", np.int64), ("b", np.int64), ("c", np.int64)])
+
+
+def _face_keys(faces: np.ndarray, n: int, limit: int = 2 ** 21) -> np.ndarray:
+    """One sortable key per face, independent of its vertex order.
+
+    An int64 when ``n < limit`` (fast); otherwise a record of the sorted triple, which sorts,
+    compares and searches the same way.
+    """
+    s = np.sort(np.asarray(faces, dtype=np.int64).reshape(-1, 3), axis=1)
+    if n < limit:
+        return (s[:, 0] * n + s[:, 1]) * n + s[:, 2]
+    return np.ascontiguousarray(s).view(_FACE_RECORD).ravel()
 
 
 def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=None,
@@ -294,8 +303,6 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
 
     boundary = boundary_faces_of(tets)
     n = len(points)
-    if n >= 2 ** 21:
-        raise BuildError(f"{n} vertices is more than face keys support (2**21)", fix="mesh coarser")
     keys_b = _face_keys(boundary, n)
     keys_t = _face_keys(trifaces, n)
     order = np.argsort(keys_t, kind="stable")
@@ -378,7 +385,7 @@ def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
     bkeys_edges = np.sort(mesh.boundary_faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)
     n0 = len(points)
     boundary_edge_keys = np.unique(bkeys_edges[:, 0] * n0 + bkeys_edges[:, 1])
-    boundary_face_keys = np.unique(_face_keys(mesh.boundary_faces, n0)) if n0 < 2 ** 21 else None
+    boundary_face_keys = np.unique(_face_keys(mesh.boundary_faces, n0))
 
     def zero(points_count, tets_now):
         flags = np.zeros(points_count, dtype=bool)

@@ -13,6 +13,7 @@ from fieldgen.errors import BuildError, InputError, OptionError
 from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, tet_volumes
 from fieldgen.tetmesh import (
     MeshingOptions,
+    _face_keys,
     interior_point,
     mesh_statistics,
     refine_zero_tets,
@@ -261,3 +262,14 @@ def test_cad_part_tetgen_cannot_mesh_gives_a_clear_error(meshes):
     with pytest.raises((BuildError, InputError), match="TetGen") as info:
         tetrahedralize(part.vertices, part.faces, np.full(len(part.faces), FREE))
     assert info.value.fix
+
+
+def test_face_keys_agree_above_the_integer_limit():
+    # Large meshes (>= 2**21 vertices) use record keys; both kinds must match faces the same way.
+    rng = np.random.default_rng(7)
+    faces = rng.integers(0, 50, size=(200, 3))
+    queries = np.vstack([faces[::3][:, ::-1], rng.integers(0, 50, size=(50, 3))])
+    small = np.isin(_face_keys(queries, 50), _face_keys(faces, 50))
+    large = np.isin(_face_keys(queries, 50, limit=0), _face_keys(faces, 50, limit=0))
+    assert np.array_equal(small, large) and small[: len(faces[::3])].all()
+    assert len(np.unique(_face_keys(faces, 50))) == len(np.unique(_face_keys(faces, 50, limit=0)))
