@@ -34,6 +34,8 @@ _NUMBER = click.FLOAT
 @click.option("--dissipation", type=_NUMBER, help="Hunt-Crossley dissipation chi in s/m, given directly.")
 @click.option("--mu-static", type=_NUMBER, help="Static friction coefficient (default 0.5).")
 @click.option("--mu-dynamic", type=_NUMBER, help="Dynamic friction coefficient (default 0.5).")
+@click.option("--drake-vtk", type=click.Path(dir_okay=False),
+              help="Also write the tet mesh as a legacy .vtk Drake loads, and FILE.sdf with matching drake: properties.")
 @json_option
 @quiet_option
 def build_command(input_path, output, spec, as_json, quiet, **flags):

@@ -53,6 +53,7 @@ class BuildOptions:
     dissipation: float | None = None        #: chi, s/m, given directly
     mu_static: float = DEFAULT_FRICTION
     mu_dynamic: float = DEFAULT_FRICTION
+    drake_vtk: str | None = None            #: also write a Drake-loadable legacy .vtk (+ .sdf)
 
     # ----------------------------------------------------------------- checks
     def checked(self) -> "BuildOptions":
@@ -117,7 +118,7 @@ class BuildOptions:
 
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(BuildOptions))
-PATH_OPTIONS = ("core", "table")
+PATH_OPTIONS = ("core", "table", "drake_vtk")
 LIST_OPTIONS = ("bonded", "insulated")
 
 
@@ -372,6 +373,23 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         raise FieldgenError(f"the built asset failed validation ({failed})", path=input_path,
                             fix="this is a fieldgen bug; please report it with the input file")
 
+    drake = None
+    if options.drake_vtk is not None:
+        from .drake import write_drake_files
+
+        with progress.stage("drake"):
+            # Drake computes its own linear field from the geometry, so it gets the mesh before
+            # layering: the layer cuts serve only our nonlinear law and leave tets too small for
+            # Drake's absolute volume test.
+            unlayered = Asset(points=mesh.points, tets=mesh.tets, extent=solution.extent,
+                              pressure=law.pressure(solution.extent), metadata=metadata)
+            try:
+                drake = write_drake_files(unlayered, options.drake_vtk)
+            except BaseException:
+                os.remove(output_path)  # all or nothing
+                raise
+        warnings.extend(drake.get("warnings", []))
+
     return BuildResult(
         output=output_path, tets=layered.mesh.n_tets, vertices=layered.mesh.n_points,
         characteristic_length=float(length), dissipation=float(chi),
@@ -379,7 +397,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         stage_seconds={k: round(v, 6) for k, v in progress.stage_seconds.items()},
         volume=float(stats.get("volume", 0.0)), pressure_max=float(np.max(layered.pressure)),
         repairs=list(surface.repairs), warnings=warnings,
-        extra={"layer_levels": int(len(layered.levels)), "law": law.kind},
+        extra={"layer_levels": int(len(layered.levels)), "law": law.kind,
+               **({"drake": drake} if drake is not None else {})},
     )
 
 

@@ -257,3 +257,34 @@ def test_console_script_runs(tmp_path):
     assert exe is not None
     proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and "fieldgen" in proc.stdout
+
+
+def test_drake_export_from_build(tmp_path):
+    """--drake-vtk writes the pre-layering tet mesh as legacy VTK Drake can load, plus the SDF."""
+    import vtk
+    import xml.etree.ElementTree as ET
+
+    from fieldgen.mesh import tet_volumes
+
+    vtk_path = tmp_path / "drake" / "paddle.vtk"
+    vtk_path.parent.mkdir()
+    result = run("build", "--spec", ROOT / "assets" / "paddle.toml", "-o", tmp_path / "paddle.vtu",
+                 "--drake-vtk", vtk_path, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    reader = vtk.vtkUnstructuredGridReader()
+    reader.SetFileName(str(vtk_path))
+    reader.Update()
+    grid = reader.GetOutput()
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    points = vtk_to_numpy(grid.GetPoints().GetData()).astype(float)
+    tets = vtk_to_numpy(grid.GetCells().GetConnectivityArray()).reshape(-1, 4)
+    assert {grid.GetCellType(i) for i in range(grid.GetNumberOfCells())} == {10}
+    assert np.all(6 * tet_volumes(points, tets) > 2.3e-16)          # Drake's absolute test
+    assert report["drake"]["tets"] == len(tets) < report["tets"]      # before layering
+    sdf = ET.parse(vtk_path.with_suffix(".sdf")).getroot()
+    text = ET.tostring(sdf, encoding="unicode")
+    assert "hydroelastic_modulus" in text and "hunt_crossley_dissipation" in text
+    assert report["drake"]["hydroelastic_modulus"] == pytest.approx(report["pressure_max"], rel=1e-12)
+    assert any("core" in w for w in report["warnings"])               # Drake cannot take the core
