@@ -227,7 +227,7 @@ class RigidBody:
 
 def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs) -> CompliantBody | RigidBody:
     """.vtu -> fieldgen asset; .vtk -> Drake-compatible compliant mesh (``modulus`` required);
-    anything else -> rigid surface in ``units``."""
+    anything else -> rigid surface in ``units``, which must be closed (:func:`check_closed_surface`)."""
     path = Path(path)
     if not path.is_file():
         raise InputError("file not found", path=path, fix="Check the path")
@@ -240,7 +240,35 @@ def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs)
                               "field p0 = E·d/max d needs the modulus E", path=path,
                               fix="Pass modulus= in pascals (e.g. 1e5)")
         return CompliantBody.from_drake_vtk(path, modulus, **kwargs)
-    return RigidBody.from_mesh(path, units=units, **kwargs)
+    body = RigidBody.from_mesh(path, units=units, **kwargs)
+    check_closed_surface(body.vertices, body.faces, path)
+    return body
+
+
+def open_edges(faces: np.ndarray) -> tuple[int, int]:
+    """(boundary, defective) edge counts of a triangle mesh: edges used by one face, and edges
+    used by more than two faces or twice in the same direction (inconsistent winding)."""
+    faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    directed = np.stack([faces, np.roll(faces, -1, axis=1)], axis=2).reshape(-1, 2)
+    undirected = np.sort(directed, axis=1)
+    _, uses = np.unique(undirected, axis=0, return_counts=True)
+    _, same_way = np.unique(directed, axis=0, return_counts=True)
+    return int(np.sum(uses == 1)), int(np.sum(uses > 2) + np.sum(same_way > 1))
+
+
+def check_closed_surface(vertices: np.ndarray, faces: np.ndarray, path=None) -> None:
+    """InputError unless the rigid surface is closed and consistently wound (vertices at the same
+    position count as one, so seams of UV-split files pass): contact with a rigid body clips its
+    boundary triangles by the tets (D 5.0.2), which is the boundary of the displaced volume only
+    when the surface encloses a volume (D A.1)."""
+    _, same = np.unique(np.asarray(vertices, dtype=np.float64).reshape(-1, 3), axis=0, return_inverse=True)
+    boundary, defective = open_edges(same.reshape(-1)[np.asarray(faces, dtype=np.int64)])
+    if boundary or defective:
+        raise InputError(f"the rigid surface is not closed: {boundary} boundary edges and {defective} "
+                         f"non-manifold or inconsistently wound edges out of {len(faces)} triangles, so it "
+                         f"bounds no volume and its contact force would depend on the missing faces",
+                         path=path, fix="Repair it into a closed, consistently wound surface (e.g. in "
+                         "MeshLab or trimesh's fill_holes/fix_normals) before using it as a rigid body")
 
 
 def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
