@@ -1,0 +1,183 @@
+"""`fieldgen contact`: the contact surface and wrench between two bodies at given poses."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+import click
+
+from .common import EXIT_USAGE, fail, json_option, print_json, reported_errors
+
+
+def _numbers(text: str, names: tuple[str, ...], what: str) -> list[float]:
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) != len(names) or not all(math.isfinite(v) for v in values):
+        raise click.BadParameter(f"{text!r} is not {len(names)} finite comma-separated numbers "
+                                 f"{','.join(names)} ({what})")
+    return values
+
+
+def parse_pose(ctx, param, text):
+    """``x,y,z,roll,pitch,yaw`` (m, degrees about fixed X, Y, Z) -> Pose."""
+    from fieldgen.runtime.pose import Pose
+
+    if text is None:
+        return Pose()
+    return Pose.from_xyz_rpy(*_numbers(text, ("x", "y", "z", "roll", "pitch", "yaw"), "m and degrees"))
+
+
+def parse_velocity(ctx, param, text):
+    """``vx,vy,vz,wx,wy,wz`` (m/s of the body origin, rad/s; world frame) -> spatial velocity [ω; v]."""
+    import numpy as np
+
+    if text is None:
+        return np.zeros(6)
+    vx, vy, vz, wx, wy, wz = _numbers(text, ("vx", "vy", "vz", "wx", "wy", "wz"), "m/s and rad/s")
+    return np.array([wx, wy, wz, vx, vy, vz])
+
+
+def _modulus(ctx, param, value):
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value} is not a positive number of pascals (e.g. 1e5)")
+    return value
+
+
+def _load(path: str, modulus: float | None, flag: str):
+    from fieldgen.runtime.bodies import load_body
+
+    if Path(path).suffix.lower() == ".vtk" and modulus is None:
+        fail(f"{path}: a legacy .vtk tet mesh has no pressure field of its own; Drake's field "
+             f"p0 = E·d/max d needs the modulus E. Pass {flag} E in Pa (e.g. {flag} 1e5).", EXIT_USAGE)
+    kwargs = {"modulus": modulus} if Path(path).suffix.lower() == ".vtk" else {}
+    return load_body(path, **kwargs)
+
+
+def _vector(values) -> list[float]:
+    return [float(v) for v in values]
+
+
+def run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation: str, repeat: int):
+    """One warm-up query (its warnings kept), then ``repeat`` timed ones: (surface, wrench,
+    median seconds, warning messages)."""
+    from fieldgen.runtime.wrench import contact
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        surface, wrench = contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation)
+    times = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            surface, wrench = contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation)
+            times.append(time.perf_counter() - start)
+    messages = list(dict.fromkeys(str(w.message) for w in caught))
+    return surface, wrench, statistics.median(times), messages
+
+
+def report(a: str, b: str, body_a, body_b, surface, wrench, seconds: float, messages, output) -> dict:
+    """The ``--json`` report (force/torque on B, world frame, torque about the world origin)."""
+    import numpy as np
+
+    empty = surface.n_faces == 0
+    return {
+        "a": a, "b": b,
+        "kind_a": type(body_a).__name__, "kind_b": type(body_b).__name__,
+        "representation": surface.representation,
+        "force": _vector(wrench.force), "torque": _vector(wrench.torque),
+        "force_on_a": _vector(wrench.force_on_a), "torque_on_a": _vector(wrench.torque_on_a),
+        "torque_about_centroid": _vector(wrench.torque_about_centroid) if not empty else [0.0, 0.0, 0.0],
+        "centroid": None if empty else _vector(wrench.centroid),
+        "elastic_force": _vector(wrench.elastic_force),
+        "dissipated_power": float(wrench.dissipated_power),
+        "area": float(wrench.area), "faces": int(wrench.n_faces),
+        "max_pressure": float(np.max(surface.vertex_pressure)) if not empty else 0.0,
+        "dissipation": float(wrench.dissipation), "friction": float(wrench.friction),
+        "query_seconds": float(seconds),
+        "warnings": list(messages),
+        "output": None if output is None else str(output),
+    }
+
+
+def summary_text(data: dict) -> str:
+    def vec(v):
+        return "(" + ", ".join(f"{x:.6g}" for x in v) + ")"
+
+    lines = [f"contact {data['a']} ({data['kind_a']}) / {data['b']} ({data['kind_b']}), "
+             f"{data['representation']} representation"]
+    if data["faces"] == 0:
+        lines.append("  no contact: the bodies do not overlap (zero force)")
+    lines += [
+        f"  {'faces':<16}{data['faces']}",
+        f"  {'area':<16}{data['area']:.6g} m^2",
+        f"  {'max pressure':<16}{data['max_pressure']:.6g} Pa",
+        f"  {'force on B':<16}{vec(data['force'])} N",
+        f"  {'torque on B':<16}{vec(data['torque'])} N·m about the world origin",
+        f"  {'query':<16}{1e3 * data['query_seconds']:.3f} ms (median)",
+    ]
+    if data["output"]:
+        lines.append(f"  {'wrote':<16}{data['output']}")
+    return "\n".join(lines)
+
+
+@click.command("contact")
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@click.option("--pose-a", callback=parse_pose, metavar="P", help="Pose of A: x,y,z,roll,pitch,yaw (m, degrees; "
+              "fixed X-Y-Z axes). Default: identity.")
+@click.option("--pose-b", callback=parse_pose, metavar="P", help="Pose of B, as --pose-a.")
+@click.option("--velocity-a", callback=parse_velocity, metavar="V", help="Velocity of A: vx,vy,vz,wx,wy,wz "
+              "(m/s of A's origin, rad/s; world frame). Default: at rest.")
+@click.option("--velocity-b", callback=parse_velocity, metavar="V", help="Velocity of B, as --velocity-a.")
+@click.option("--representation", type=click.Choice(["polygon", "triangle"]), default="polygon", show_default=True,
+              help="One polygon per element pair, or centroid-fan triangles.")
+@click.option("--modulus-a", type=float, callback=_modulus, metavar="E",
+              help="Pa; required when A is a legacy .vtk tet mesh (Drake's field E·d/max d).")
+@click.option("--modulus-b", type=float, callback=_modulus, metavar="E", help="Pa; as --modulus-a, for B.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Time N queries after one warm-up; report the median.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="SURFACE",
+              help="Write the contact surface (.vtp or .vtu) with pressure, normals and tractions.")
+@json_option
+def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation, modulus_a, modulus_b, repeat,
+                    output, as_json):
+    """Contact surface, force and torque between A and B.
+
+    A and B are fieldgen assets (.vtu), legacy .vtk tet meshes (give --modulus-a/-b) or closed rigid
+    surface meshes (STL, OBJ, PLY, ...; metres). Force and torque act on B (world frame, torque
+    about the world origin); A receives the opposite.
+
+    Example: fieldgen contact pad.vtu box.stl --pose-b 0,0,0.004,0,0,0 --json
+    """
+    if output is not None and Path(output).suffix.lower() not in (".vtp", ".vtu"):
+        fail(f"{output}: unknown contact-surface format. Name it SURFACE.vtp or SURFACE.vtu.", EXIT_USAGE)
+    with reported_errors():
+        body_a = _load(a, modulus_a, "--modulus-a")
+        body_b = _load(b, modulus_b, "--modulus-b")
+    from fieldgen.runtime.bodies import RigidBody
+
+    if isinstance(body_a, RigidBody) and isinstance(body_b, RigidBody):
+        fail(f"{a} and {b} are both rigid surfaces: pressure-field contact needs at least one compliant body. "
+             "Pass a fieldgen asset (.vtu) or a .vtk tet mesh with --modulus as A or B.", EXIT_USAGE)
+    with reported_errors():
+        surface, wrench, seconds, messages = run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b,
+                                                         representation, repeat)
+        if output is not None:
+            from fieldgen.runtime.export import write_contact_surface
+
+            write_contact_surface(output, surface, body_a, body_b, velocity_a, velocity_b)
+    for message in messages:
+        click.echo(f"warning: {message}", err=True)
+    data = report(a, b, body_a, body_b, surface, wrench, seconds, messages, output)
+    if as_json:
+        print_json(data)
+    else:
+        click.echo(summary_text(data))
