@@ -8,6 +8,7 @@ from fieldgen import __version__
 
 from .batch import batch_command
 from .build import build_command
+from .contact import contact_command
 from .inspect import inspect_command
 from .validate import validate_command
 
@@ -22,6 +23,7 @@ main.add_command(build_command)
 main.add_command(batch_command)
 main.add_command(validate_command)
 main.add_command(inspect_command)
+main.add_command(contact_command)
 
 if __name__ == "__main__":
     main()
