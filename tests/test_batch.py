@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Small real parts with coarse meshes (about a second each), and two inputs that must fail.
 GOOD = {
-    "angle_block.STL": 'edge_length = 0.3\nmodulus = 1e5\nexpansion_rate = 10.0\n',
-    "idler_riser.STL": 'units = "in"\nedge_length = 0.5\nmodulus = 2e5\nk = 0.5\ndissipation = 2.0\n',
-    "plate_holes.STL": 'units = "mm"\nedge_length = 15.0\nbonded = ["normal:0,0,-1"]\nmodulus = 1e6\n',
     "unit_sphere.STL": 'edge_length = 0.5\n',
+    "fandisk.obj": 'edge_length = 0.15\nbonded = ["below:z=-0.7"]\nmodulus = 1e5\nexpansion_rate = 10.0\n',
+    "idler_riser.STL": 'units = "in"\nedge_length = 1.0\nmodulus = 2e5\nk = 0.5\ndissipation = 2.0\n',
+    "torus.STL": 'edge_length = 0.5\nmodulus = 1e6\n',
 }
 BROKEN = {"soup.stl": "open", "drake_neg_volume.obj": ""}
 
@@ -150,17 +150,18 @@ def test_cache_rebuilds_only_what_changed(first_run, tmp_path):
     assert stale_cases[0].find("failure").get("type") == "StaleAsset"
     assert "would rebuild" in check.stderr and "unit_sphere.vtu" in check.stderr
     statuses = {Path(i["input"]).name: i["status"] for i in json.loads((folder / "check.json").read_text())["items"]}
-    assert statuses == {"angle_block.STL": "cached", "idler_riser.STL": "cached",
-                        "plate_holes.STL": "cached", "unit_sphere.STL": "stale"}
+    assert statuses == {"fandisk.obj": "cached", "idler_riser.STL": "cached",
+                        "torus.STL": "cached", "unit_sphere.STL": "stale"}
     assert (folder / "out" / "unit_sphere.vtu").read_bytes() == before["unit_sphere.STL"]  # --check built nothing
 
     proc, _ = run_batch_cli(good_only, "-j", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     statuses = {Path(i["input"]).name: i["status"] for i in json.loads(proc.stdout)["items"]}
-    assert statuses == {"angle_block.STL": "cached", "idler_riser.STL": "cached",
-                        "plate_holes.STL": "cached", "unit_sphere.STL": "built"}
-    for name in ("angle_block.STL", "idler_riser.STL", "plate_holes.STL"):
+    assert statuses == {"fandisk.obj": "cached", "idler_riser.STL": "cached",
+                        "torus.STL": "cached", "unit_sphere.STL": "built"}
+    for name in ("fandisk.obj", "idler_riser.STL", "torus.STL"):
         assert (folder / "out" / (Path(name).stem + ".vtu")).read_bytes() == before[name]
+    rebuilt_bytes = (folder / "out" / "unit_sphere.vtu").read_bytes()
     rebuilt = read_metadata(folder / "out" / "unit_sphere.vtu")
     assert rebuilt["source"]["sha256"] != read_metadata(source / "out" / "unit_sphere.vtu")["source"]["sha256"]
     assert run(good_only, "--check").exit_code == 0
@@ -177,17 +178,17 @@ def test_cache_rebuilds_only_what_changed(first_run, tmp_path):
     counts = json.loads(result.stdout)["counts"]
     assert counts == {"built": 0, "cached": 4, "failed": 2, "stale": 0}
     # --force rebuilds a current item, to the same bytes.
-    forced = run(write_manifest(folder, {"angle_block.STL": GOOD["angle_block.STL"]}, name="one.toml"),
+    forced = run(write_manifest(folder, {"unit_sphere.STL": GOOD["unit_sphere.STL"]}, name="one.toml"),
                  "--force", "--json", "--quiet")
     assert forced.exit_code == 0 and json.loads(forced.stdout)["items"][0]["status"] == "built"
-    assert (folder / "out" / "angle_block.vtu").read_bytes() == before["angle_block.STL"]
+    assert (folder / "out" / "unit_sphere.vtu").read_bytes() == rebuilt_bytes
 
 
 @pytest.mark.slow
 def test_job_counts_and_dask_give_byte_identical_assets(meshes, tmp_path):
     from distributed import LocalCluster
 
-    names = ["angle_block.STL", "idler_riser.STL"]
+    names = ["unit_sphere.STL", "fandisk.obj"]
     copy_inputs(meshes, tmp_path, names)
     manifest = write_manifest(tmp_path, {name: GOOD[name] for name in names})
     runs = {"j1": ["-j", "1"], "j2": ["-j", "2"]}
@@ -254,11 +255,11 @@ def assert_no_partial_assets(outputs: list[Path]) -> None:
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
     """Kill the batch while a slow item is being built: every output is absent or complete."""
-    names = ["angle_block.STL", "fandisk.obj"]
+    names = ["unit_sphere.STL", "fandisk.obj"]
     copy_inputs(meshes, tmp_path, names)
-    manifest = write_manifest(tmp_path, {"angle_block.STL": GOOD["angle_block.STL"],
+    manifest = write_manifest(tmp_path, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
                                          "fandisk.obj": "edge_length = 0.035\n"})
-    outputs = [tmp_path / "out" / "angle_block.vtu", tmp_path / "out" / "fandisk.vtu"]
+    outputs = [tmp_path / "out" / "unit_sphere.vtu", tmp_path / "out" / "fandisk.vtu"]
     proc = subprocess.Popen([sys.executable, "-m", "cli.main", "batch", str(manifest), "-j", "2"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_until_fast_item_done(proc, outputs[0])
@@ -280,19 +281,19 @@ def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
 @pytest.mark.slow
 def test_a_crashed_worker_fails_its_item_only(meshes, tmp_path):
     """A worker killed mid-build (as by the OOM killer) fails that item; the batch goes on."""
-    copy_inputs(meshes, tmp_path, ["angle_block.STL", "fandisk.obj"])
-    manifest = write_manifest(tmp_path, {"angle_block.STL": GOOD["angle_block.STL"],
+    copy_inputs(meshes, tmp_path, ["unit_sphere.STL", "fandisk.obj"])
+    manifest = write_manifest(tmp_path, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
                                          "fandisk.obj": "edge_length = 0.035\n"})
     proc = subprocess.Popen([sys.executable, "-m", "cli.main", "batch", str(manifest), "-j", "2",
                              "--report", str(tmp_path / "report.json")],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    first = tmp_path / "out" / "angle_block.vtu"
+    first = tmp_path / "out" / "unit_sphere.vtu"
     wait_until_fast_item_done(proc, first)
     os.kill(live_workers(proc.pid)[0], signal.SIGKILL)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 1, stderr
     items = {Path(i["input"]).name: i for i in json.loads((tmp_path / "report.json").read_text())["items"]}
-    assert items["angle_block.STL"]["status"] == "built"
+    assert items["unit_sphere.STL"]["status"] == "built"
     assert items["fandisk.obj"]["status"] == "failed" and "SIGKILL" in items["fandisk.obj"]["error"]
     assert_no_partial_assets([first, tmp_path / "out" / "fandisk.vtu"])
     assert not (tmp_path / "out" / "fandisk.vtu").exists()
