@@ -221,9 +221,27 @@ def cache_description(item: BatchItem) -> dict[str, Any]:
     return {
         "schema": CACHE_SCHEMA,
         "tool": {"name": "fieldgen", "version": __version__},
+        "libraries": library_versions(),
         "input": {"name": Path(item.input).name, "sha256": _file_digest(item.input, "input", item)},
         "options": options,
     }
+
+
+#: Libraries whose version can change an asset's bytes (meshing, solve, file encoding).
+BYTE_LIBRARIES = ("tetgen", "vtk", "numpy", "scipy", "scikit-fem", "pyamg", "trimesh")
+
+
+def library_versions() -> dict[str, str]:
+    """Installed versions of the libraries an asset's bytes depend on ("absent" if missing)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in BYTE_LIBRARIES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "absent"
+    return out
 
 
 def cache_key(item: BatchItem) -> str:

@@ -254,7 +254,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
 
     Nothing is written unless every stage succeeds (the asset is written atomically).
     """
-    from .asset import Asset, write_asset
+    from .asset import Asset, atomic_output, write_asset
     from .damping import characteristic_length, dissipation_from_expansion_rate
     from .extent import solve_extent
     from .layering import layer
@@ -360,35 +360,30 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
 
     asset = Asset(points=layered.mesh.points, tets=layered.mesh.tets, extent=layered.extent,
                   pressure=layered.pressure, metadata=metadata)
-    with progress.stage("write"):
-        parent = os.path.dirname(os.path.abspath(output_path))
-        os.makedirs(parent, exist_ok=True)
-        write_asset(output_path, asset)
-
-    with progress.stage("validate"):
-        report = validate_asset(output_path)
-    if not report.ok:
-        failed = "; ".join(f"{c.name}: {c.detail}" for c in report.checks if not c.ok)
-        os.remove(output_path)
-        raise FieldgenError(f"the built asset failed validation ({failed})", path=input_path,
-                            fix="this is a fieldgen bug; please report it with the input file")
-
+    # All or nothing: the asset is validated (and the Drake files written) while it is still a
+    # temporary file; only then is it renamed onto the output path.
+    os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     drake = None
-    if options.drake_vtk is not None:
-        from .drake import write_drake_files
+    with atomic_output(output_path) as temporary:
+        with progress.stage("write"):
+            write_asset(temporary, asset)
+        with progress.stage("validate"):
+            report = validate_asset(temporary)
+        if not report.ok:
+            failed = "; ".join(f"{c.name}: {c.detail}" for c in report.checks if not c.ok)
+            raise FieldgenError(f"the built asset failed validation ({failed})", path=input_path,
+                                fix="this is a fieldgen bug; please report it with the input file")
+        if options.drake_vtk is not None:
+            from .drake import write_drake_files
 
-        with progress.stage("drake"):
-            # Drake computes its own linear field from the geometry, so it gets the mesh before
-            # layering: the layer cuts serve only our nonlinear law and leave tets too small for
-            # Drake's absolute volume test.
-            unlayered = Asset(points=mesh.points, tets=mesh.tets, extent=solution.extent,
-                              pressure=law.pressure(solution.extent), metadata=metadata)
-            try:
+            with progress.stage("drake"):
+                # Drake computes its own linear field from the geometry, so it gets the mesh
+                # before layering: the layer cuts serve only our nonlinear law and leave tets too
+                # small for Drake's absolute volume test.
+                unlayered = Asset(points=mesh.points, tets=mesh.tets, extent=solution.extent,
+                                  pressure=law.pressure(solution.extent), metadata=metadata)
                 drake = write_drake_files(unlayered, options.drake_vtk)
-            except BaseException:
-                os.remove(output_path)  # all or nothing
-                raise
-        warnings.extend(drake.get("warnings", []))
+            warnings.extend(drake.get("warnings", []))
 
     return BuildResult(
         output=output_path, tets=layered.mesh.n_tets, vertices=layered.mesh.n_points,

@@ -408,6 +408,19 @@ def test_cache_key_follows_bytes_and_options_not_paths(tmp_path):
     assert key() != reference                                     # the input's bytes
 
 
+def test_cache_key_follows_library_versions(tmp_path, monkeypatch):
+    """A new TetGen or VTK can change the bytes, so it invalidates the cache."""
+    import fieldgen.batch as batch
+
+    (tmp_path / "part.stl").write_bytes(b"solid part\nendsolid part\n")
+    item = BatchItem(1, str(tmp_path / "part.stl"), str(tmp_path / "x.vtu"), BuildOptions(modulus=1e5))
+    reference = cache_key(item)
+    assert set(batch.library_versions()) == set(batch.BYTE_LIBRARIES)
+    real = batch.library_versions()
+    monkeypatch.setattr(batch, "library_versions", lambda: {**real, "tetgen": "0.0.0"})
+    assert cache_key(item) != reference
+
+
 def test_stale_reason(tmp_path):
     assert stale_reason(str(tmp_path / "none.vtu"), "0" * 64) == "missing"
     junk = tmp_path / "junk.vtu"
