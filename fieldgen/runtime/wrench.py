@@ -130,45 +130,51 @@ def contact(body_a, X_WA, body_b, X_WB, V_WA=None, V_WB=None, representation: st
     return surface, compute_wrench(surface, body_a, body_b, V_WA, V_WB, stiction_velocity=stiction_velocity)
 
 
-@nb.njit(cache=True)
-def _accumulate(q, p0, w, n, VA, VB, oA, oB, chi, mu, vc, acc):
-    """Add the traction at point q (weight w) to acc = [F(3), τ(3), Fe(3), τe(3), power]."""
-    rA = q - oA
-    rB = q - oB
-    v = np.empty(3)
-    v[0] = VB[3] + VB[1] * rB[2] - VB[2] * rB[1] - (VA[3] + VA[1] * rA[2] - VA[2] * rA[1])
-    v[1] = VB[4] + VB[2] * rB[0] - VB[0] * rB[2] - (VA[4] + VA[2] * rA[0] - VA[0] * rA[2])
-    v[2] = VB[5] + VB[0] * rB[1] - VB[1] * rB[0] - (VA[5] + VA[0] * rA[1] - VA[1] * rA[0])
-    vn = v[0] * n[0] + v[1] * n[1] + v[2] * n[2]
+@nb.njit(cache=True, inline="always")
+def _accumulate(qx, qy, qz, p0, w, n, VA, VB, oA, oB, chi, mu, vc, acc):
+    """Add the traction at point q (weight w) to acc = [F(3), τ(3), Fe(3), τe(3), power].
+    Scalar arithmetic only: no temporary arrays in the innermost loop."""
+    ax, ay, az = qx - oA[0], qy - oA[1], qz - oA[2]
+    bx, by, bz = qx - oB[0], qy - oB[1], qz - oB[2]
+    vx = VB[3] + VB[1] * bz - VB[2] * by - (VA[3] + VA[1] * az - VA[2] * ay)
+    vy = VB[4] + VB[2] * bx - VB[0] * bz - (VA[4] + VA[2] * ax - VA[0] * az)
+    vz = VB[5] + VB[0] * by - VB[1] * bx - (VA[5] + VA[0] * ay - VA[1] * ax)
+    nx, ny, nz = n[0], n[1], n[2]
+    vn = vx * nx + vy * ny + vz * nz
     p = p0 * max(1.0 - chi * vn, 0.0)
-    vt = v - vn * n
-    speed = np.sqrt(vt[0] ** 2 + vt[1] ** 2 + vt[2] ** 2)
+    tx, ty, tz = vx - vn * nx, vy - vn * ny, vz - vn * nz
+    speed = np.sqrt(tx * tx + ty * ty + tz * tz)
     scale = mu * p / max(speed, vc)
-    t = p * n - scale * vt
-    te = p0 * n
-    for i in range(3):
-        acc[i] += w * t[i]
-        acc[6 + i] += w * te[i]
-    acc[3] += w * (q[1] * t[2] - q[2] * t[1])
-    acc[4] += w * (q[2] * t[0] - q[0] * t[2])
-    acc[5] += w * (q[0] * t[1] - q[1] * t[0])
-    acc[9] += w * (q[1] * te[2] - q[2] * te[1])
-    acc[10] += w * (q[2] * te[0] - q[0] * te[2])
-    acc[11] += w * (q[0] * te[1] - q[1] * te[0])
-    acc[12] += w * ((t[0] - te[0]) * v[0] + (t[1] - te[1]) * v[1] + (t[2] - te[2]) * v[2])
+    fx, fy, fz = p * nx - scale * tx, p * ny - scale * ty, p * nz - scale * tz
+    ex, ey, ez = p0 * nx, p0 * ny, p0 * nz
+    acc[0] += w * fx
+    acc[1] += w * fy
+    acc[2] += w * fz
+    acc[6] += w * ex
+    acc[7] += w * ey
+    acc[8] += w * ez
+    acc[3] += w * (qy * fz - qz * fy)
+    acc[4] += w * (qz * fx - qx * fz)
+    acc[5] += w * (qx * fy - qy * fx)
+    acc[9] += w * (qy * ez - qz * ey)
+    acc[10] += w * (qz * ex - qx * ez)
+    acc[11] += w * (qx * ey - qy * ex)
+    acc[12] += w * ((fx - ex) * vx + (fy - ey) * vy + (fz - ez) * vz)
 
 
 @nb.njit(cache=True)
 def _triangle(a, b, c, pa, pb, pc, n, VA, VB, oA, oB, chi, mu, vc, acc):
     """3-point edge-midpoint rule on triangle abc (exact for quadratics)."""
-    u = b - a
-    v = c - a
-    area = 0.5 * ((u[1] * v[2] - u[2] * v[1]) * n[0] + (u[2] * v[0] - u[0] * v[2]) * n[1]
-                  + (u[0] * v[1] - u[1] * v[0]) * n[2])
+    ux, uy, uz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    vx, vy, vz = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+    area = 0.5 * ((uy * vz - uz * vy) * n[0] + (uz * vx - ux * vz) * n[1] + (ux * vy - uy * vx) * n[2])
     w = area / 3.0
-    _accumulate(0.5 * (a + b), 0.5 * (pa + pb), w, n, VA, VB, oA, oB, chi, mu, vc, acc)
-    _accumulate(0.5 * (b + c), 0.5 * (pb + pc), w, n, VA, VB, oA, oB, chi, mu, vc, acc)
-    _accumulate(0.5 * (c + a), 0.5 * (pc + pa), w, n, VA, VB, oA, oB, chi, mu, vc, acc)
+    _accumulate(0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1]), 0.5 * (a[2] + b[2]), 0.5 * (pa + pb), w, n,
+                VA, VB, oA, oB, chi, mu, vc, acc)
+    _accumulate(0.5 * (b[0] + c[0]), 0.5 * (b[1] + c[1]), 0.5 * (b[2] + c[2]), 0.5 * (pb + pc), w, n,
+                VA, VB, oA, oB, chi, mu, vc, acc)
+    _accumulate(0.5 * (c[0] + a[0]), 0.5 * (c[1] + a[1]), 0.5 * (c[2] + a[2]), 0.5 * (pc + pa), w, n,
+                VA, VB, oA, oB, chi, mu, vc, acc)
 
 
 @nb.njit(cache=True)
