@@ -316,6 +316,19 @@ def solve_compliant_step(M: np.ndarray, v_star: np.ndarray, J: np.ndarray, bias:
     s = mu * gamma[:, 2]
     newton = 0
     outer = 0
+    # continuation in the smoothing: solve with a wide ε first, then narrow it, warm-started
+    stages = [e for e in (1e-2, 1e-4) if e > 10 * eps] + [eps]
+    for eps in stages:
+        outer, newton = _friction_fixed_point(J, bias, v_star, M, args, mu, dt, eps, s, v, gamma, H,
+                                             tolerance * scale_v, friction_tolerance, max_iterations, newton)
+    _cost(J, bias, v, v_star, M, *args, s, dt, eps, True, gamma, H)
+    return ConvexStepResult(v, gamma.copy(), newton, outer)
+
+
+def _friction_fixed_point(J, bias, v_star, M, args, mu, dt, eps, s, v, gamma, H, tol, friction_tolerance,
+                          max_iterations, newton):
+    """Newton on the convex objective with ``s`` frozen, then ``s = μ γ_n``; ``s`` and ``v`` in place."""
+    outer = 0
     for outer in range(1, 101):
         for _ in range(max_iterations):
             l0 = _cost(J, bias, v, v_star, M, *args, s, dt, eps, True, gamma, H)
@@ -323,8 +336,8 @@ def solve_compliant_step(M: np.ndarray, v_star: np.ndarray, J: np.ndarray, bias:
             dv = -np.linalg.solve(H, grad)
             newton += 1
             step = np.abs(dv).max()
-            if step <= tolerance * scale_v:
-                v = v + dv
+            if step <= tol:
+                v += dv
                 break
             slope = grad @ dv
             alpha = 1.0
@@ -333,17 +346,16 @@ def solve_compliant_step(M: np.ndarray, v_star: np.ndarray, J: np.ndarray, bias:
                         <= l0 + 1e-4 * alpha * slope:
                     break
                 alpha *= 0.5
-            v = v + alpha * dv
-            if alpha * step <= tolerance * scale_v:
+            v += alpha * dv
+            if alpha * step <= tol:
                 break
         _cost(J, bias, v, v_star, M, *args, s, dt, eps, True, gamma, H)
         s_new = mu * gamma[:, 2]
         change = np.abs(s_new - s).max()
-        s = s_new
+        s[:] = s_new
         if change <= friction_tolerance * max(float(s.max()), 1e-300):
             break
-    _cost(J, bias, v, v_star, M, *args, s, dt, eps, True, gamma, H)
-    return ConvexStepResult(v, gamma.copy(), newton, outer)
+    return outer, newton
 
 
 # --------------------------------------------------------------------------- stepping
