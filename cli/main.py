@@ -10,6 +10,7 @@ from .batch import batch_command
 from .build import build_command
 from .contact import contact_command
 from .inspect import inspect_command
+from .simulate import simulate_command
 from .validate import validate_command
 
 
@@ -24,6 +25,7 @@ main.add_command(batch_command)
 main.add_command(validate_command)
 main.add_command(inspect_command)
 main.add_command(contact_command)
+main.add_command(simulate_command)
 
 if __name__ == "__main__":
     main()

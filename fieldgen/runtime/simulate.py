@@ -574,7 +574,8 @@ def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, s
         steps += 1
         t = (k + 1) * dt
         if bar.total and (k + 1) % max(1, n_steps // 100) == 0:
-            bar.advance(max(1, n_steps // 100), f"t={t:.3f} s, {info.contacts} contacts")
+            note = f"t={t:.3f} s, {info.contacts} contacts" if (k + 1) % max(1, n_steps // 10) == 0 else ""
+            bar.advance(max(1, n_steps // 100), note)
         if stop is not None and stop(t, states):
             break
     wall = time.perf_counter() - start

@@ -1,0 +1,142 @@
+"""Files ``fieldgen simulate`` writes: trajectories (CSV) and ParaView time series (.pvd + .vtp).
+
+- ``trajectories.csv``: one row per recorded time and body: time, body, position (centre of
+  mass), quaternion (w, x, y, z), velocity, angular velocity (world).
+- ``contact_surfaces.pvd``: one ``.vtp`` per recorded time with every contact polygon in the
+  world frame, point data ``pressure`` (p0, Pa), cell data ``area`` and ``normal``.
+- ``bodies.pvd``: one ``.vtp`` per recorded time with each body's surface mesh at its pose,
+  cell data ``body`` (the scene index).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+import numpy as np
+
+from fieldgen.mesh import boundary_faces_of
+from fieldgen.runtime.bodies import CompliantBody
+from fieldgen.runtime.rigid_body import RigidBodyState
+from fieldgen.runtime.scene import Scene
+
+
+def write_trajectories(path, result) -> None:
+    """CSV of every recorded state (see the module docstring)."""
+    with open(path, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["time", "body", "x", "y", "z", "qw", "qx", "qy", "qz", "vx", "vy", "vz", "wx", "wy", "wz"])
+        for k, t in enumerate(result.times):
+            for b, name in enumerate(result.body_names):
+                row = np.concatenate([result.positions[k, b], result.quaternions[k, b], result.velocities[k, b],
+                                      result.angular_velocities[k, b]])
+                out.writerow([repr(float(t)), name] + [repr(float(x)) for x in row])
+
+
+def _polydata(points, offsets, connectivity, point_data=(), cell_data=()):
+    import vtk
+    from vtk.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
+
+    poly = vtk.vtkPolyData()
+    pts = vtk.vtkPoints()
+    pts.SetData(numpy_to_vtk(np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3), deep=True))
+    poly.SetPoints(pts)
+    cells = vtk.vtkCellArray()
+    cells.SetData(numpy_to_vtkIdTypeArray(np.ascontiguousarray(offsets, dtype=np.int64), deep=True),
+                  numpy_to_vtkIdTypeArray(np.ascontiguousarray(connectivity, dtype=np.int64), deep=True))
+    poly.SetPolys(cells)
+    for target, arrays in ((poly.GetPointData(), point_data), (poly.GetCellData(), cell_data)):
+        for name, values in arrays:
+            arr = numpy_to_vtk(np.ascontiguousarray(values, dtype=np.float64), deep=True)
+            arr.SetName(name)
+            target.AddArray(arr)
+    return poly
+
+
+def _write_vtp(path, poly) -> None:
+    import vtk
+
+    writer = vtk.vtkXMLPolyDataWriter()
+    writer.SetFileName(str(path))
+    writer.SetInputData(poly)
+    writer.SetDataModeToBinary()
+    if writer.Write() != 1:
+        from fieldgen.errors import InputError
+
+        raise InputError("could not write the ParaView file", path=path, fix="check the output folder is writable")
+
+
+def _write_pvd(path, entries) -> None:
+    lines = ['<?xml version="1.0"?>', '<VTKFile type="Collection" version="0.1">', "  <Collection>"]
+    for t, name in entries:
+        lines.append(f'    <DataSet timestep="{float(t)!r}" part="0" file={quoteattr(name)}/>')
+    lines += ["  </Collection>", "</VTKFile>", ""]
+    Path(path).write_text("\n".join(lines))
+
+
+def contact_polydata(surfaces):
+    """All contact polygons of one time in one polydata (pressure at vertices)."""
+    pts, offs, conn, press, areas, normals = [], [0], [], [], [], []
+    base = 0
+    for _, _, s in surfaces:
+        pts.append(s.vertices)
+        press.append(s.vertex_pressure)
+        conn.append(s.face_vertices + base)
+        offs.extend((s.face_offsets[1:] + offs[-1] - s.face_offsets[0]).tolist())
+        areas.append(s.areas)
+        normals.append(s.normals)
+        base += len(s.vertices)
+    if not pts:
+        return _polydata(np.zeros((0, 3)), [0], [], [("pressure", np.zeros(0))], [("area", np.zeros(0))])
+    return _polydata(np.vstack(pts), offs, np.concatenate(conn), [("pressure", np.concatenate(press))],
+                     [("area", np.concatenate(areas)), ("normal", np.vstack(normals))])
+
+
+def body_surfaces(scene: Scene):
+    """(vertices, faces) of each body's surface in its mesh frame."""
+    out = []
+    for b in scene.bodies:
+        g = b.geometry
+        if isinstance(g, CompliantBody):
+            out.append((g.points, boundary_faces_of(g.tets)))
+        else:
+            out.append((g.vertices, g.faces))
+    return out
+
+
+def bodies_polydata(scene: Scene, states: list[RigidBodyState], surfaces):
+    pts, conn, body_id = [], [], []
+    base = 0
+    for i, (b, s, (V, F)) in enumerate(zip(scene.bodies, states, surfaces)):
+        X = b.pose(s)
+        pts.append(V @ X[:3, :3].T + X[:3, 3])
+        conn.append(F + base)
+        body_id.append(np.full(len(F), float(i)))
+        base += len(V)
+    conn = np.vstack(conn)
+    return _polydata(np.vstack(pts), np.arange(0, 3 * len(conn) + 1, 3), conn.ravel(), (),
+                     [("body", np.concatenate(body_id))])
+
+
+def write_outputs(out_dir, scene: Scene, result) -> dict:
+    """Write trajectories.csv, contact_surfaces.pvd and bodies.pvd into ``out_dir``; return paths."""
+    out = Path(out_dir)
+    (out / "frames").mkdir(parents=True, exist_ok=True)
+    write_trajectories(out / "trajectories.csv", result)
+    surfaces = body_surfaces(scene)
+    contact_entries, body_entries = [], []
+    for k, t in enumerate(result.times):
+        states = [RigidBodyState(result.positions[k, b], result.quaternions[k, b], result.velocities[k, b],
+                                 result.angular_velocities[k, b]) for b in range(len(scene.bodies))]
+        name_b = f"frames/bodies_{k:06d}.vtp"
+        _write_vtp(out / name_b, bodies_polydata(scene, states, surfaces))
+        body_entries.append((t, name_b))
+        if k < len(result.surfaces):
+            name_c = f"frames/contact_{k:06d}.vtp"
+            _write_vtp(out / name_c, contact_polydata(result.surfaces[k]))
+            contact_entries.append((t, name_c))
+    _write_pvd(out / "bodies.pvd", body_entries)
+    _write_pvd(out / "contact_surfaces.pvd", contact_entries)
+    return {"trajectories": str(out / "trajectories.csv"), "bodies": str(out / "bodies.pvd"),
+            "contact_surfaces": str(out / "contact_surfaces.pvd")}
