@@ -42,6 +42,9 @@ from .mesh import boundary_faces_of as boundary_faces, min_dihedral_angles, p1_g
 SCHEMA = "fieldgen.pressure_field/1"
 METADATA_ARRAY = "fieldgen_metadata"
 VTK_TETRA = 10
+#: zlib level of the written arrays. Measured at 1M tets: level 1 wrote in 1.8 s and 63 MB,
+#: vtk's default 5 in 2.7 s and 62 MB (float64 fields barely compress further).
+ZLIB_LEVEL = 1
 
 #: Unit of every array in the file (and of the metadata numbers of the same name).
 UNITS = {
@@ -335,6 +338,7 @@ def write_asset(path, asset: Asset) -> None:
         writer.SetInputData(grid)
         writer.SetDataModeToBinary()
         writer.SetCompressorTypeToZLib()
+        writer.SetCompressionLevel(ZLIB_LEVEL)
         writer.SetHeaderTypeToUInt64()
         writer.SetIdTypeToInt64()
         if not writer.Write() or errors.messages:

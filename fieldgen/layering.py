@@ -379,17 +379,30 @@ def max_interpolation_error(points, tets, extent, pressure, law: ModulusLaw, *,
                             samples_per_tet: int = 16, seed: int = 0, chunk: int = 50_000) -> float:
     """Largest |linear interpolant of vertex ``pressure`` − ``law.pressure(interpolated extent)]|
     in Pa, sampled at random barycentric points (seeded) plus edge midpoints and face/tet
-    centroids of every tet (MODEL.md 1). Independent of the layering criterion."""
+    centroids of every tet (MODEL.md 1). Independent of the layering criterion.
+
+    For a linear law the difference is itself linear over each tet, so its maximum is at a
+    vertex: measured there exactly, with no sampling (the sampling took 1.5 s at 1M tets).
+    Random points are uniform on the simplex: normalised standard exponentials, which is
+    Dirichlet(1, 1, 1, 1) at a fifth of the cost of ``Generator.dirichlet``.
+    """
     tets = np.asarray(tets, dtype=np.int64)
     extent = np.asarray(extent, dtype=np.float64)
     pressure = np.asarray(pressure, dtype=np.float64)
+    if law.kind == "linear" or (law.kind == "hyperbolic" and law.k == 0.0):
+        used = np.zeros(len(extent), dtype=bool)
+        used[tets.ravel()] = True
+        if not used.any():
+            return 0.0
+        return float(np.max(np.abs(pressure[used] - law.pressure(extent[used]))))
     rng = np.random.default_rng(seed)
     fixed = _fixed_barycentric()
     worst = 0.0
     for start in range(0, len(tets), chunk):
         t = tets[start:start + chunk]
         e, p = extent[t], pressure[t]                       # (c, 4)
-        lam = rng.dirichlet(np.ones(4), size=(len(t), samples_per_tet))   # (c, s, 4)
+        lam = rng.standard_exponential(size=(len(t), samples_per_tet, 4))
+        lam /= lam.sum(axis=2, keepdims=True)                # uniform on the simplex, (c, s, 4)
         for w in (fixed[None, :, :], lam):
             ei = np.einsum("csk,ck->cs", np.broadcast_to(w, (len(t),) + w.shape[1:]), e)
             pi = np.einsum("csk,ck->cs", np.broadcast_to(w, (len(t),) + w.shape[1:]), p)

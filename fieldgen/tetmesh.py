@@ -450,22 +450,30 @@ def radius_edge_ratios(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
     """Circumradius over shortest edge of each tet (TetGen's quality measure; 0.612 for a regular tet)."""
     p = points[tets]
     a, b, c = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]
-    numerator = (np.einsum("ij,ij->i", a, a)[:, None] * np.cross(b, c)
-                 + np.einsum("ij,ij->i", b, b)[:, None] * np.cross(c, a)
-                 + np.einsum("ij,ij->i", c, c)[:, None] * np.cross(a, b))
-    det = 2.0 * np.einsum("ij,ij->i", a, np.cross(b, c))
+    bc, ca, ab = np.cross(b, c), np.cross(c, a), np.cross(a, b)
+    aa, bb, cc = (np.einsum("ij,ij->i", x, x) for x in (a, b, c))
+    numerator = aa[:, None] * bc + bb[:, None] * ca + cc[:, None] * ab
+    det = 2.0 * np.einsum("ij,ij->i", a, bc)
     radius = np.linalg.norm(numerator, axis=1) / np.abs(det)
-    edges = p[:, _TET_EDGES[:, 1]] - p[:, _TET_EDGES[:, 0]]
-    shortest = np.linalg.norm(edges, axis=2).min(axis=1)
-    return radius / shortest
+    # The three edges at vertex 0 are a, b, c; the other three are their differences.
+    squared = np.minimum(np.minimum(aa, bb), cc)
+    for u, v in ((b, a), (c, a), (c, b)):
+        d = u - v
+        np.minimum(squared, np.einsum("ij,ij->i", d, d), out=squared)
+    return radius / np.sqrt(squared)
 
 
-def mesh_statistics(mesh: TetMesh) -> dict:
-    """Counts, volume and quality of a TetMesh as plain JSON-able numbers."""
+def mesh_statistics(mesh: TetMesh, *, min_dihedral: np.ndarray | None = None) -> dict:
+    """Counts, volume and quality of a TetMesh as plain JSON-able numbers.
+
+    ``min_dihedral``: the per-tet smallest dihedral angles (degrees) when the caller already
+    has them (the asset stores them), so they are not computed twice.
+    """
     volumes = tet_volumes(mesh.points, mesh.tets)
-    dihedral = min_dihedral_angles(mesh.points, mesh.tets)
+    dihedral = min_dihedral_angles(mesh.points, mesh.tets) if min_dihedral is None else np.asarray(min_dihedral)
     ratio = radius_edge_ratios(mesh.points, mesh.tets)
     faces_by = {CONDITION_NAMES[c]: int(np.sum(mesh.boundary_markers == c)) for c in sorted(CONDITION_NAMES)}
+    p1, p5 = np.percentile(dihedral, [1, 5])
     return {
         "tets": int(mesh.n_tets),
         "vertices": int(mesh.n_points),
@@ -474,8 +482,8 @@ def mesh_statistics(mesh: TetMesh) -> dict:
         "volume": float(np.sum(volumes)),
         "min_tet_volume": float(volumes.min()),
         "min_dihedral_deg": float(dihedral.min()),
-        "dihedral_p1_deg": float(np.percentile(dihedral, 1)),
-        "dihedral_p5_deg": float(np.percentile(dihedral, 5)),
+        "dihedral_p1_deg": float(p1),
+        "dihedral_p5_deg": float(p5),
         "dihedral_median_deg": float(np.median(dihedral)),
         "radius_edge_max": float(ratio.max()),
         "radius_edge_p99": float(np.percentile(ratio, 99)),
