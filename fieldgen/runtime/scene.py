@@ -22,7 +22,7 @@ TOML (``load_scene``)::
     kind = "dynamic"                         # dynamic | fixed | kinematic
     geometry = {shape = "cylinder", radius = 0.01213, height = 0.00175, segments = 152}
     #   or {asset = "pad.vtu"} | {vtk = "x.vtk", modulus = 1e9} | {mesh = "part.stl", units = "mm"}
-    #   or {build = "pad.toml"} (built with fieldgen build into .fieldgen-cache on first use)
+    #   or {build = "pad.toml"} (built with fieldgen build on first use, cached: default_cache_dir())
     #   or {shape = "box", size = [...]} | {shape = "sphere", radius = ...}
     #   or {shape = "slab", size = [x, y, H], modulus = 1e9} | {shape = "ball", radius = .., modulus = ..}
     mass = 0.00567                           # or density = 7800 (mass and inertia from the mesh)
@@ -170,6 +170,14 @@ def _vector(table: dict, key: str, n: int, default, path) -> np.ndarray:
     return out
 
 
+def default_cache_dir() -> Path:
+    """Where ``build =`` geometries are cached: ``$FIELDGEN_CACHE`` or ``~/.cache/fieldgen/assets``."""
+    if os.environ.get("FIELDGEN_CACHE"):
+        return Path(os.environ["FIELDGEN_CACHE"])
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "fieldgen" / "assets"
+
+
 def _cached_build(spec: Path, cache_dir: Path) -> Path:
     """Build the asset a ``fieldgen build`` spec describes, once: cached by the spec's bytes and
     its input's bytes (the spec names its input relative to itself)."""
@@ -196,7 +204,7 @@ def geometry_from_table(table: dict, *, base_dir: Path, path=None, name: str = "
     if "asset" in table:
         return load_body(base_dir / table["asset"], name=name)
     if "build" in table:
-        cache = cache_dir if cache_dir is not None else base_dir / ".fieldgen-cache"
+        cache = cache_dir if cache_dir is not None else default_cache_dir()
         return load_body(_cached_build((base_dir / table["build"]).resolve(), cache), name=name)
     if "vtk" in table:
         if "modulus" not in table:
