@@ -195,3 +195,37 @@ def test_gripper_example_lifts_the_box_without_slip(tmp_path):
     lifting = result.times >= 0.35
     assert np.ptp(rel[lifting]) < 1e-4
     assert result.positions[-1, box, 2] - result.positions[0, box, 2] > 0.0199
+
+
+# --------------------------------------------------------------------------- command line
+
+def test_cli_writes_trajectories_pvd_and_json(tmp_path):
+    import json
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    scene = Path(__file__).resolve().parent.parent / "assets" / "scenes" / "resting_box.toml"
+    out = tmp_path / "out"
+    run = CliRunner().invoke(main, ["simulate", str(scene), "--duration", "0.01", "--dt", "1e-3",
+                                    "-o", str(out), "--json", "--quiet"])
+    assert run.exit_code == 0, run.output
+    summary = json.loads(run.output)
+    assert summary["steps"] == 10 and summary["wall_seconds"] > 0 and summary["realtime_factor"] > 0
+    assert set(summary["final_states"]) == {"slab", "box"}
+    rows = (out / "trajectories.csv").read_text().splitlines()
+    assert rows[0].startswith("time,body,x,y,z,qw")
+    assert len(rows) == 1 + 2 * 11                      # 11 recorded times × 2 bodies
+    pvd = (out / "contact_surfaces.pvd").read_text()
+    assert pvd.count("<DataSet") == 11 and (out / "bodies.pvd").is_file()
+    import vtk
+
+    reader = vtk.vtkXMLPolyDataReader()
+    reader.SetFileName(str(out / "frames" / "contact_000010.vtp"))
+    reader.Update()
+    poly = reader.GetOutput()
+    assert poly.GetNumberOfCells() > 0 and poly.GetPointData().GetArray("pressure") is not None
+    bad = CliRunner().invoke(main, ["simulate", str(tmp_path / "missing.toml")])
+    assert bad.exit_code == 1 and "scene file not found" in bad.output
