@@ -229,3 +229,22 @@ def test_cli_writes_trajectories_pvd_and_json(tmp_path):
     assert poly.GetNumberOfCells() > 0 and poly.GetPointData().GetArray("pressure") is not None
     bad = CliRunner().invoke(main, ["simulate", str(tmp_path / "missing.toml")])
     assert bad.exit_code == 1 and "scene file not found" in bad.output
+
+
+# --------------------------------------------------------------------------- rigid-rigid
+
+def test_rigid_box_landing_on_rigid_floor_never_tunnels():
+    """Two rigid geometries: vertex point contacts into the Stewart-Trinkle LCP (Lemke)."""
+    floor = prim.rigid_box([1, 1, 0.1], mu_static=0.5, name="floor")
+    box = prim.rigid_box([0.1, 0.1, 0.1], mu_static=0.5, name="box")
+    scene = Scene([SceneBody("floor", floor, "fixed", state=RigidBodyState([0, 0, -0.05])),
+                   SceneBody("box", box, "dynamic", box_mass_properties(1.0, [0.1] * 3),
+                             RigidBodyState([0, 0, 0.1], [1, 0, 0, 0], [0.5, 0, -1.0]))])
+    result = simulate(scene, 0.2, 1e-3)
+    z = result.positions[:, 1, 2]
+    assert z.min() > 0.05 - 1e-9                  # never below the floor's top (z = 0) + half height
+    assert z[-1] == pytest.approx(0.05, abs=1e-9)
+    # plastic landing: the normal impulse m·1.04 m/s times μ = 0.5 exceeds m·0.5 m/s, so the
+    # horizontal motion stops at impact and the box then rests
+    assert np.abs(result.velocities[-1, 1]).max() < 1e-9
+    assert np.ptp(result.positions[-50:, 1, 0]) < 1e-12
