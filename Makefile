@@ -30,8 +30,10 @@ demo: install
 test: install-test
 	$(PY) -m pytest -n $(JOBS) -q
 
+# Seconds per build stage and peak memory at 10k/100k/1M tets and on the real parts (a few minutes);
+# e.g. make bench BENCH_ARGS="--sizes 10k,100k --no-parts --json bench.json".
 bench: install-test
-	$(PY) benchmarks/build_stages.py
+	$(PY) benchmarks/build_stages.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) .pytest_cache
