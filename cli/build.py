@@ -36,6 +36,10 @@ _NUMBER = click.FLOAT
 @click.option("--mu-dynamic", type=_NUMBER, help="Dynamic friction coefficient (default 0.5).")
 @click.option("--drake-vtk", type=click.Path(dir_okay=False),
               help="Also write the tet mesh as a legacy .vtk Drake loads, and FILE.sdf with matching drake: properties.")
+@click.option("--skin", type=_NUMBER, metavar="THICKNESS",
+              help="Compliant skin THICKNESS (input units) over a rigid interior (e = 1), measured from the free faces.")
+@click.option("--robust", is_flag=True, default=None,
+              help="Mesh open, non-manifold or self-intersecting input with fTetWild (pip install fieldgen[robust]).")
 @json_option
 @quiet_option
 def build_command(input_path, output, spec, as_json, quiet, **flags):
@@ -69,5 +73,8 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
             f"L = {result.characteristic_length:.6g} m, dissipation = {result.dissipation:.6g} s/m, "
             f"max interpolation error = {result.max_interpolation_error:.4g} Pa"
         , err=True)
+        if "skin_volume_fraction" in result.extra:
+            click.echo(f"skin: {100 * result.extra['skin_volume_fraction']:.1f}% of the volume is skin, "
+                       "the rest a rigid interior", err=True)
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)

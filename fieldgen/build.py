@@ -54,6 +54,8 @@ class BuildOptions:
     mu_static: float = DEFAULT_FRICTION
     mu_dynamic: float = DEFAULT_FRICTION
     drake_vtk: str | None = None            #: also write a Drake-loadable legacy .vtk (+ .sdf)
+    skin: float | None = None               #: skin thickness over a rigid interior, input units
+    robust: bool = False                    #: mesh open/self-intersecting input with fTetWild
 
     # ----------------------------------------------------------------- checks
     def checked(self) -> "BuildOptions":
@@ -76,11 +78,22 @@ class BuildOptions:
         positive = {
             "modulus": self.modulus, "max_volume": self.max_volume, "edge_length": self.edge_length,
             "expansion_rate": self.expansion_rate, "layer_tolerance": self.layer_tolerance,
+            "skin": self.skin,
         }
         for name, value in positive.items():
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise OptionError(f"--{name.replace('_', '-')} must be a positive number, got {value}",
                                   fix="give a finite value greater than zero")
+        if self.skin is not None and self.core is not None:
+            raise OptionError("--skin and --core both given",
+                              fix="give one: --skin makes everything deeper than THICKNESS a rigid interior, "
+                                  "--core carves out a given rigid core")
+        if self.robust and self.core is not None:
+            raise OptionError("--robust and --core both given (fTetWild is not used to carve a core)",
+                              fix="repair the surfaces and drop --robust, or drop --core (--skin gives a rigid "
+                                  "interior at a set depth)")
+        if not isinstance(self.robust, bool):
+            raise OptionError(f"--robust must be true or false, got {self.robust!r}", fix="write robust = true")
         if self.radius_edge < 1.0:
             raise OptionError(f"--radius-edge must be at least 1.0, got {self.radius_edge}",
                               fix="use TetGen's usual bound, e.g. 1.414")
@@ -154,6 +167,11 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
         if not isinstance(value, str):
             raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=origin, fix="quote the path")
         return str(Path(base_dir) / value) if base_dir is not None and not os.path.isabs(value) else value
+    if key == "robust":
+        if not isinstance(value, bool):
+            raise OptionError(f"option 'robust' must be true or false, got {value!r}", path=origin,
+                              fix="write robust = true")
+        return value
     if key in ("units", "law"):
         if value is not None and not isinstance(value, str):
             raise OptionError(f"option {key!r} must be a string, got {value!r}", path=origin, fix='write e.g. units = "mm"')
@@ -258,6 +276,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     from .damping import characteristic_length, dissipation_from_expansion_rate
     from .extent import solve_extent
     from .layering import layer
+    from .mesh import FREE
     from .selectors import assign_conditions, parse_selector
     from .surface import UNIT_SCALE, check_core_inside, load_surface
     from .tetmesh import MeshingOptions, mesh_statistics, refine_zero_tets, tetrahedralize
@@ -274,7 +293,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     law = make_law(options)
 
     with progress.stage("load"):
-        surface = load_surface(input_path, options.units)
+        # --robust: open, non-manifold or self-intersecting input is kept for fTetWild.
+        surface = load_surface(input_path, options.units, require_closed=not options.robust)
         core = None
         if options.core is not None:
             core = load_surface(options.core, options.units, role="core")
@@ -285,18 +305,46 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     for repair in surface.repairs:
         progress.message(f"repaired {input_path}: {repair}")
 
+    edge_length = None if options.edge_length is None else options.edge_length * scale
+    if options.skin is not None:
+        # The cut at depth = skin needs tets smaller than the skin (issue 3: min(user's, skin/2)).
+        edge_length = min(edge_length or math.inf, 0.5 * options.skin * scale)
     meshing = MeshingOptions(
         max_volume=None if options.max_volume is None else options.max_volume * scale**3,
-        edge_length=None if options.edge_length is None else options.edge_length * scale,
+        edge_length=edge_length,
         radius_edge=options.radius_edge,
     )
+    mesher: dict[str, Any] = {"mesher": "TetGen", "switches": meshing.switches()}
     with progress.stage("tetrahedralize"):
-        mesh = tetrahedralize(
-            surface.vertices, surface.faces, markers,
-            core_vertices=None if core is None else core.vertices,
-            core_faces=None if core is None else core.faces,
-            options=meshing,
-        )
+        if options.robust:
+            from .robust import NONDETERMINISTIC_WARNING, RobustOptions, default_threads, robust_tetrahedralize
+
+            mesh, mesher = robust_tetrahedralize(
+                surface.vertices, surface.faces, markers,
+                RobustOptions(edge_length=_robust_edge_length(meshing), threads=default_threads()),
+                path=input_path)
+            warnings.append(NONDETERMINISTIC_WARNING)
+        else:
+            mesh = tetrahedralize(
+                surface.vertices, surface.faces, markers,
+                core_vertices=None if core is None else core.vertices,
+                core_faces=None if core is None else core.faces,
+                options=meshing,
+            )
+    skin = None
+    if options.skin is not None:
+        from .skin import cut_skin
+
+        with progress.stage("skin"):
+            # Depth from the input's FREE faces (the exposed rubber; bonded and insulated faces are
+            # not exposed). TetGen keeps them in place; fTetWild moves them, so there its own.
+            exposed = None if options.robust else (surface.vertices, surface.faces[markers == FREE])
+            skin = cut_skin(mesh, options.skin * scale, free_surface=exposed, path=input_path,
+                            units=options.units, scale=scale)
+            mesh = skin.mesh
+        progress.message(f"skin {options.skin:g} {options.units}: {100 * skin.volume_fraction:.1f}% of the "
+                         f"volume is skin, the rest is a rigid interior ({skin.rigid_faces} faces at e = 1)")
+    with progress.stage("tetrahedralize"):
         mesh, split = refine_zero_tets(mesh)
     if split:
         progress.message(f"split {split} tets whose four vertices were all on the e = 0 surface")
@@ -351,8 +399,12 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         "source": {"file": Path(input_path).name, "sha256": surface.sha256, "units": options.units,
                    "repairs": list(surface.repairs)},
         "tool": {"name": "fieldgen", "version": __version__},
-        "deterministic": True,
+        "deterministic": not options.robust,  # fTetWild's output differs from run to run
+        "mesher": mesher,
     }
+    if skin is not None:
+        metadata["skin"] = skin_description(skin)
+        metadata["boundary"]["problem"] = "laplace"  # the interior under the skin is rigid, e = 1
     if options.expansion_rate is not None:
         metadata["expansion_rate"] = float(options.expansion_rate)
     if extra_metadata:
@@ -384,6 +436,9 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                                   pressure=law.pressure(solution.extent), metadata=metadata)
                 drake = write_drake_files(unlayered, options.drake_vtk)
             warnings.extend(drake.get("warnings", []))
+            if skin is not None:
+                warnings.append("the rigid interior under the skin is exported as a hole: Drake sets p = 0 "
+                                "on it instead of the maximum")
 
     return BuildResult(
         output=output_path, tets=layered.mesh.n_tets, vertices=layered.mesh.n_points,
@@ -393,8 +448,24 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         volume=float(stats.get("volume", 0.0)), pressure_max=float(np.max(layered.pressure)),
         repairs=list(surface.repairs), warnings=warnings,
         extra={"layer_levels": int(len(layered.levels)), "law": law.kind,
+               "deterministic": not options.robust,
+               **({"skin_volume_fraction": float(skin.volume_fraction)} if skin is not None else {}),
                **({"drake": drake} if drake is not None else {})},
     )
+
+
+def _robust_edge_length(meshing) -> float | None:
+    """fTetWild's target edge length (m) from the TetGen size bounds: a regular tet of the volume bound."""
+    volume = meshing.volume_bound()
+    return None if volume is None else float((6.0 * math.sqrt(2.0) * volume) ** (1.0 / 3.0))
+
+
+def skin_description(skin) -> dict[str, Any]:
+    """The skin recorded in the asset: depth is measured from the FREE (exposed) faces only."""
+    return {"thickness": float(skin.thickness), "skin_volume_fraction": float(skin.volume_fraction),
+            "max_depth": float(skin.max_depth), "part_volume": float(skin.part_volume),
+            "interior_faces": int(skin.rigid_faces), "depth_from": "free faces",
+            "units": "m"}
 
 
 def boundary_description(options: BuildOptions, surface, core, markers) -> dict[str, Any]:

@@ -1,0 +1,131 @@
+"""Meshing open, non-manifold or self-intersecting surfaces with fTetWild (issue 3 item 2).
+
+fTetWild (``pytetwild``, MPL-2.0; the optional extra ``fieldgen[robust]``) meshes the solid a
+triangle soup encloses by its generalised winding number, so holes are closed and overlapping
+pieces are united. It returns no facet markers, so each boundary face of its mesh takes the
+condition of the input face nearest to its centroid (the selector masks are evaluated on the
+input surface, D 5.1.1). Measured with pytetwild 0.4.2 (MEASURED.md): it imports pyvista
+unconditionally, needs ``vtk_ordering=True`` for positive tets, is about 10x slower per tet
+than TetGen, and its output differs from run to run even on one thread: assets built this way
+are not reproducible bit for bit (their metadata says ``deterministic: false``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import BuildError, OptionError
+from .mesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
+
+INSTALL_FIX = "install the optional mesher with `pip install fieldgen[robust]` (pytetwild, pyvista)"
+#: fTetWild's default target edge length, as a fraction of the bounding-box diagonal.
+DEFAULT_EDGE_FRACTION = 0.05
+#: Envelope (largest distance of the meshed surface from the input) per unit of edge length,
+#: clipped to [MIN_EPSILON, MAX_EPSILON] of the bounding-box diagonal.
+EPSILON_PER_EDGE = 1.0 / 40.0
+MIN_EPSILON = 1e-3   # fTetWild's default
+MAX_EPSILON = 1e-2
+NONDETERMINISTIC_WARNING = ("--robust: fTetWild's output differs from run to run, so this asset is "
+                            "not reproducible bit for bit (metadata: deterministic = false)")
+
+
+@dataclass(frozen=True)
+class RobustOptions:
+    """fTetWild controls; lengths in m."""
+
+    edge_length: float | None = None   #: target edge length; None: 1/20 of the bounding-box diagonal
+    epsilon: float | None = None       #: envelope as a fraction of the diagonal; None: from the edge length
+    optimize_iterations: int = 80      #: fTetWild's mesh-improvement passes
+    simplify: bool = False             #: let fTetWild simplify the input first (slower on scans, measured)
+    threads: int = 0                   #: 0 = every core
+
+    def resolved(self, diagonal: float) -> tuple[float, float]:
+        """(edge length in m, envelope fraction of the diagonal)."""
+        edge = self.edge_length if self.edge_length is not None else DEFAULT_EDGE_FRACTION * diagonal
+        if not (np.isfinite(edge) and edge > 0):
+            raise OptionError(f"the robust mesher's edge length must be positive, got {edge!r} m",
+                              fix="give --edge-length > 0")
+        eps = self.epsilon
+        if eps is None:
+            eps = float(np.clip(EPSILON_PER_EDGE * edge / diagonal, MIN_EPSILON, MAX_EPSILON))
+        return float(edge), float(eps)
+
+
+def default_threads() -> int:
+    """1 when the process was limited to one thread (OMP_NUM_THREADS=1, as batch workers are), else 0."""
+    return 1 if os.environ.get("OMP_NUM_THREADS") == "1" else 0
+
+
+def import_pytetwild(path: str | None = None):
+    """The pytetwild module, or OptionError naming the install command."""
+    try:
+        import pytetwild
+    except ImportError as error:
+        raise OptionError(f"--robust needs fTetWild, which is not installed ({error})", path=path,
+                          fix=INSTALL_FIX) from None
+    return pytetwild
+
+
+def ftetwild_mesh(vertices: np.ndarray, faces: np.ndarray, options: RobustOptions = RobustOptions(),
+                  *, path: str | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Run fTetWild on a triangle soup (m); return points, positive tets and the parameters used."""
+    pytetwild = import_pytetwild(path)
+    vertices = np.array(vertices, dtype=np.float64, order="C")     # writable copies: the binding
+    faces = np.array(faces, dtype=np.int32, order="C")             # refuses read-only arrays
+    diagonal = float(np.linalg.norm(vertices.max(axis=0) - vertices.min(axis=0)))
+    edge, eps = options.resolved(diagonal)
+    try:
+        points, tets = pytetwild.tetrahedralize(
+            vertices, faces, edge_length_abs=edge, epsilon=eps, optimize=True,
+            simplify=options.simplify, num_opt_iter=int(options.optimize_iterations),
+            num_threads=int(options.threads), vtk_ordering=True, quiet=True)
+    except Exception as error:  # the extension raises RuntimeError/ValueError on bad input
+        raise BuildError(f"fTetWild could not mesh the surface ({error})", path=path,
+                         fix="check that the surface encloses a volume") from None
+    points = np.asarray(points, dtype=np.float64)
+    tets = np.asarray(tets, dtype=np.int64).reshape(-1, 4)
+    if not len(tets):
+        raise BuildError("fTetWild found no enclosed volume (0 tets)", path=path,
+                         fix="give a surface that encloses a solid; a flat sheet has no inside")
+    used = np.zeros(len(points), dtype=bool)
+    used[tets.ravel()] = True
+    points = points[used]
+    tets = orient_positive(points, (np.cumsum(used) - 1)[tets])
+    flat = int(np.sum(tet_volumes(points, tets) <= 0))
+    if flat:
+        raise BuildError(f"fTetWild returned {flat} tets of zero volume", path=path,
+                         fix="mesh finer (--edge-length) or repair the surface")
+    parameters = {"mesher": "fTetWild (pytetwild)", "edge_length": edge, "epsilon": eps,
+                  "optimize_iterations": int(options.optimize_iterations),
+                  "simplify": bool(options.simplify)}
+    return points, tets, parameters
+
+
+def classify_boundary(points: np.ndarray, faces: np.ndarray, surface_vertices: np.ndarray,
+                      surface_faces: np.ndarray, surface_markers: np.ndarray) -> np.ndarray:
+    """Condition of each boundary face: that of the input face nearest to its centroid (D 5.1.1)."""
+    from .skin import surface_distance
+
+    centroids = points[faces].mean(axis=1)
+    _, nearest = surface_distance(centroids, surface_vertices, surface_faces)
+    return np.asarray(surface_markers, dtype=np.int64)[nearest]
+
+
+def robust_tetrahedralize(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,
+                          options: RobustOptions = RobustOptions(), *,
+                          path: str | None = None) -> tuple[TetMesh, dict]:
+    """Mesh what the (possibly open or self-intersecting) surface encloses; carry the markers over.
+
+    ``vertices`` (n, 3) m, ``faces`` (m, 3), ``markers`` (m,) FREE/RIGID/INSULATED per input face.
+    Returns the TetMesh (positive tets, outward boundary faces) and the fTetWild parameters used.
+    Not deterministic (fTetWild is not).
+    """
+    points, tets, parameters = ftetwild_mesh(vertices, faces, options, path=path)
+    boundary = boundary_faces_of(tets)
+    boundary_markers = classify_boundary(points, boundary, np.asarray(vertices, dtype=np.float64),
+                                         np.asarray(faces, dtype=np.int64), markers)
+    return TetMesh(points=points, tets=tets, boundary_faces=boundary,
+                   boundary_markers=boundary_markers), parameters

@@ -1,0 +1,195 @@
+"""--skin THICKNESS: a compliant skin over a rigid interior (issue 3 item 1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import trimesh
+from click.testing import CliRunner
+
+from cli.main import main
+from fieldgen.asset import read_asset, read_metadata
+from fieldgen.build import BuildOptions, build
+from fieldgen.errors import OptionError
+from fieldgen.layering import SNAP_FRACTION
+from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, tet_volumes
+from fieldgen.skin import cut_skin, point_triangle_distance, surface_distance
+from fieldgen.validate import validate_asset
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+# ------------------------------------------------------------------ distance
+
+def test_surface_distance_is_exact_against_brute_force():
+    rng = np.random.default_rng(7)
+    mesh = trimesh.creation.icosphere(subdivisions=2)
+    mesh.vertices[:, 0] *= 3.0  # long triangles: exercises the bisection and the ball search
+    points = rng.normal(size=(1500, 3)) * 1.5
+    distance, face = surface_distance(points, mesh.vertices, mesh.faces, resolution=0.3)
+    tri = mesh.vertices[mesh.faces]
+    rows = np.repeat(np.arange(len(points)), len(tri))
+    cols = np.tile(np.arange(len(tri)), len(points))
+    brute = point_triangle_distance(points[rows], tri[cols, 0], tri[cols, 1], tri[cols, 2])
+    brute = brute.reshape(len(points), len(tri))
+    np.testing.assert_allclose(distance, brute.min(axis=1), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(brute[np.arange(len(points)), face], distance, rtol=0, atol=1e-14)
+    _, reference, _ = trimesh.proximity.closest_point(mesh, points)
+    np.testing.assert_allclose(distance, reference, rtol=0, atol=1e-12)
+    capped, _ = surface_distance(points, mesh.vertices, mesh.faces, resolution=0.3, cap=0.5)
+    np.testing.assert_array_equal(capped, np.minimum(distance, 0.5))
+
+
+def test_point_triangle_distance_regions():
+    a, b, c = (np.array([[0.0, 0, 0]]), np.array([[1.0, 0, 0]]), np.array([[0.0, 1, 0]]))
+    cases = {(0.2, 0.2, 3.0): 3.0,            # above the face
+             (-1.0, -1.0, 0.0): np.sqrt(2),  # vertex region of a
+             (0.5, -2.0, 0.0): 2.0,          # edge ab
+             (1.0, 1.0, 0.0): np.sqrt(0.5),  # edge bc
+             (2.0, 0.0, 1.0): np.sqrt(2)}    # vertex b
+    for p, expected in cases.items():
+        got = point_triangle_distance(np.array([p]), a, b, c)[0]
+        assert got == pytest.approx(expected, abs=1e-15)
+
+
+# ------------------------------------------------------------------ closed forms
+
+def test_ball_skin_is_the_spherical_shell(tmp_path):
+    """A skin t over a ball of radius b is the shell with core a = b - t: e and L (MODEL.md 1)."""
+    b, t = 0.05, 0.015
+    a = b - t
+    trimesh.creation.icosphere(subdivisions=4, radius=b).export(tmp_path / "ball.stl")
+    result = build(tmp_path / "ball.stl", tmp_path / "ball.vtu", BuildOptions(skin=t, modulus=1e5))
+    asset = read_asset(tmp_path / "ball.vtu")
+    r = np.linalg.norm(asset.points, axis=1)
+    shell = np.clip((1 / r - 1 / b) / (1 / a - 1 / b), 0.0, 1.0)
+    assert np.abs(asset.extent - shell).max() < 0.035          # meshing error of the cut at r = a
+    assert np.sqrt(np.mean((asset.extent - shell) ** 2)) < 0.01
+    assert r.min() == pytest.approx(a, rel=0.02)                # nothing deeper than the skin is left
+    exact_l = (b**3 - a**3) / (3 * a * b)
+    assert result.characteristic_length == pytest.approx(exact_l, rel=0.01)
+    fraction = result.extra["skin_volume_fraction"]
+    assert fraction == pytest.approx(1 - (a / b) ** 3, rel=0.02)
+    meta = read_metadata(tmp_path / "ball.vtu")
+    assert meta["skin"]["skin_volume_fraction"] == fraction
+    assert meta["skin"]["thickness"] == pytest.approx(t)
+    assert meta["skin"]["depth_from"] == "free faces"
+    assert meta["boundary"]["problem"] == "laplace" and meta["extent_solution"]["problem"] == "laplace"
+    assert meta["deterministic"] is True
+    assert validate_asset(tmp_path / "ball.vtu").ok
+
+
+def _box_surface(h):
+    box = trimesh.creation.box(extents=(1.0, 1.0, h))
+    box.apply_translation((0.5, 0.5, h / 2))
+    return box
+
+
+def test_depth_is_measured_from_free_faces_only(tmp_path):
+    """A slab [0,1]^2 x [0,h] with a bonded bottom and insulated sides: only the top is exposed, so
+    the skin is the top layer of thickness t, e = (h - z)/t, L = t and the skin is t/h of the
+    volume. Were depth measured from the sides or bottom too, none of these would hold. The cut
+    snaps depths within SNAP_FRACTION x t of t onto it (no slivers), so the cut surface is within
+    1% of t of the plane z = h - t: that is the tolerance here."""
+    h, t = 0.4, 0.1
+    _box_surface(h).export(tmp_path / "slab.stl")
+    options = BuildOptions(skin=t, modulus=1e5, bonded=("normal:0,0,-1",),
+                           insulated=("normal:1,0,0", "normal:-1,0,0", "normal:0,1,0", "normal:0,-1,0"))
+    result = build(tmp_path / "slab.stl", tmp_path / "slab.vtu", options)
+    asset = read_asset(tmp_path / "slab.vtu")
+    z = asset.points[:, 2]
+    snap = SNAP_FRACTION * t
+    assert h - t - snap - 1e-9 <= z.min() <= h - t + 1e-9
+    np.testing.assert_allclose(asset.extent, (h - z) / t, atol=1.5 * SNAP_FRACTION)
+    assert result.characteristic_length == pytest.approx(t, rel=1.5 * SNAP_FRACTION)
+    assert result.extra["skin_volume_fraction"] == pytest.approx(t / h, abs=snap / h)
+    # Without the skin the same slab is all rubber: L = h (the bonded-slab closed form).
+    plain = build(tmp_path / "slab.stl", tmp_path / "plain.vtu", dataclasses.replace(options, skin=None))
+    assert plain.characteristic_length == pytest.approx(h, rel=1e-6)
+    assert validate_asset(tmp_path / "slab.vtu").ok
+
+
+def test_cut_keeps_outer_markers_and_marks_the_cut_rigid(tmp_path):
+    from fieldgen.surface import load_surface
+    from fieldgen.selectors import assign_conditions, parse_selector
+    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+
+    h, t = 0.4, 0.15
+    _box_surface(h).export(tmp_path / "slab.stl")
+    surface = load_surface(tmp_path / "slab.stl")
+    markers = assign_conditions(surface, [], [parse_selector("normal:1,0,0")])
+    mesh = tetrahedralize(surface.vertices, surface.faces, markers, options=MeshingOptions(edge_length=t / 2))
+    skin = cut_skin(mesh, t)
+    out = skin.mesh
+    assert np.all(tet_volumes(out.points, out.tets) > 0)
+    np.testing.assert_array_equal(out.boundary_faces, boundary_faces_of(out.tets))
+    # The insulated +x face keeps its condition; the cut faces are RIGID at depth t.
+    centroids = out.points[out.boundary_faces].mean(axis=1)
+    on_plus_x = np.isclose(centroids[:, 0], 1.0)
+    assert np.all(out.boundary_markers[on_plus_x] == INSULATED)
+    rigid = out.boundary_markers == RIGID
+    assert rigid.sum() == skin.rigid_faces > 0
+    assert np.all(out.boundary_markers[~rigid & ~on_plus_x] == FREE)
+    np.testing.assert_allclose(skin.depth[out.boundary_faces[rigid]], t, rtol=1e-12)
+    # Exact depth of the box's interior from five free sides: the distance to the nearest one.
+    p = out.points
+    exact = np.min(np.stack([p[:, 0], p[:, 1], 1 - p[:, 1], p[:, 2], h - p[:, 2]]), axis=0)
+    free_vertices = np.setdiff1d(out.boundary_faces[~rigid].ravel(), out.boundary_faces[rigid].ravel())
+    np.testing.assert_allclose(skin.depth[free_vertices], exact[free_vertices], atol=1e-7)  # float32 STL
+    # The skin plus what was cut away is the whole part.
+    assert skin.volume_fraction * skin.part_volume == pytest.approx(tet_volumes(out.points, out.tets).sum())
+    assert 0 < skin.volume_fraction < 1
+
+
+# ------------------------------------------------------------------ real part, refusals
+
+def test_skin_on_a_real_cad_part_builds_and_validates(tmp_path, meshes):
+    """idler_riser.STL (inches): walls thinner than twice the skin, where the skin meets itself."""
+    out = tmp_path / "riser.vtu"
+    result = run("build", meshes / "idler_riser.STL", "--units", "in", "--skin", "0.1",
+                 "--modulus", "1e6", "--bonded", "normal:0,0,-1", "-o", out, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert 0.0 < report["skin_volume_fraction"] < 1.0
+    meta = read_metadata(out)
+    assert meta["skin"]["skin_volume_fraction"] == report["skin_volume_fraction"]
+    assert meta["skin"]["interior_faces"] > 0
+    assert meta["boundary"]["bonded"] == ["normal:0,0,-1"]
+    assert validate_asset(out).ok
+    asset = read_asset(out)
+    assert asset.extent.max() == 1.0 and asset.extent.min() == 0.0
+
+
+def test_skin_thicker_than_the_part_is_refused(tmp_path, meshes):
+    out = tmp_path / "riser.vtu"
+    result = run("build", meshes / "idler_riser.STL", "--units", "in", "--skin", "0.5",
+                 "--modulus", "1e6", "-o", out)
+    assert result.exit_code != 0
+    message = result.stderr
+    assert "idler_riser.STL" in message and "thicker than the part" in message
+    assert "deepest point is 0.12" in message and " in below the free surface" in message
+    assert "--skin below" in message and "Traceback" not in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_skin_thicker_than_the_part_raises_option_error(tmp_path):
+    h = 0.1
+    _box_surface(h).export(tmp_path / "slab.stl")
+    with pytest.raises(OptionError) as info:
+        build(tmp_path / "slab.stl", tmp_path / "slab.vtu", BuildOptions(skin=0.06, modulus=1e5, units="m"))
+    message = str(info.value)
+    assert "slab.stl" in message and "thicker than the part" in message
+    deepest = float(message.split("deepest point is ")[1].split(" m below")[0])
+    assert 0.045 <= deepest <= 0.05  # h/2 at the centre, measured at the mesh vertices
+
+
+def test_skin_and_core_are_exclusive(tmp_path):
+    with pytest.raises(OptionError, match="--skin and --core"):
+        BuildOptions(skin=0.1, core="core.stl", modulus=1e5).checked()
+    with pytest.raises(OptionError, match="--skin must be a positive"):
+        BuildOptions(skin=-1.0, modulus=1e5).checked()
