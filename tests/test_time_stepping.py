@@ -288,3 +288,68 @@ def test_step_is_deterministic():
                              stiffness=1e5, mu=0.4, dissipation=2.0)
         runs.append(np.concatenate([state.position, state.quaternion, state.twist]))
     assert runs[0].tobytes() == runs[1].tobytes()
+
+
+# --------------------------------------------------------------------------- Lemke's answer is checked
+
+def coin_polygon_contacts():
+    """The M22 V-A coin's first step: its 152-fan bottom on a 1 GPa plane split by a 2 × 2-cell
+    slab's tets into ~150 stiff compliant point contacts on one body (issue 6)."""
+    from fieldgen.runtime import primitives as prim
+    from fieldgen.runtime.scene import Scene, SceneBody
+    from fieldgen.runtime.simulate import scene_contacts
+
+    r, t, m = 0.01213, 0.00175, 0.00567
+    plane = prim.compliant_slab([0.6, 0.6, 0.01], 1e9, cells=(2, 2), layers=1, mu_static=0.2, name="plane")
+    coin = prim.rigid_cylinder(r, t, 152, mu_static=0.2, name="coin")
+    mass = MassProperties(m, np.diag([m * (3 * r * r + t * t) / 12] * 2 + [m * r * r / 2]))
+    state = RigidBodyState([0, 0, t / 2 - 1.2e-10], [1, 0, 0, 0], [0.7071, 0, 0], [0, 0, 58.3])
+    scene = Scene([SceneBody("plane", plane, "fixed"), SceneBody("coin", coin, "dynamic", mass, state)])
+    c = scene_contacts(scene, [b.state for b in scene.bodies])
+    points = [PointContact(-1, 0, c.position[i], c.normal[i], c.phi0[i], c.stiffness[i], c.dissipation[i],
+                           c.mu[i]) for i in range(c.n)]
+    return state, mass, points
+
+
+@pytest.mark.slow
+def test_lemke_never_calls_a_non_solution_a_solution():
+    """Regression (issue 6): on the coin's nearly singular LCP (condition ~1e20) floating-point
+    Lemke used to end with z0 leaving the basis at a point violating w >= 0 by 1.07 and call it
+    a solution; ``step`` then threw the coin upward (v_z 0.04 m/s, v_x 0.71 -> -0.66 m/s).
+    Now the natural residual is checked: either a true solution, or a loud error."""
+    from fieldgen.errors import BuildError
+    from fieldgen.runtime.lcp import DEFAULT_RESIDUAL_TOL, natural_residual, residual_scale
+
+    state, mass, points = coin_polygon_contacts()
+    assert len(points) > 100
+    M, q, sizes = stewart_trinkle_lcp([state], [mass], points, 1e-3)
+    _, result = solve_mixed_lcp(M, q, sizes.n_velocities)
+    f = sizes.n_velocities
+    reduced_q = q[f:] - M[f:, :f] @ np.linalg.solve(M[:f, :f], q[:f])
+    reduced_M = M[f:, f:] - M[f:, :f] @ np.linalg.solve(M[:f, :f], M[:f, f:])
+    scale = residual_scale(reduced_M, reduced_q, result.z)
+    assert result.residual == pytest.approx(natural_residual(result.z, result.w))
+    if result.solved:
+        assert result.residual <= DEFAULT_RESIDUAL_TOL * scale
+    else:
+        assert result.status in ("inaccurate", "ray", "max_iterations")
+    try:
+        out = step([state], [mass], points, 1e-3)
+    except BuildError as error:
+        assert "residual" in str(error) or "ray" in str(error)
+    else:   # a true solution: the coin keeps sliding forward and is not thrown off the plane
+        assert out.lcp.residual <= DEFAULT_RESIDUAL_TOL * residual_scale(reduced_M, reduced_q, out.lcp.z)
+        assert out.states[0].velocity[0] > 0.6 and abs(out.states[0].velocity[2]) < 1e-3
+
+
+def test_lemke_solution_reports_its_residual():
+    rng = np.random.default_rng(7)
+    A = rng.normal(size=(6, 6))
+    M = A @ A.T + np.eye(6)                 # positive definite: a unique solution
+    q = rng.normal(size=6)
+    result = lemke(M, q)
+    assert result.solved
+    assert result.residual <= 1e-12 and result.residual == np.abs(np.minimum(result.z, result.w)).max()
+    # a point that is not a solution is never reported as one
+    bad = lemke(M, q, residual_tol=-1.0)
+    assert bad.status == "inaccurate" and not bad.solved

@@ -260,6 +260,30 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
             areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
 
 
+@nb.njit(cache=True, inline="always")
+def _separated(P, tet, PS, tri):
+    """True when the triangle lies strictly outside one face plane of ``tet`` (no overlap):
+    the test Sutherland–Hodgman would make first, without copying the polygon."""
+    for f in range(4):
+        a = P[tet[_FACES[f, 0]]]
+        b = P[tet[_FACES[f, 1]]]
+        c = P[tet[_FACES[f, 2]]]
+        ux, uy, uz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+        vx, vy, vz = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+        nx = uy * vz - uz * vy
+        ny = uz * vx - ux * vz
+        nz = ux * vy - uy * vx
+        outside = True
+        for i in range(3):
+            x = PS[tri[i]]
+            if (x[0] - a[0]) * nx + (x[1] - a[1]) * ny + (x[2] - a[2]) * nz <= 0.0:
+                outside = False
+                break
+        if outside:
+            return True
+    return False
+
+
 @nb.njit(cache=True)
 def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
     """Rigid triangles clipped by the compliant tets they overlap (D 5.0.2). ``pairs`` holds
@@ -284,6 +308,8 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
         t_ = pairs[k, 0]
         f = pairs[k, 1]
         tet = TT[t_]
+        if _separated(PT, tet, PS, SF[f]):
+            continue
         for i in range(3):
             for c in range(3):
                 poly[i, c] = PS[SF[f, i], c]

@@ -15,6 +15,15 @@ hence ``(M z_h)_i = -z0_h <= 0`` wherever ``z_h_i > 0`` (B92 eq. 13-1): for a
 contact LCP with dynamic friction these are the impulses that resolve an
 inconsistent configuration (Painlevé). For PSD / copositive-plus ``M`` a ray
 proves that no solution exists.
+
+Floating-point pivoting on a nearly singular ``M`` (e.g. hundreds of redundant point
+contacts on one rigid body: condition numbers ~1e20) can lose feasibility without any
+pivot looking wrong. So the point ``z0`` leaving the basis is checked before it is called
+a solution: its natural residual ``max_i |min(z_i, w_i)|`` (zero exactly for a solution)
+must be at most ``residual_tol`` × ``max(1, ‖q‖∞, ‖M‖∞‖z‖∞)`` (1e-6 by default: pivoting
+round-off on a well-posed stiff contact problem reaches ~1e-9 of that scale, the failures
+it exists to catch are of order 1); otherwise the status is
+``"inaccurate"`` (never ``"solution"``) and ``residual`` says by how much it failed.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ import numpy as np
 SOLUTION = "solution"
 RAY = "ray"
 MAX_ITERATIONS = "max_iterations"
+INACCURATE = "inaccurate"
+DEFAULT_RESIDUAL_TOL = 1e-6
 _TIE = 1e-11        # relative difference below which two ratios count as a tie
 
 
@@ -47,10 +58,23 @@ class LCPResult:
     status: str
     pivots: int
     ray: LCPRay | None = None
+    residual: float = 0.0        #: natural residual max|min(z, w)| of (z, w), absolute
 
     @property
     def solved(self) -> bool:
         return self.status == SOLUTION
+
+
+def residual_scale(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> float:
+    """``max(1, ‖q‖∞, ‖M‖∞‖z‖∞)``: the size of the terms that cancel in ``w = M z + q``."""
+    if not len(q):
+        return 1.0
+    return max(1.0, float(np.abs(q).max()), float(np.abs(M).sum(axis=1).max() * np.abs(z).max()))
+
+
+def natural_residual(z: np.ndarray, w: np.ndarray) -> float:
+    """``max_i |min(z_i, w_i)|``: zero exactly when z >= 0, w >= 0, z·w = 0."""
+    return float(np.abs(np.minimum(z, w)).max()) if len(z) else 0.0
 
 
 def _lexicographic_leaving(T: np.ndarray, rhs: np.ndarray, col: np.ndarray,
@@ -70,12 +94,14 @@ def _lexicographic_leaving(T: np.ndarray, rhs: np.ndarray, col: np.ndarray,
 
 
 def lemke(M: np.ndarray, q: np.ndarray, *, max_pivots: int | None = None,
-          tol: float = 1e-12) -> LCPResult:
+          tol: float = 1e-12, residual_tol: float = DEFAULT_RESIDUAL_TOL) -> LCPResult:
     """Solve ``0 <= z ⊥ M z + q >= 0`` by Lemke's method (B92 13.2).
 
-    Returns status ``"solution"``, ``"ray"`` (with certificate, B92 App. B) or
-    ``"max_iterations"``; never raises on an unsolvable problem. ``tol`` is the
-    relative size below which a pivot column entry is treated as zero.
+    Returns status ``"solution"``, ``"ray"`` (with certificate, B92 App. B),
+    ``"max_iterations"`` or ``"inaccurate"`` (pivoting ended but the point's natural
+    residual exceeds ``residual_tol``·``residual_scale(M, q, z)``: round-off, see the module doc); never
+    raises on an unsolvable problem. ``tol`` is the relative size below which a pivot
+    column entry is treated as zero.
     """
     M = np.asarray(M, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64).reshape(-1)
@@ -163,5 +189,7 @@ def lemke(M: np.ndarray, q: np.ndarray, *, max_pivots: int | None = None,
         pivots += 1
         if leaving == z0_index:
             z, w = point()
-            return LCPResult(z=z, w=w, status=SOLUTION, pivots=pivots)
+            residual = natural_residual(z, w)
+            ok = residual <= residual_tol * residual_scale(M, q, z)
+            return LCPResult(z=z, w=w, status=SOLUTION if ok else INACCURATE, pivots=pivots, residual=residual)
         entering = complement(leaving)

@@ -94,7 +94,10 @@ def polygon_point_contacts(surface: ContactSurface, dissipation: float, mu: floa
     """M22 IV: arrays (position, normal, phi0, stiffness) of the polygons kept, and their count.
 
     ``g_A = −∇p_A·n̂``, ``g_B = ∇p_B·n̂`` (inf for a rigid side), keep both > 0;
-    ``g = g_A g_B/(g_A + g_B)``, ``k = g·A``, ``φ0 = −p_c/g``."""
+    ``g = g_A g_B/(g_A + g_B)``, ``k = g·A``, ``φ0 = −p_c/g``. Polygons whose stiffness is
+    below ``1e-12`` of the surface's total (e.g. the side slivers of a rigid coin tilted by
+    1e-7 rad) are dropped too: their force is below the round-off of the total, and they
+    would otherwise double the constraint count."""
     n = surface.normals
     ga = -np.einsum("ij,ij->i", surface.grad_a, n)
     gb = np.einsum("ij,ij->i", surface.grad_b, n)
@@ -104,8 +107,9 @@ def polygon_point_contacts(surface: ContactSurface, dissipation: float, mu: floa
     ga, gb = ga[keep], gb[keep]
     with np.errstate(invalid="ignore", divide="ignore"):
         g = np.where(np.isinf(ga), gb, np.where(np.isinf(gb), ga, ga * gb / (ga + gb)))
-    return (surface.centroids[keep], n[keep], -surface.centroid_pressure[keep] / g,
-            g * surface.areas[keep])
+    k = g * surface.areas[keep]
+    big = k > 1e-12 * k.sum() if k.size else np.zeros(0, bool)
+    return (surface.centroids[keep][big], n[keep][big], -surface.centroid_pressure[keep][big] / g[big], k[big])
 
 
 _HULLS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -191,12 +195,32 @@ def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: 
 
 def contact_frames(normals: np.ndarray) -> np.ndarray:
     """(n_c, 3, 3) rows t1, t2, n: an orthonormal frame per contact normal."""
-    n = normals / np.linalg.norm(normals, axis=1, keepdims=True)
-    axis = np.eye(3)[np.argmin(np.abs(n), axis=1)]
-    t1 = np.cross(n, axis)
-    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
-    t2 = np.cross(n, t1)
-    return np.stack([t1, t2, n], axis=1)
+    return _contact_frames(np.ascontiguousarray(normals, dtype=np.float64))
+
+
+@nb.njit(cache=True)
+def _contact_frames(normals):
+    """t1 = n × e (e the axis where |n| is smallest, first on ties), normalised; t2 = n × t1."""
+    out = np.empty((normals.shape[0], 3, 3))
+    for c in range(normals.shape[0]):
+        nx, ny, nz = normals[c, 0], normals[c, 1], normals[c, 2]
+        r = np.sqrt(nx * nx + ny * ny + nz * nz)
+        nx, ny, nz = nx / r, ny / r, nz / r
+        ax, ay, az = abs(nx), abs(ny), abs(nz)
+        if ax <= ay and ax <= az:          # n × e_x
+            tx, ty, tz = 0.0, nz, -ny
+        elif ay <= az:                     # n × e_y
+            tx, ty, tz = -nz, 0.0, nx
+        else:                              # n × e_z
+            tx, ty, tz = ny, -nx, 0.0
+        r = np.sqrt(tx * tx + ty * ty + tz * tz)
+        tx, ty, tz = tx / r, ty / r, tz / r
+        out[c, 0, 0], out[c, 0, 1], out[c, 0, 2] = tx, ty, tz
+        out[c, 1, 0] = ny * tz - nz * ty
+        out[c, 1, 1] = nz * tx - nx * tz
+        out[c, 1, 2] = nx * ty - ny * tx
+        out[c, 2, 0], out[c, 2, 1], out[c, 2, 2] = nx, ny, nz
+    return out
 
 
 def normal_impulse(u_n, phi0, stiffness, dissipation, dt):
@@ -288,74 +312,135 @@ def solve_compliant_step(M: np.ndarray, v_star: np.ndarray, J: np.ndarray, bias:
                          phi0: np.ndarray, stiffness: np.ndarray, dissipation: np.ndarray, mu: np.ndarray,
                          dt: float, *, stiction_velocity: float = DEFAULT_STICTION_VELOCITY,
                          tolerance: float = 1e-12, friction_tolerance: float = 1e-8,
-                         max_iterations: int = 200) -> ConvexStepResult:
+                         max_iterations: int = 200, initial_velocity: np.ndarray | None = None) -> ConvexStepResult:
     """Next-step velocities with compliant point contacts and Coulomb friction (see module doc).
 
     ``J`` (n_c, 3, 6n) maps velocities to contact-frame relative velocities (t1, t2, n) of B
     with respect to A; ``bias`` (n_c, 3) adds the part due to kinematic bodies. Newton on the
     convex objective with the friction bound ``s = μ γ_n`` frozen, then ``s`` updated until
-    its largest change is below ``friction_tolerance`` × its largest value."""
+    its largest change is below ``friction_tolerance`` × its largest value.
+
+    ``initial_velocity`` (the previous step's velocities) warm-starts Newton and the friction
+    bound: ``s`` starts at ``μ γ_n`` there, which for a resting or sliding contact is already
+    the converged bound to within the change over one step. Warm-started, Newton runs
+    directly at the final smoothing ε; if that fails to converge within ``max_iterations``
+    the cold path (start at ``v*``, continuation ε = 1e-2, 1e-4, ε) is taken, so the answer
+    never depends on the guess by more than the tolerances. The whole loop (cost, gradient,
+    Hessian 6n × 6n, Cholesky-free solve, line search) is one numba kernel."""
     eps = float(stiction_velocity)
     n_c = len(phi0)
-    v = np.ascontiguousarray(v_star, dtype=np.float64).copy()
+    v0 = np.ascontiguousarray(v_star, dtype=np.float64).copy()
     if n_c == 0:
-        return ConvexStepResult(v, np.zeros((0, 3)), 0, 0)
+        return ConvexStepResult(v0, np.zeros((0, 3)), 0, 0)
     J = np.ascontiguousarray(J, dtype=np.float64)
     bias = np.ascontiguousarray(bias, dtype=np.float64)
-    args = (np.ascontiguousarray(phi0, dtype=np.float64), np.ascontiguousarray(stiffness, dtype=np.float64),
-            np.ascontiguousarray(dissipation, dtype=np.float64))
-    mu = np.asarray(mu, dtype=np.float64)
+    phi0 = np.ascontiguousarray(phi0, dtype=np.float64)
+    stiffness = np.ascontiguousarray(stiffness, dtype=np.float64)
+    dissipation = np.ascontiguousarray(dissipation, dtype=np.float64)
+    mu = np.ascontiguousarray(mu, dtype=np.float64)
     M = np.ascontiguousarray(M, dtype=np.float64)
     v_star = np.ascontiguousarray(v_star, dtype=np.float64)
-    nv = len(v)
+    tol = tolerance * (1.0 + float(np.abs(v_star).max()))
+    cold = np.array([e for e in (1e-2, 1e-4) if e > 10 * eps] + [eps])
+    if initial_velocity is not None:
+        v = np.ascontiguousarray(initial_velocity, dtype=np.float64).copy()
+        newton, outer, ok = _solve_convex(J, bias, v_star, M, phi0, stiffness, dissipation, mu, dt,
+                                          np.array([eps]), v, tol, friction_tolerance, max_iterations)
+        if ok:
+            gamma = _impulses(J, bias, v, v_star, M, phi0, stiffness, dissipation, mu, dt, eps, v)
+            return ConvexStepResult(v, gamma, newton, outer)
+    else:
+        newton = 0
+    v = v0
+    n2, outer, ok = _solve_convex(J, bias, v_star, M, phi0, stiffness, dissipation, mu, dt, cold, v, tol,
+                                  friction_tolerance, max_iterations)
+    gamma = _impulses(J, bias, v, v_star, M, phi0, stiffness, dissipation, mu, dt, eps, v)
+    return ConvexStepResult(v, gamma, newton + n2, outer)
+
+
+@nb.njit(cache=True)
+def _friction_bound(J, bias, v, v_star, M, phi0, k, chi, mu, dt, eps, gamma, H):
+    """s = μ γ_n(v)."""
+    zero = np.zeros(phi0.shape[0])
+    _cost(J, bias, v, v_star, M, phi0, k, chi, zero, dt, eps, True, gamma, H)
+    return mu * gamma[:, 2]
+
+
+def _impulses(J, bias, v, v_star, M, phi0, k, chi, mu, dt, eps, at):
+    """Contact-frame impulses (n_c, 3) at the solution, with the converged bound s = μ γ_n."""
+    n_c, nv = J.shape[0], J.shape[2]
     gamma = np.zeros((n_c, 3))
     H = np.zeros((nv, nv))
-    scale_v = 1.0 + float(np.abs(v_star).max())
-    zero_s = np.zeros(n_c)
-    _cost(J, bias, v, v_star, M, *args, zero_s, dt, eps, True, gamma, H)
-    s = mu * gamma[:, 2]
+    s = _friction_bound(J, bias, at, v_star, M, phi0, k, chi, mu, dt, eps, gamma, H)
+    _cost(J, bias, at, v_star, M, phi0, k, chi, s, dt, eps, True, gamma, H)
+    return gamma
+
+
+@nb.njit(cache=True)
+def _solve_convex(J, bias, v_star, M, phi0, k, chi, mu, dt, stages, v, tol, friction_tolerance, max_iterations):
+    """Newton with backtracking on the convex objective, ``s`` frozen, inside the fixed point
+    ``s = μ γ_n``, for each smoothing ε in ``stages``; ``v`` in place.
+    Returns (Newton iterations, fixed-point iterations, converged)."""
+    nv = v.shape[0]
+    n_c = J.shape[0]
+    gamma = np.zeros((n_c, 3))
+    H = np.zeros((nv, nv))
+    grad = np.empty(nv)
+    trial = np.empty(nv)
+    s = _friction_bound(J, bias, v, v_star, M, phi0, k, chi, mu, dt, stages[0], gamma, H)
     newton = 0
     outer = 0
-    # continuation in the smoothing: solve with a wide ε first, then narrow it, warm-started
-    stages = [e for e in (1e-2, 1e-4) if e > 10 * eps] + [eps]
-    for eps in stages:
-        outer, newton = _friction_fixed_point(J, bias, v_star, M, args, mu, dt, eps, s, v, gamma, H,
-                                             tolerance * scale_v, friction_tolerance, max_iterations, newton)
-    _cost(J, bias, v, v_star, M, *args, s, dt, eps, True, gamma, H)
-    return ConvexStepResult(v, gamma.copy(), newton, outer)
-
-
-def _friction_fixed_point(J, bias, v_star, M, args, mu, dt, eps, s, v, gamma, H, tol, friction_tolerance,
-                          max_iterations, newton):
-    """Newton on the convex objective with ``s`` frozen, then ``s = μ γ_n``; ``s`` and ``v`` in place."""
-    outer = 0
-    for outer in range(1, 101):
-        for _ in range(max_iterations):
-            l0 = _cost(J, bias, v, v_star, M, *args, s, dt, eps, True, gamma, H)
-            grad = M @ (v - v_star) - np.einsum("ckj,ck->j", J, gamma)
-            dv = -np.linalg.solve(H, grad)
-            newton += 1
-            step = np.abs(dv).max()
-            if step <= tol:
-                v += dv
-                break
-            slope = grad @ dv
-            alpha = 1.0
-            for _ in range(80):
-                if _cost(J, bias, v + alpha * dv, v_star, M, *args, s, dt, eps, False, gamma, H) \
-                        <= l0 + 1e-4 * alpha * slope:
+    converged = True
+    for st in range(stages.shape[0]):
+        eps = stages[st]
+        fixed = False
+        for outer in range(1, 101):
+            inner_ok = False
+            for _ in range(max_iterations):
+                l0 = _cost(J, bias, v, v_star, M, phi0, k, chi, s, dt, eps, True, gamma, H)
+                for j in range(nv):
+                    acc = 0.0
+                    for i in range(nv):
+                        acc += M[j, i] * (v[i] - v_star[i])
+                    for c in range(n_c):
+                        acc -= J[c, 0, j] * gamma[c, 0] + J[c, 1, j] * gamma[c, 1] + J[c, 2, j] * gamma[c, 2]
+                    grad[j] = acc
+                dv = -np.linalg.solve(H, grad)
+                newton += 1
+                step = np.abs(dv).max()
+                if step <= tol:
+                    v += dv
+                    inner_ok = True
                     break
-                alpha *= 0.5
-            v += alpha * dv
-            if alpha * step <= tol:
+                slope = grad @ dv
+                alpha = 1.0
+                for _ in range(80):
+                    for j in range(nv):
+                        trial[j] = v[j] + alpha * dv[j]
+                    if _cost(J, bias, trial, v_star, M, phi0, k, chi, s, dt, eps, False, gamma, H) \
+                            <= l0 + 1e-4 * alpha * slope:
+                        break
+                    alpha *= 0.5
+                v += alpha * dv
+                if alpha * step <= tol:
+                    inner_ok = True
+                    break
+            if not inner_ok:
+                converged = False
+            _cost(J, bias, v, v_star, M, phi0, k, chi, s, dt, eps, True, gamma, H)
+            change = 0.0
+            smax = 1e-300
+            for c in range(n_c):
+                sn = mu[c] * gamma[c, 2]
+                change = max(change, abs(sn - s[c]))
+                smax = max(smax, sn)
+                s[c] = sn
+            if change <= friction_tolerance * smax:
+                fixed = True
                 break
-        _cost(J, bias, v, v_star, M, *args, s, dt, eps, True, gamma, H)
-        s_new = mu * gamma[:, 2]
-        change = np.abs(s_new - s).max()
-        s[:] = s_new
-        if change <= friction_tolerance * max(float(s.max()), 1e-300):
-            break
-    return outer, newton
+        if not fixed:
+            converged = False
+    return newton, outer, converged
 
 
 # --------------------------------------------------------------------------- stepping
@@ -372,23 +457,48 @@ def _scheduled_twist(body, t: float) -> np.ndarray:
 
 def _jacobians(scene, states, dyn_index, contacts: PointContacts, frames, t):
     """J (n_c, 3, 6n) and the kinematic bias (n_c, 3) in the contact frames."""
-    n = len(dyn_index)
-    J = np.zeros((contacts.n, 3, 6 * n))
-    bias = np.zeros((contacts.n, 3))
-    for body_col, sign in ((contacts.body_b, 1.0), (contacts.body_a, -1.0)):
-        for b in np.unique(body_col):
-            rows = np.flatnonzero(body_col == b)
-            s = states[b]
-            r = contacts.position[rows] - s.position
-            F = frames[rows]                                   # (m, 3, 3)
-            if b in dyn_index:
-                k = dyn_index[b]
-                J[rows, :, 6 * k:6 * k + 3] += sign * F
-                J[rows, :, 6 * k + 3:6 * k + 6] += sign * np.cross(r[:, None, :], F)
+    nb_ = len(scene.bodies)
+    column = np.full(nb_, -1, np.int64)
+    for b, k in dyn_index.items():
+        column[b] = k
+    origin = np.array([s.position for s in states], dtype=np.float64).reshape(nb_, 3)
+    twist = np.array([_scheduled_twist(body, t) for body in scene.bodies], dtype=np.float64).reshape(nb_, 6)
+    return _assemble_jacobians(np.ascontiguousarray(contacts.position, dtype=np.float64), frames,
+                               contacts.body_a.astype(np.int64), contacts.body_b.astype(np.int64),
+                               origin, column, twist, len(dyn_index))
+
+
+@nb.njit(cache=True)
+def _assemble_jacobians(position, frames, body_a, body_b, origin, column, twist, n):
+    """Rows f of each contact frame: J·v = Σ_sides ±(f·v_body + (r × f)·ω_body), r from the
+    body's centre of mass; a kinematic side's scheduled twist goes into the bias instead."""
+    n_c = position.shape[0]
+    J = np.zeros((n_c, 3, 6 * n))
+    bias = np.zeros((n_c, 3))
+    for c in range(n_c):
+        for side in range(2):
+            b = body_b[c] if side == 0 else body_a[c]
+            sign = 1.0 if side == 0 else -1.0
+            rx = position[c, 0] - origin[b, 0]
+            ry = position[c, 1] - origin[b, 1]
+            rz = position[c, 2] - origin[b, 2]
+            k = column[b]
+            if k >= 0:
+                for r in range(3):
+                    fx, fy, fz = frames[c, r, 0], frames[c, r, 1], frames[c, r, 2]
+                    J[c, r, 6 * k] += sign * fx
+                    J[c, r, 6 * k + 1] += sign * fy
+                    J[c, r, 6 * k + 2] += sign * fz
+                    J[c, r, 6 * k + 3] += sign * (ry * fz - rz * fy)
+                    J[c, r, 6 * k + 4] += sign * (rz * fx - rx * fz)
+                    J[c, r, 6 * k + 5] += sign * (rx * fy - ry * fx)
             else:
-                tw = _scheduled_twist(scene.bodies[b], t)
-                vel = tw[:3] + np.cross(tw[3:], r)
-                bias[rows] += sign * np.einsum("mkj,mj->mk", F, vel)
+                wx, wy, wz = twist[b, 3], twist[b, 4], twist[b, 5]
+                vx = twist[b, 0] + wy * rz - wz * ry
+                vy = twist[b, 1] + wz * rx - wx * rz
+                vz = twist[b, 2] + wx * ry - wy * rx
+                for r in range(3):
+                    bias[c, r] += sign * (frames[c, r, 0] * vx + frames[c, r, 1] * vy + frames[c, r, 2] * vz)
     return J, bias
 
 
@@ -400,16 +510,20 @@ class StepInfo:
     iterations: int
     impulses: np.ndarray          # (n_c, 3) world impulses on B
     points: PointContacts
+    stage_seconds: tuple = (0.0, 0.0, 0.0, 0.0)   # wall time: contact query, assembly, solve, pose update
 
 
 def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: float, *,
                   stiction_velocity: float = DEFAULT_STICTION_VELOCITY, n_directions: int = 8,
                   keep_surfaces: bool = False) -> tuple[list[RigidBodyState], StepInfo]:
     """One velocity-level step (M22 IV) from ``states`` at time ``t``: (new states, info)."""
+    clock = time.perf_counter
+    t0 = clock()
     dyn = _dynamic_indices(scene)
     dyn_index = {b: k for k, b in enumerate(dyn)}
     speed = max([np.linalg.norm(s.velocity) for s in states] + [0.0])
     contacts = scene_contacts(scene, states, rigid_margin=2.0 * speed * dt + 1e-9, keep_surfaces=keep_surfaces)
+    t1 = clock()
     n = len(dyn)
     M = np.zeros((6 * n, 6 * n))
     h = np.zeros(6 * n)
@@ -421,20 +535,25 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
         M[6 * k:6 * k + 6, 6 * k:6 * k + 6] = Mi
         h[6 * k:6 * k + 6] = Mi @ s.twist + dt * k0
     v_star = np.linalg.solve(M, h) if n else np.zeros(0)
+    v_prev = np.concatenate([np.concatenate([states[b].velocity, states[b].angular_velocity]) for b in dyn]) \
+        if n else np.zeros(0)
     rigid = contacts.rigid
     if np.any(rigid):
+        t2 = clock()
         v, impulses, iterations = _lcp_fallback(scene, states, dyn_index, contacts, dt, t, n_directions)
         solver = "lemke"
     else:
         frames = contact_frames(contacts.normal) if contacts.n else np.zeros((0, 3, 3))
         J, bias = _jacobians(scene, states, dyn_index, contacts, frames, t)
+        t2 = clock()
         result = solve_compliant_step(M, v_star, J, bias, contacts.phi0, contacts.stiffness,
                                       contacts.dissipation, contacts.mu, dt,
-                                      stiction_velocity=stiction_velocity)
+                                      stiction_velocity=stiction_velocity, initial_velocity=v_prev)
         v = result.velocity
         impulses = np.einsum("ck,ckj->cj", result.impulses, frames) if contacts.n else np.zeros((0, 3))
         iterations = result.newton_iterations
         solver = "newton"
+    t3 = clock()
     new_states = []
     for b, (body, s) in enumerate(zip(scene.bodies, states)):
         if body.kind == "dynamic":
@@ -447,7 +566,8 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
             new_states.append(s)
             continue
         new_states.append(integrate_pose(moved, dt))
-    return new_states, StepInfo(contacts.n, int(rigid.sum()), solver, iterations, impulses, contacts)
+    return new_states, StepInfo(contacts.n, int(rigid.sum()), solver, iterations, impulses, contacts,
+                                (t1 - t0, t2 - t1, t3 - t2, clock() - t3))
 
 
 def _lcp_fallback(scene, states, dyn_index, contacts: PointContacts, dt, t, n_directions):
@@ -488,6 +608,8 @@ class SimulationResult:
     dt: float
     surfaces: list = field(default_factory=list)      # per record: list of (i, j, ContactSurface)
     final_states: list = field(default_factory=list)
+    #: velocity integrator: total wall seconds per stage (contact query, assembly, solve, pose update)
+    stage_seconds: dict = field(default_factory=dict)
 
     @property
     def simulated_seconds(self) -> float:
@@ -506,6 +628,7 @@ class SimulationResult:
             "realtime_factor": self.realtime_factor,
             "contacts_per_step": {"mean": float(cps.mean()) if cps.size else 0.0,
                                   "max": int(cps.max()) if cps.size else 0},
+            "stage_ms_per_step": {k: 1e3 * v / max(self.steps, 1) for k, v in self.stage_seconds.items()},
             "final_states": {name: {"position": s.position.tolist(), "quaternion": s.quaternion.tolist(),
                                     "velocity": s.velocity.tolist(), "angular_velocity": s.angular_velocity.tolist()}
                              for name, s in zip(self.body_names, self.final_states)},
@@ -559,6 +682,7 @@ def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, s
     states = [replace(b.state) for b in scene.bodies]
     rec = _Recorder(scene, record_surfaces)
     contacts = []
+    stages = np.zeros(4)
     bar = progress.bar(n_steps, "simulate")
     start = time.perf_counter()
     t = 0.0
@@ -570,6 +694,7 @@ def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, s
         if record:
             rec.add(t, states, info.points.surfaces)
         contacts.append(info.contacts)
+        stages += info.stage_seconds
         states = new_states
         steps += 1
         t = (k + 1) * dt
@@ -581,7 +706,9 @@ def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, s
     wall = time.perf_counter() - start
     if rec.times[-1] != t:
         rec.add(t, states, scene_contacts(scene, states, keep_surfaces=True).surfaces if record_surfaces else None)
-    return rec.result(contacts, steps, wall, "velocity", dt, states)
+    result = rec.result(contacts, steps, wall, "velocity", dt, states)
+    result.stage_seconds = dict(zip(("contact_query", "assembly", "solve", "pose_update"), stages.tolist()))
+    return result
 
 
 def _pack(scene, states):

@@ -332,7 +332,10 @@ def step(states: list[RigidBodyState], masses: list[MassProperties],
 
     Solves the Stewart-Trinkle LCP for the next-step velocities, then moves each
     pose with them (``integrate_pose``). Raises ``BuildError`` if Lemke cannot solve
-    the step (it never silently skips contacts).
+    the step (it never silently skips contacts), including when the point it ends on
+    violates the LCP by more than ``lcp.DEFAULT_RESIDUAL_TOL`` × ``lcp.residual_scale`` in the
+    natural residual (round-off on a nearly singular problem: hundreds of stiff compliant point
+    contacts on one body give a reduced matrix of condition ~1e20).
     """
     # Floating-point Lemke can still meet a degenerate ray; retry with a stronger
     # (still tiny) cone regularisation before giving up loudly.
@@ -344,11 +347,15 @@ def step(states: list[RigidBodyState], masses: list[MassProperties],
         if result.solved:
             break
     if not result.solved:
+        detail = (f" with complementarity residual {result.residual:.3g} (Lemke lost feasibility to "
+                  f"round-off: the LCP is nearly singular, e.g. many redundant contacts on one body)"
+                  if result.status == "inaccurate" else "")
         raise BuildError(
             f"velocity-level contact problem with {n_c} contacts ended in status "
-            f"'{result.status}' after {result.pivots} pivots",
-            fix="reduce the time step, or check contact normals (from A into B) and "
-                "stiffnesses; report the scene if it persists")
+            f"'{result.status}' after {result.pivots} pivots{detail}",
+            fix="use fewer, larger contact polygons (a coarser compliant mesh) or the convex compliant "
+                "solver (simulate's velocity integrator), reduce the time step, or check contact normals "
+                "(from A into B) and stiffnesses")
     p_n = result.z[:n_c]
     beta = result.z[n_c:n_c + n_c * n_d].reshape(n_c, n_d)
     friction = np.einsum("ij,ijk->ik", beta, asm.directions) if n_c else np.zeros((0, 3))
