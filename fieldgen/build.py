@@ -273,6 +273,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     Nothing is written unless every stage succeeds (the asset is written atomically).
     """
     from .asset import Asset, atomic_output, write_asset
+    from .mesh import min_dihedral_angles
     from .damping import characteristic_length, dissipation_from_expansion_rate
     from .extent import solve_extent
     from .layering import layer
@@ -373,7 +374,10 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
             chi = 0.0
             warnings.append("no damping given (--expansion-rate or --dissipation): dissipation is 0")
 
-    stats = mesh_statistics(layered.mesh)
+    with progress.stage("statistics"):
+        # Per-tet quality once: the statistics and the asset's cell data share it.
+        angles = min_dihedral_angles(layered.mesh.points, layered.mesh.tets)
+        stats = mesh_statistics(layered.mesh, min_dihedral=angles)
     stats.update({
         "tets_before_layering": mesh.n_tets,
         "tets_split_zero_pressure": int(split),
@@ -411,7 +415,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         metadata.update(extra_metadata)
 
     asset = Asset(points=layered.mesh.points, tets=layered.mesh.tets, extent=layered.extent,
-                  pressure=layered.pressure, metadata=metadata)
+                  pressure=layered.pressure, metadata=metadata, min_dihedral_angle=angles)
     # All or nothing: the asset is validated (and the Drake files written) while it is still a
     # temporary file; only then is it renamed onto the output path.
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
