@@ -27,12 +27,13 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
+import numba as nb
 import numpy as np
 
 from fieldgen.runtime import clip
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.bvh import candidate_pairs
-from fieldgen.runtime.pose import as_matrix, rotate_vectors, transform_points
+from fieldgen.runtime.pose import as_matrix
 
 REPRESENTATIONS = ("polygon", "triangle")
 GRADIENT_EPS = 1e-12
@@ -139,18 +140,18 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         grad_a, grad_b = gA[el_a], gB[el_b]
     elif a_soft:
         PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
-        PS = transform_points(XB, body_b.vertices)
+        PS = _transform(XB, body_b.vertices)
         out = clip.tri_tet_polygons(pairs, PA, body_a.tets, PS, body_b.faces,
-                                    rotate_vectors(XB, body_b.face_normals), -1.0, body_a.pressure, gA)
+                                    _rotate(XB, body_b.face_normals), -1.0, body_a.pressure, gA)
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = gA[el_a], np.full((len(src), 3), np.nan)
     else:
         PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
-        PS = transform_points(XA, body_a.vertices)
+        PS = _transform(XA, body_a.vertices)
         swapped = np.ascontiguousarray(pairs[:, ::-1])
         out = clip.tri_tet_polygons(swapped, PB, body_b.tets, PS, body_a.faces,
-                                    rotate_vectors(XA, body_a.face_normals), 1.0, body_b.pressure, gB)
+                                    _rotate(XA, body_a.face_normals), 1.0, body_b.pressure, gB)
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = np.full((len(src), 3), np.nan), gB[el_b]
@@ -171,15 +172,61 @@ def _posed_tets(X, body: CompliantBody, elements: np.ndarray):
     """World vertices and gradients of ``body`` at pose ``X``, computed only for the tets in
     ``elements`` (rows of other vertices and tets are left unset and never read): a 130k-tet
     pad touches a few hundred tets per step. Same arithmetic per row as posing all."""
-    n_points, n_tets = len(body.points), len(body.tets)
-    if 4 * len(elements) >= n_tets:
-        return transform_points(X, body.points), rotate_vectors(X, body.gradient)
-    tets = np.unique(elements)
-    verts = np.unique(body.tets[tets])
-    P = np.empty((n_points, 3))
-    P[verts] = transform_points(X, body.points[verts])
-    g = np.empty((n_tets, 3))
-    g[tets] = rotate_vectors(X, body.gradient[tets])
+    if 4 * len(elements) >= len(body.tets):
+        return _transform(X, body.points), _rotate(X, body.gradient)
+    return _pose_subset(np.ascontiguousarray(X, dtype=np.float64), body.points, body.tets, body.gradient,
+                        np.ascontiguousarray(elements, dtype=np.int64))
+
+
+def _transform(X, points):
+    """``X`` applied to (n, 3) points (one numba call: per-step arrays are small, so numpy's
+    per-column overhead dominated)."""
+    return _transform_rows(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(points, dtype=np.float64))
+
+
+def _rotate(X, vectors):
+    """The rotation of ``X`` applied to (n, 3) vectors."""
+    return _rotate_rows(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(vectors, dtype=np.float64))
+
+
+@nb.njit(cache=True)
+def _transform_rows(X, P):
+    out = np.empty_like(P)
+    for r in range(P.shape[0]):
+        for i in range(3):
+            out[r, i] = P[r, 0] * X[i, 0] + P[r, 1] * X[i, 1] + P[r, 2] * X[i, 2] + X[i, 3]
+    return out
+
+
+@nb.njit(cache=True)
+def _rotate_rows(X, V):
+    out = np.empty_like(V)
+    for r in range(V.shape[0]):
+        for i in range(3):
+            out[r, i] = V[r, 0] * X[i, 0] + V[r, 1] * X[i, 1] + V[r, 2] * X[i, 2]
+    return out
+
+
+@nb.njit(cache=True)
+def _pose_subset(X, points, tets, gradient, elements):
+    """Posed vertices of the tets in ``elements`` and their rotated gradients; other rows unset."""
+    P = np.empty_like(points)
+    g = np.empty_like(gradient)
+    done_p = np.zeros(points.shape[0], np.bool_)
+    done_t = np.zeros(tets.shape[0], np.bool_)
+    for e in elements:
+        if done_t[e]:
+            continue
+        done_t[e] = True
+        for i in range(3):
+            g[e, i] = gradient[e, 0] * X[i, 0] + gradient[e, 1] * X[i, 1] + gradient[e, 2] * X[i, 2]
+        for k in range(4):
+            v = tets[e, k]
+            if done_p[v]:
+                continue
+            done_p[v] = True
+            for i in range(3):
+                P[v, i] = points[v, 0] * X[i, 0] + points[v, 1] * X[i, 1] + points[v, 2] * X[i, 2] + X[i, 3]
     return P, g
 
 

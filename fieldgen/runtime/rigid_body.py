@@ -13,7 +13,8 @@ Conventions used by every dynamics module:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,17 +68,21 @@ class MassProperties:
 # --------------------------------------------------------------------------- quaternions
 
 def quaternion_multiply(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Hamilton product ``p ⊗ q`` of (w, x, y, z) quaternions."""
-    pw, pv = p[0], np.asarray(p[1:])
-    qw, qv = q[0], np.asarray(q[1:])
-    w = pw * qw - pv @ qv
-    v = pw * qv + qw * pv + np.cross(pv, qv)
-    return np.concatenate([[w], v])
+    """Hamilton product ``p ⊗ q`` of (w, x, y, z) quaternions (scalar arithmetic: called
+    every step on 4-vectors, where np.cross/np.concatenate overhead dominates)."""
+    pw, px, py, pz = (float(c) for c in p)
+    qw, qx, qy, qz = (float(c) for c in q)
+    return np.array([pw * qw - (px * qx + py * qy + pz * qz),
+                     pw * qx + qw * px + (py * qz - pz * qy),
+                     pw * qy + qw * py + (pz * qx - px * qz),
+                     pw * qz + qw * pz + (px * qy - py * qx)])
 
 
 def quaternion_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrix of a (w, x, y, z) quaternion (normalised first)."""
-    w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
+    w, x, y, z = (float(c) for c in q)
+    r = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / r, x / r, y / r, z / r
     return np.array([
         [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
         [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
@@ -87,14 +92,15 @@ def quaternion_to_matrix(q: np.ndarray) -> np.ndarray:
 
 def quaternion_from_rotation_vector(rotation_vector: np.ndarray) -> np.ndarray:
     """Unit quaternion of a rotation by ``|r|`` radians about ``r/|r|`` (exponential map)."""
-    r = np.asarray(rotation_vector, dtype=np.float64)
-    angle = float(np.linalg.norm(r))
+    rx, ry, rz = (float(c) for c in rotation_vector)
+    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
     if angle < 1e-12:
         # second-order series keeps the map smooth through zero
-        q = np.concatenate([[1.0 - angle * angle / 8.0], 0.5 * r])
-        return q / np.linalg.norm(q)
-    axis = r / angle
-    return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
+        w, x, y, z = 1.0 - angle * angle / 8.0, 0.5 * rx, 0.5 * ry, 0.5 * rz
+        norm = math.sqrt(w * w + x * x + y * y + z * z)
+        return np.array([w / norm, x / norm, y / norm, z / norm])
+    s = math.sin(angle / 2) / angle
+    return np.array([math.cos(angle / 2), s * rx, s * ry, s * rz])
 
 
 def skew(v: np.ndarray) -> np.ndarray:
@@ -170,7 +176,9 @@ def gyroscopic_torque(state: RigidBodyState, mass_properties: MassProperties) ->
     """The bias torque ``−ω × I_w ω`` (world), kept explicit in time stepping."""
     I_w = world_inertia(mass_properties, state.quaternion)
     w = state.angular_velocity
-    return -np.cross(w, I_w @ w)
+    wx, wy, wz = float(w[0]), float(w[1]), float(w[2])
+    lx, ly, lz = (float(c) for c in I_w @ w)
+    return np.array([-(wy * lz - wz * ly), -(wz * lx - wx * lz), -(wx * ly - wy * lx)])
 
 
 def integrate_pose(state: RigidBodyState, dt: float) -> RigidBodyState:
@@ -181,11 +189,11 @@ def integrate_pose(state: RigidBodyState, dt: float) -> RigidBodyState:
     """
     dq = quaternion_from_rotation_vector(dt * state.angular_velocity)
     q = quaternion_multiply(dq, state.quaternion)
-    q = q / np.linalg.norm(q)
+    q = q / math.sqrt(float(q @ q))
     if q[0] < 0:  # keep a canonical hemisphere so states compare bit-for-bit
         q = -q
-    return replace(state, position=state.position + dt * state.velocity, quaternion=q,
-                   velocity=state.velocity.copy(), angular_velocity=state.angular_velocity.copy())
+    return RigidBodyState(state.position + dt * state.velocity, q, state.velocity.copy(),
+                          state.angular_velocity.copy())
 
 
 # --------------------------------------------------------------------------- mass properties

@@ -98,18 +98,54 @@ def polygon_point_contacts(surface: ContactSurface, dissipation: float, mu: floa
     below ``1e-12`` of the surface's total (e.g. the side slivers of a rigid coin tilted by
     1e-7 rad) are dropped too: their force is below the round-off of the total, and they
     would otherwise double the constraint count."""
-    n = surface.normals
-    ga = -np.einsum("ij,ij->i", surface.grad_a, n)
-    gb = np.einsum("ij,ij->i", surface.grad_b, n)
-    ga = np.where(np.isnan(ga), np.inf, ga)
-    gb = np.where(np.isnan(gb), np.inf, gb)
-    keep = (ga > 0) & (gb > 0) & (surface.areas > 0) & ~(np.isinf(ga) & np.isinf(gb))
-    ga, gb = ga[keep], gb[keep]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        g = np.where(np.isinf(ga), gb, np.where(np.isinf(gb), ga, ga * gb / (ga + gb)))
-    k = g * surface.areas[keep]
-    big = k > 1e-12 * k.sum() if k.size else np.zeros(0, bool)
-    return (surface.centroids[keep][big], n[keep][big], -surface.centroid_pressure[keep][big] / g[big], k[big])
+    return _polygon_point_contacts(surface.normals, surface.grad_a, surface.grad_b, surface.areas,
+                                   surface.centroids, surface.centroid_pressure)
+
+
+@nb.njit(cache=True)
+def _polygon_point_contacts(normals, grad_a, grad_b, areas, centroids, centroid_pressure):
+    """Kernel of :func:`polygon_point_contacts` (one pass to keep, one to drop the negligible)."""
+    m = areas.shape[0]
+    g = np.empty(m)
+    k = np.empty(m)
+    keep = np.zeros(m, np.bool_)
+    total = 0.0
+    for f in range(m):
+        ga = -(grad_a[f, 0] * normals[f, 0] + grad_a[f, 1] * normals[f, 1] + grad_a[f, 2] * normals[f, 2])
+        gb = grad_b[f, 0] * normals[f, 0] + grad_b[f, 1] * normals[f, 1] + grad_b[f, 2] * normals[f, 2]
+        if np.isnan(ga):
+            ga = np.inf
+        if np.isnan(gb):
+            gb = np.inf
+        if not (ga > 0.0 and gb > 0.0 and areas[f] > 0.0) or (np.isinf(ga) and np.isinf(gb)):
+            continue
+        if np.isinf(ga):
+            g[f] = gb
+        elif np.isinf(gb):
+            g[f] = ga
+        else:
+            g[f] = ga * gb / (ga + gb)
+        k[f] = g[f] * areas[f]
+        keep[f] = True
+        total += k[f]
+    n = 0
+    for f in range(m):
+        if keep[f] and k[f] > 1e-12 * total:
+            n += 1
+    position = np.empty((n, 3))
+    normal = np.empty((n, 3))
+    phi0 = np.empty(n)
+    stiffness = np.empty(n)
+    c = 0
+    for f in range(m):
+        if keep[f] and k[f] > 1e-12 * total:
+            for i in range(3):
+                position[c, i] = centroids[f, i]
+                normal[c, i] = normals[f, i]
+            phi0[c] = -centroid_pressure[f] / g[f]
+            stiffness[c] = k[f]
+            c += 1
+    return position, normal, phi0, stiffness
 
 
 _HULLS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
