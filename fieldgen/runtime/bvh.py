@@ -117,37 +117,67 @@ def _build(lo, hi, leaf_size):
 
 
 def candidate_pairs(bvh_a: BVH, bvh_b: BVH, X_AB: np.ndarray) -> np.ndarray:
-    """(m, 2) int64 pairs (element of A, element of B) whose boxes overlap, B posed at X_AB in A's frame."""
+    """(m, 2) int64 pairs (element of A, element of B) whose boxes overlap, B posed at X_AB in A's frame.
+
+    The smaller tree is the one whose boxes are mapped (once per query, all of them) into the
+    other's frame, so the larger tree is traversed as built: a 3k-tet pad against a 12-triangle
+    box maps 12 + nodes boxes, not one per visited node pair. The pair set is a superset of
+    the truly overlapping pairs either way; its order depends only on the inputs."""
     X_AB = np.ascontiguousarray(X_AB, dtype=np.float64)
     if bvh_a.n_nodes == 0 or bvh_b.n_nodes == 0 or bvh_a.order.size == 0 or bvh_b.order.size == 0:
         return np.zeros((0, 2), np.int64)
-    return _traverse(bvh_a.lower, bvh_a.upper, bvh_a.left, bvh_a.right, bvh_a.start, bvh_a.count,
-                     bvh_a.order, bvh_a.element_lower, bvh_a.element_upper,
-                     bvh_b.lower, bvh_b.upper, bvh_b.left, bvh_b.right, bvh_b.start, bvh_b.count,
-                     bvh_b.order, bvh_b.element_lower, bvh_b.element_upper, X_AB)
+    if bvh_b.order.size <= bvh_a.order.size:
+        return _query(bvh_a, bvh_b, X_AB)
+    R = X_AB[:3, :3]
+    X_BA = np.zeros((4, 4))
+    X_BA[:3, :3] = R.T
+    X_BA[:3, 3] = -(R.T @ X_AB[:3, 3])
+    X_BA[3, 3] = 1.0
+    return np.ascontiguousarray(_query(bvh_b, bvh_a, X_BA)[:, ::-1])
+
+
+def _query(big: BVH, small: BVH, X):
+    node_c, node_h = _mapped_boxes(small.lower, small.upper, X)
+    elem_c, elem_h = _mapped_boxes(small.element_lower, small.element_upper, X)
+    return _traverse(big.lower, big.upper, big.left, big.right, big.start, big.count, big.order,
+                     big.element_lower, big.element_upper,
+                     node_c, node_h, small.left, small.right, small.start, small.count, small.order,
+                     elem_c, elem_h)
+
+
+@nb.njit(cache=True)
+def _mapped_boxes(lo, hi, X):
+    """Centre and half-size, in the other frame, of boxes (lo, hi) mapped by X (conservative
+    box of the rotated box: half-size through |R|)."""
+    n = lo.shape[0]
+    c = np.empty((n, 3))
+    h = np.empty((n, 3))
+    for e in range(n):
+        for i in range(3):
+            ci = X[i, 3]
+            hi_ = 0.0
+            for j in range(3):
+                cj = 0.5 * (lo[e, j] + hi[e, j])
+                hj = 0.5 * (hi[e, j] - lo[e, j])
+                ci += X[i, j] * cj
+                hi_ += abs(X[i, j]) * hj
+            c[e, i] = ci
+            h[e, i] = hi_
+    return c, h
 
 
 @nb.njit(cache=True, inline="always")
-def _overlap(alo, ahi, blo, bhi, R, t):
-    """AABB (alo, ahi) against box (blo, bhi) of B mapped by (R, t) and re-boxed in A's frame."""
+def _overlap(alo, ahi, c, h):
+    """AABB (alo, ahi) against the mapped box with centre ``c`` and half-size ``h``."""
     for i in range(3):
-        c = t[i]
-        h = 0.0
-        for j in range(3):
-            cj = 0.5 * (blo[j] + bhi[j])
-            hj = 0.5 * (bhi[j] - blo[j])
-            c += R[i, j] * cj
-            h += abs(R[i, j]) * hj
-        if c - h > ahi[i] or c + h < alo[i]:
+        if c[i] - h[i] > ahi[i] or c[i] + h[i] < alo[i]:
             return False
     return True
 
 
 @nb.njit(cache=True)
 def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
-              blow, bupp, bleft, bright, bstart, bcount, border, belo, behi, X):
-    R = X[:3, :3].copy()
-    t = X[:3, 3].copy()
+              bc, bh, bleft, bright, bstart, bcount, border, bec, beh):
     pad = 1e-12 * (np.max(np.abs(aupp[0])) + np.max(np.abs(alow[0])) + 1e-300)
     cap = 1024
     out = np.empty((cap, 2), np.int64)
@@ -165,7 +195,7 @@ def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
         for k in range(3):
             alo[k] = alow[na, k] - pad
             ahi[k] = aupp[na, k] + pad
-        if not _overlap(alo, ahi, blow[nb_], bupp[nb_], R, t):
+        if not _overlap(alo, ahi, bc[nb_], bh[nb_]):
             continue
         a_leaf = aleft[na] < 0
         b_leaf = bleft[nb_] < 0
@@ -177,7 +207,7 @@ def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
                     ahi[k] = aehi[ea, k] + pad
                 for j in range(bstart[nb_], bstart[nb_] + bcount[nb_]):
                     eb = border[j]
-                    if _overlap(alo, ahi, belo[eb], behi[eb], R, t):
+                    if _overlap(alo, ahi, bec[eb], beh[eb]):
                         if m == cap:
                             bigger = np.empty((2 * cap, 2), np.int64)
                             bigger[:m] = out[:m]
@@ -198,7 +228,7 @@ def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
             db = 0.0
             for k in range(3):
                 da += (aupp[na, k] - alow[na, k]) ** 2
-                db += (bupp[nb_, k] - blow[nb_, k]) ** 2
+                db += (2.0 * bh[nb_, k]) ** 2
             descend_a = da >= db
         if descend_a:
             stack[top, 0] = aright[na]

@@ -233,9 +233,10 @@ def _pose_subset(X, points, tets, gradient, elements):
 def relative_pose(X_WA: np.ndarray, X_WB: np.ndarray) -> np.ndarray:
     """X_AB = X_WA⁻¹·X_WB for rigid transforms, without a general solve."""
     R = X_WA[:3, :3].T
-    out = np.eye(4)
+    out = np.empty((4, 4))
     out[:3, :3] = R @ X_WB[:3, :3]
     out[:3, 3] = R @ (X_WB[:3, 3] - X_WA[:3, 3])
+    out[3] = (0.0, 0.0, 0.0, 1.0)
     return out
 
 
@@ -243,11 +244,16 @@ def _warn_pass_through(body_a, el_a, body_b, el_b, vertex_pressure, offsets) -> 
     """PassThroughWarning when a face in a core-adjacent tet reaches the core pressure."""
     if len(el_a) == 0:
         return
-    face_max = np.maximum.reduceat(vertex_pressure, offsets[:-1]) if len(vertex_pressure) else np.zeros(0)
+    face_max = None
     for body, elements, other in ((body_a, el_a, body_b), (body_b, el_b, body_a)):
         if not isinstance(body, CompliantBody) or not np.isfinite(body.core_pressure):
             continue
-        touching = body.core_tets[elements] & (face_max >= body.core_pressure * (1.0 - 1e-9))
+        near_core = body.core_tets[elements]
+        if not near_core.any():          # the usual case: skip the per-face maxima
+            continue
+        if face_max is None:
+            face_max = np.maximum.reduceat(vertex_pressure, offsets[:-1]) if len(vertex_pressure) else np.zeros(0)
+        touching = near_core & (face_max >= body.core_pressure * (1.0 - 1e-9))
         if np.any(touching):
             warnings.warn(PassThroughWarning(
                 f"{other.name} reached the rigid core of {body.name} on {int(touching.sum())} contact faces "

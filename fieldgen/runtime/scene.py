@@ -128,9 +128,10 @@ class SceneBody:
         """X_WB (4, 4) of the mesh frame: ``x_W = R x_B + (p − R c)``."""
         s = self.state if state is None else state
         R = s.rotation
-        X = np.eye(4)
+        X = np.empty((4, 4))
         X[:3, :3] = R
-        X[:3, 3] = s.position - R @ self.centre_of_mass
+        X[:3, 3] = s.position if self.mass is None else s.position - R @ self.mass.centre_of_mass
+        X[3] = (0.0, 0.0, 0.0, 1.0)
         return X
 
 
