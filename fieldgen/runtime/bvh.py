@@ -205,6 +205,8 @@ def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
                 for k in range(3):
                     alo[k] = aelo[ea, k] - pad
                     ahi[k] = aehi[ea, k] + pad
+                if not _overlap(alo, ahi, bc[nb_], bh[nb_]):     # element of A against B's leaf box
+                    continue
                 for j in range(bstart[nb_], bstart[nb_] + bcount[nb_]):
                     eb = border[j]
                     if _overlap(alo, ahi, bec[eb], beh[eb]):

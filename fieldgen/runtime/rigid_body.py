@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numba as nb
 import numpy as np
 
 from fieldgen.errors import InputError
@@ -187,13 +188,38 @@ def integrate_pose(state: RigidBodyState, dt: float) -> RigidBodyState:
     Position by ``x + dt v``; orientation by the exact rotation ``exp(dt ω) ⊗ q``
     (world-frame ω), then renormalised so it stays a unit quaternion.
     """
-    dq = quaternion_from_rotation_vector(dt * state.angular_velocity)
-    q = quaternion_multiply(dq, state.quaternion)
-    q = q / math.sqrt(float(q @ q))
-    if q[0] < 0:  # keep a canonical hemisphere so states compare bit-for-bit
-        q = -q
-    return RigidBodyState(state.position + dt * state.velocity, q, state.velocity.copy(),
-                          state.angular_velocity.copy())
+    position, q = _integrate_pose(state.position, state.quaternion, state.velocity, state.angular_velocity,
+                                  float(dt))
+    return RigidBodyState(position, q, state.velocity.copy(), state.angular_velocity.copy())
+
+
+@nb.njit(cache=True)
+def _integrate_pose(position, quaternion, velocity, angular_velocity, dt):
+    """Kernel of :func:`integrate_pose` (the same arithmetic as quaternion_from_rotation_vector
+    and quaternion_multiply, in one call: it runs for every moving body every step)."""
+    rx, ry, rz = dt * angular_velocity[0], dt * angular_velocity[1], dt * angular_velocity[2]
+    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
+    if angle < 1e-12:
+        pw, px, py, pz = 1.0 - angle * angle / 8.0, 0.5 * rx, 0.5 * ry, 0.5 * rz
+        norm = math.sqrt(pw * pw + px * px + py * py + pz * pz)
+        pw, px, py, pz = pw / norm, px / norm, py / norm, pz / norm
+    else:
+        sa = math.sin(angle / 2) / angle
+        pw, px, py, pz = math.cos(angle / 2), sa * rx, sa * ry, sa * rz
+    qw, qx, qy, qz = quaternion[0], quaternion[1], quaternion[2], quaternion[3]
+    q = np.empty(4)
+    q[0] = pw * qw - (px * qx + py * qy + pz * qz)
+    q[1] = pw * qx + qw * px + (py * qz - pz * qy)
+    q[2] = pw * qy + qw * py + (pz * qx - px * qz)
+    q[3] = pw * qz + qw * pz + (px * qy - py * qx)
+    r = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    sign = -1.0 if q[0] / r < 0 else 1.0    # keep a canonical hemisphere so states compare bit-for-bit
+    for i in range(4):
+        q[i] = sign * (q[i] / r)
+    p = np.empty(3)
+    for i in range(3):
+        p[i] = position[i] + dt * velocity[i]
+    return p, q
 
 
 # --------------------------------------------------------------------------- mass properties

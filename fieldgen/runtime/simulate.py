@@ -49,11 +49,9 @@ from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.contact_surface import ContactSurface, compute_contact_surface
 from fieldgen.runtime.rigid_body import (
     RigidBodyState,
-    gyroscopic_torque,
     integrate_pose,
     newton_euler_rhs,
     quaternion_to_matrix,
-    spatial_mass_matrix,
 )
 from fieldgen.runtime.scene import Scene
 from fieldgen.runtime.time_stepping import WORLD, PointContact
@@ -557,20 +555,31 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
     t0 = clock()
     dyn = _dynamic_indices(scene)
     dyn_index = {b: k for k, b in enumerate(dyn)}
-    speed = max([np.linalg.norm(s.velocity) for s in states] + [0.0])
+    speed = max([float(np.sqrt(s.velocity @ s.velocity)) for s in states] + [0.0])
     contacts = scene_contacts(scene, states, rigid_margin=2.0 * speed * dt + 1e-9, keep_surfaces=keep_surfaces)
     t1 = clock()
     n = len(dyn)
     M = np.zeros((6 * n, 6 * n))
-    h = np.zeros(6 * n)
+    v_star = np.zeros(6 * n)
     for k, b in enumerate(dyn):
+        # free motion, block by block: M_i v* = M_i v + δt (m g + f, −ω × I_w ω + τ); M is block
+        # diagonal (m I3, I_w), so the linear part is divided by m and the angular one solved 3 × 3
         body, s = scene.bodies[b], states[b]
-        Mi = spatial_mass_matrix(body.mass, s.quaternion)
-        ext = body.wrench(t) if body.wrench is not None else np.zeros(6)
-        k0 = np.concatenate([body.mass.mass * scene.gravity, gyroscopic_torque(s, body.mass)]) + ext
-        M[6 * k:6 * k + 6, 6 * k:6 * k + 6] = Mi
-        h[6 * k:6 * k + 6] = Mi @ s.twist + dt * k0
-    v_star = np.linalg.solve(M, h) if n else np.zeros(0)
+        m = body.mass.mass
+        R = quaternion_to_matrix(s.quaternion)
+        I_w = R @ body.mass.inertia @ R.T
+        w = s.angular_velocity
+        L = I_w @ w
+        gyro = np.array([-(w[1] * L[2] - w[2] * L[1]), -(w[2] * L[0] - w[0] * L[2]), -(w[0] * L[1] - w[1] * L[0])])
+        force = m * scene.gravity
+        torque = gyro
+        if body.wrench is not None:
+            ext = body.wrench(t)
+            force, torque = force + ext[:3], gyro + ext[3:]
+        M[6 * k, 6 * k] = M[6 * k + 1, 6 * k + 1] = M[6 * k + 2, 6 * k + 2] = m
+        M[6 * k + 3:6 * k + 6, 6 * k + 3:6 * k + 6] = I_w
+        v_star[6 * k:6 * k + 3] = (m * s.velocity + dt * force) / m
+        v_star[6 * k + 3:6 * k + 6] = np.linalg.solve(I_w, L + dt * torque)
     v_prev = np.concatenate([np.concatenate([states[b].velocity, states[b].angular_velocity]) for b in dyn]) \
         if n else np.zeros(0)
     rigid = contacts.rigid
