@@ -25,7 +25,7 @@ INSTALL_FIX = "install the optional mesher with `pip install fieldgen[robust]` (
 DEFAULT_EDGE_FRACTION = 0.05
 #: Envelope (largest distance of the meshed surface from the input) per unit of edge length,
 #: clipped to [MIN_EPSILON, MAX_EPSILON] of the bounding-box diagonal.
-EPSILON_PER_EDGE = 1.0 / 40.0
+EPSILON_PER_EDGE = 1.0 / 20.0
 MIN_EPSILON = 1e-3   # fTetWild's default
 MAX_EPSILON = 1e-2
 NONDETERMINISTIC_WARNING = ("--robust: fTetWild's output differs from run to run, so this asset is "

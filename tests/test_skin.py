@@ -193,3 +193,14 @@ def test_skin_and_core_are_exclusive(tmp_path):
         BuildOptions(skin=0.1, core="core.stl", modulus=1e5).checked()
     with pytest.raises(OptionError, match="--skin must be a positive"):
         BuildOptions(skin=-1.0, modulus=1e5).checked()
+
+
+def test_example_spec_reads():
+    from pathlib import Path
+
+    from fieldgen.build import options_from_spec
+
+    spec = Path(__file__).resolve().parents[1] / "assets" / "idler_riser_skin.toml"
+    options, input_path, _ = options_from_spec(spec)
+    assert options.checked().skin == 0.1 and options.units == "in"
+    assert Path(input_path).is_file()
