@@ -128,8 +128,13 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
             raise TypeError(f"bodies must be CompliantBody or RigidBody, got {type(body).__name__}")
     if not a_soft and not b_soft:
         return empty_surface(representation, XA, XB, name_a, name_b)
-    X_AB = relative_pose(XA, XB)
-    pairs = candidate_pairs(body_a.bvh, body_b.bvh, X_AB)
+    if a_soft:
+        pairs = candidate_pairs(body_a.bvh, body_b.bvh, relative_pose(XA, XB))
+    else:       # (triangle of A, tet of B) pairs come from B's side: no column swaps on the way
+        swapped = candidate_pairs(body_b.bvh, body_a.bvh, relative_pose(XB, XA))
+        pairs = swapped[:, ::-1]
+    if len(pairs) == 0:
+        return empty_surface(representation, XA, XB, name_a, name_b)
     if a_soft and b_soft:
         PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
         PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
@@ -149,7 +154,6 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     else:
         PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
         PS = _transform(XA, body_a.vertices)
-        swapped = np.ascontiguousarray(pairs[:, ::-1])
         out = clip.tri_tet_polygons(swapped, PB, body_b.tets, PS, body_a.faces,
                                     _rotate(XA, body_a.face_normals), 1.0, body_b.pressure, gB)
         src = out[7]
