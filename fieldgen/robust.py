@@ -12,7 +12,9 @@ are not reproducible bit for bit (their metadata says ``deterministic: false``).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,6 +71,22 @@ def import_pytetwild(path: str | None = None):
     return pytetwild
 
 
+@contextlib.contextmanager
+def _scratch_directory():
+    """Run the body in a fresh temporary working directory; restore the old one after.
+
+    The working directory is process-wide, so this is for single-threaded callers (the CLI
+    and batch workers are processes of their own).
+    """
+    previous = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="fieldgen-ftetwild-") as folder:
+        os.chdir(folder)
+        try:
+            yield folder
+        finally:
+            os.chdir(previous)
+
+
 def ftetwild_mesh(vertices: np.ndarray, faces: np.ndarray, options: RobustOptions = RobustOptions(),
                   *, path: str | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Run fTetWild on a triangle soup (m); return points, positive tets and the parameters used."""
@@ -78,10 +96,12 @@ def ftetwild_mesh(vertices: np.ndarray, faces: np.ndarray, options: RobustOption
     diagonal = float(np.linalg.norm(vertices.max(axis=0) - vertices.min(axis=0)))
     edge, eps = options.resolved(diagonal)
     try:
-        points, tets = pytetwild.tetrahedralize(
-            vertices, faces, edge_length_abs=edge, epsilon=eps, optimize=True,
-            simplify=options.simplify, num_opt_iter=int(options.optimize_iterations),
-            num_threads=int(options.threads), vtk_ordering=True, quiet=True)
+        # fTetWild writes __tracked_surface.stl into the current directory: give it a scratch one.
+        with _scratch_directory():
+            points, tets = pytetwild.tetrahedralize(
+                vertices, faces, edge_length_abs=edge, epsilon=eps, optimize=True,
+                simplify=options.simplify, num_opt_iter=int(options.optimize_iterations),
+                num_threads=int(options.threads), vtk_ordering=True, quiet=True)
     except Exception as error:  # the extension raises RuntimeError/ValueError on bad input
         raise BuildError(f"fTetWild could not mesh the surface ({error})", path=path,
                          fix="check that the surface encloses a volume") from None

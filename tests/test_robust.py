@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import trimesh
@@ -50,8 +52,11 @@ OPEN_MESHES = [("pr2_l_finger_tip.obj", "m", True), ("teapot.stl", "mm", False),
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,units,simple", OPEN_MESHES, ids=[m[0] for m in OPEN_MESHES])
-def test_open_mesh_builds_with_robust(meshes, tmp_path, name, units, simple):
+def test_open_mesh_builds_with_robust(meshes, tmp_path, name, units, simple, monkeypatch):
     path = meshes / name
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)       # fTetWild must not leave files where the user runs it
     surface = load_surface(path, units, require_closed=False)
     diagonal = float(np.linalg.norm(np.ptp(surface.vertices, axis=0))) / {"m": 1.0, "mm": 1e-3}[units]
     out = tmp_path / "asset.vtu"
@@ -60,6 +65,7 @@ def test_open_mesh_builds_with_robust(meshes, tmp_path, name, units, simple):
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert validate_asset(out).ok
+    assert list(workdir.iterdir()) == [] and Path.cwd() == workdir
     assert report["deterministic"] is False
     assert any("fTetWild" in w and "not reproducible" in w for w in report["warnings"])
     meta = read_metadata(out)
