@@ -10,6 +10,7 @@ Conventions (every module relies on them):
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,3 +147,27 @@ def boundary_faces_of(tets: np.ndarray) -> np.ndarray:
     shared[1:] |= same
     shared[:-1] |= same
     return faces[order[~shared]]
+
+
+def box_grid(xs, ys, zs) -> tuple[np.ndarray, np.ndarray]:
+    """Structured tet mesh of the box xs x ys x zs (coordinates may be graded).
+
+    Every cell is split into the 6 Kuhn tets around its main diagonal, so neighbouring cells
+    share faces (conforming). Returns (points, VTK-positive tets). Used for closed-form
+    fields (slabs, cubes) in examples, scenes and tests.
+    """
+    xs, ys, zs = (np.asarray(c, dtype=np.float64) for c in (xs, ys, zs))
+    X, Y, Z = np.meshgrid(xs, ys, zs, indexing="ij")
+    points = np.stack([X.ravel(), Y.ravel(), Z.ravel()], axis=1)
+    index = np.arange(points.shape[0]).reshape(len(xs), len(ys), len(zs))
+    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(len(xs) - 1), np.arange(len(ys) - 1),
+                                              np.arange(len(zs) - 1), indexing="ij"))
+    tets = []
+    for perm in itertools.permutations(range(3)):
+        corner = np.zeros(3, int)
+        path = [corner.copy()]
+        for axis in perm:
+            corner[axis] = 1
+            path.append(corner.copy())
+        tets.append(np.stack([index[i + c[0], j + c[1], k + c[2]] for c in path], axis=1))
+    return points, orient_positive(points, np.concatenate(tets, axis=0))

@@ -14,7 +14,7 @@ from vtkmodules.vtkIOLegacy import vtkUnstructuredGridReader
 from fieldgen.asset import Asset
 from fieldgen.drake import check_for_drake, interior_vertices, write_drake_files
 from fieldgen.errors import BuildError
-from fieldgen.mesh import boundary_faces_of, orient_positive, tet_volumes
+from fieldgen.mesh import box_grid, boundary_faces_of, tet_volumes
 
 DRAKE = "{http://drake.mit.edu}"
 M0 = 1.0e5
@@ -23,16 +23,7 @@ SIZE = (0.1, 0.08, 0.05)
 
 def box_mesh(n=(4, 3, 3), size=SIZE):
     """A structured box, each cube split into 6 tets around its main diagonal."""
-    nx, ny, nz = n
-    axes = [np.linspace(0.0, s, k + 1) for s, k in zip(size, n)]
-    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    index = np.arange(len(points)).reshape(nx + 1, ny + 1, nz + 1)
-    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz),
-                                                indexing="ij"))
-    corner = np.stack([index[i + a, j + b, k + c] for a in (0, 1) for b in (0, 1) for c in (0, 1)],
-                      axis=1)
-    paths = [(0, 1, 3, 7), (0, 1, 5, 7), (0, 2, 3, 7), (0, 2, 6, 7), (0, 4, 5, 7), (0, 4, 6, 7)]
-    return points, orient_positive(points, np.concatenate([corner[:, list(p)] for p in paths]))
+    return box_grid(*(np.linspace(0.0, s, k + 1) for s, k in zip(size, n)))
 
 
 def metadata(**changes):

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from cli.main import main
 from fieldgen.asset import Asset, write_asset
 from fieldgen.inspect import cut_plane, mid_planes, paraview_script, summarize
-from fieldgen.mesh import boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
+from fieldgen.mesh import box_grid, boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
 
 M0 = 2.5e5          # Pa
 SIZE = (0.1, 0.08, 0.05)
@@ -25,17 +25,7 @@ H = SIZE[2]
 
 def box_mesh(n=(4, 4, 3), size=SIZE):
     """A structured box, each cube split into 6 tets around its main diagonal."""
-    nx, ny, nz = n
-    axes = [np.linspace(0.0, s, k + 1) for s, k in zip(size, n)]
-    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    index = np.arange(len(points)).reshape(nx + 1, ny + 1, nz + 1)
-    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz),
-                                                indexing="ij"))
-    corner = np.stack([index[i + a, j + b, k + c] for a in (0, 1) for b in (0, 1) for c in (0, 1)],
-                      axis=1)
-    paths = [(0, 1, 3, 7), (0, 1, 5, 7), (0, 2, 3, 7), (0, 2, 6, 7), (0, 4, 5, 7), (0, 4, 6, 7)]
-    tets = np.concatenate([corner[:, list(p)] for p in paths])
-    return points, orient_positive(points, tets)
+    return box_grid(*(np.linspace(0.0, s, k + 1) for s, k in zip(size, n)))
 
 
 def metadata(length=H, **extra):

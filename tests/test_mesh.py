@@ -3,31 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
-from itertools import permutations
 
 import numpy as np
 import pytest
 
-from fieldgen.mesh import (boundary_faces_of, min_dihedral_angles, orient_positive, p1_gradients,
+from fieldgen.mesh import (box_grid, boundary_faces_of, min_dihedral_angles, orient_positive, p1_gradients,
                            tet_volumes)
 
 
 def cube_tets(n: int = 3):
     """A structured n^3 grid of the unit cube, 6 tets per cell (Kuhn split)."""
     g = np.linspace(0.0, 1.0, n + 1)
-    points = np.array([(x, y, z) for z in g for y in g for x in g])
-    index = lambda i, j, k: i + (n + 1) * (j + (n + 1) * k)
-    tets = []
-    for i in range(n):
-        for j in range(n):
-            for k in range(n):
-                c = [index(i + a, j + b, k + d) for d in (0, 1) for b in (0, 1) for a in (0, 1)]
-                for perm in permutations(range(3)):
-                    path = [0]
-                    for axis in perm:
-                        path.append(path[-1] + (1 << axis))
-                    tets.append([c[v] for v in path])
-    return points, orient_positive(points, np.array(tets))
+    return box_grid(g, g, g)
 
 
 def test_orientation_and_volume_sum():

@@ -3,32 +3,10 @@ checks that they are what the tests assume."""
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 
-from fieldgen.mesh import boundary_faces_of, orient_positive, tet_volumes
-
-
-def box_grid(xs, ys, zs):
-    """Structured tet mesh of the box xs × ys × zs (coordinates may be graded): every cell is
-    split into the 6 Kuhn tets around its main diagonal, so neighbouring cells match."""
-    xs, ys, zs = (np.asarray(c, dtype=np.float64) for c in (xs, ys, zs))
-    nx, ny, nz = len(xs), len(ys), len(zs)
-    X, Y, Z = np.meshgrid(xs, ys, zs, indexing="ij")
-    points = np.stack([X.ravel(), Y.ravel(), Z.ravel()], axis=1)
-    index = np.arange(nx * ny * nz).reshape(nx, ny, nz)
-    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(nx - 1), np.arange(ny - 1), np.arange(nz - 1), indexing="ij"))
-    tets = []
-    for perm in itertools.permutations(range(3)):
-        corner = np.zeros(3, int)
-        path = [corner.copy()]
-        for axis in perm:
-            corner[axis] = 1
-            path.append(corner.copy())
-        tets.append(np.stack([index[i + c[0], j + c[1], k + c[2]] for c in path], axis=1))
-    tets = np.concatenate(tets, axis=0)
-    return points, orient_positive(points, tets)
+from fieldgen.mesh import box_grid, boundary_faces_of, orient_positive, tet_volumes
 
 
 def slab(width, height, cells_xy, zs):

@@ -9,12 +9,10 @@ flux on the sides: exact for this geometry), so L = H; a ball uses Drake's field
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from fieldgen.errors import OptionError
-from fieldgen.mesh import orient_positive
+from fieldgen.mesh import box_grid, orient_positive
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 
 
@@ -55,22 +53,7 @@ def sphere_surface(radius: float, subdivisions: int = 3) -> tuple[np.ndarray, np
 
 def box_tets(xs, ys, zs) -> tuple[np.ndarray, np.ndarray]:
     """Structured tets of the box xs × ys × zs: 6 Kuhn tets per cell (conforming), VTK-positive."""
-    xs, ys, zs = (np.asarray(c, dtype=np.float64) for c in (xs, ys, zs))
-    X, Y, Z = np.meshgrid(xs, ys, zs, indexing="ij")
-    points = np.stack([X.ravel(), Y.ravel(), Z.ravel()], axis=1)
-    index = np.arange(points.shape[0]).reshape(len(xs), len(ys), len(zs))
-    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(len(xs) - 1), np.arange(len(ys) - 1),
-                                              np.arange(len(zs) - 1), indexing="ij"))
-    tets = []
-    for perm in itertools.permutations(range(3)):
-        corner = np.zeros(3, int)
-        path = [corner.copy()]
-        for axis in perm:
-            corner[axis] = 1
-            path.append(corner.copy())
-        tets.append(np.stack([index[i + c[0], j + c[1], k + c[2]] for c in path], axis=1))
-    tets = np.concatenate(tets, axis=0)
-    return points, orient_positive(points, tets)
+    return box_grid(xs, ys, zs)
 
 
 def compliant_slab(size, modulus: float, *, cells=(8, 8), layers: int = 2, dissipation: float = 0.0,
