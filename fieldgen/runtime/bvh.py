@@ -188,6 +188,8 @@ def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
     top = 1
     alo = np.empty(3)
     ahi = np.empty(3)
+    elo = np.empty(3)
+    ehi = np.empty(3)
     while top > 0:
         top -= 1
         na = stack[top, 0]
@@ -200,16 +202,19 @@ def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
         a_leaf = aleft[na] < 0
         b_leaf = bleft[nb_] < 0
         if a_leaf and b_leaf:
-            for i in range(astart[na], astart[na] + acount[na]):
-                ea = aorder[i]
-                for k in range(3):
-                    alo[k] = aelo[ea, k] - pad
-                    ahi[k] = aehi[ea, k] + pad
-                if not _overlap(alo, ahi, bc[nb_], bh[nb_]):     # element of A against B's leaf box
+            # B's elements against A's leaf box first (a B leaf's box can be far looser than its
+            # elements', e.g. triangles of different faces of a cube), then the survivors
+            # against A's elements, each against its own box.
+            for j in range(bstart[nb_], bstart[nb_] + bcount[nb_]):
+                eb = border[j]
+                if not _overlap(alo, ahi, bec[eb], beh[eb]):
                     continue
-                for j in range(bstart[nb_], bstart[nb_] + bcount[nb_]):
-                    eb = border[j]
-                    if _overlap(alo, ahi, bec[eb], beh[eb]):
+                for i in range(astart[na], astart[na] + acount[na]):
+                    ea = aorder[i]
+                    for k in range(3):
+                        elo[k] = aelo[ea, k] - pad
+                        ehi[k] = aehi[ea, k] + pad
+                    if _overlap(elo, ehi, bec[eb], beh[eb]):
                         if m == cap:
                             bigger = np.empty((2 * cap, 2), np.int64)
                             bigger[:m] = out[:m]
