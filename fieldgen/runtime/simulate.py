@@ -393,20 +393,39 @@ def solve_compliant_step(M: np.ndarray, v_star: np.ndarray, J: np.ndarray, bias:
 
 
 @nb.njit(cache=True)
-def _friction_bound(J, bias, v, v_star, M, phi0, k, chi, mu, dt, eps, gamma, H):
-    """s = μ γ_n(v)."""
-    zero = np.zeros(phi0.shape[0])
-    _cost(J, bias, v, v_star, M, phi0, k, chi, zero, dt, eps, True, gamma, H)
-    return mu * gamma[:, 2]
+def _contact_impulses(J, bias, v, phi0, k, chi, mu, dt, eps, gamma):
+    """Impulses at ``v`` with the bound s = μ γ_n(v), into ``gamma`` (n_c, 3); returns s.
+    The same arithmetic as :func:`_cost` (u = J v + bias, γ_n, disc friction), without the
+    objective or the Hessian: the friction bound and the reported impulses need only these."""
+    nv = v.shape[0]
+    s = np.empty(phi0.shape[0])
+    for c in range(J.shape[0]):
+        u0 = bias[c, 0]
+        u1 = bias[c, 1]
+        un = bias[c, 2]
+        for j in range(nv):
+            u0 += J[c, 0, j] * v[j]
+            u1 += J[c, 1, j] * v[j]
+            un += J[c, 2, j] * v[j]
+        a = -phi0[c]
+        umax = a / dt
+        if chi[c] > 0.0 and 1.0 / chi[c] < umax:
+            umax = 1.0 / chi[c]
+        gn = 0.0
+        if un < umax:
+            gn = dt * k[c] * (a - dt * un) * (1.0 - chi[c] * un)
+        s[c] = mu[c] * gn
+        rr = np.sqrt(u0 * u0 + u1 * u1 + eps * eps)
+        gamma[c, 0] = -s[c] * u0 / rr
+        gamma[c, 1] = -s[c] * u1 / rr
+        gamma[c, 2] = gn
+    return s
 
 
 def _impulses(J, bias, v, v_star, M, phi0, k, chi, mu, dt, eps, at):
     """Contact-frame impulses (n_c, 3) at the solution, with the converged bound s = μ γ_n."""
-    n_c, nv = J.shape[0], J.shape[2]
-    gamma = np.zeros((n_c, 3))
-    H = np.zeros((nv, nv))
-    s = _friction_bound(J, bias, at, v_star, M, phi0, k, chi, mu, dt, eps, gamma, H)
-    _cost(J, bias, at, v_star, M, phi0, k, chi, s, dt, eps, True, gamma, H)
+    gamma = np.zeros((J.shape[0], 3))
+    _contact_impulses(J, bias, at, phi0, k, chi, mu, dt, eps, gamma)
     return gamma
 
 
@@ -421,7 +440,7 @@ def _solve_convex(J, bias, v_star, M, phi0, k, chi, mu, dt, stages, v, tol, fric
     H = np.zeros((nv, nv))
     grad = np.empty(nv)
     trial = np.empty(nv)
-    s = _friction_bound(J, bias, v, v_star, M, phi0, k, chi, mu, dt, stages[0], gamma, H)
+    s = _contact_impulses(J, bias, v, phi0, k, chi, mu, dt, stages[0], gamma)
     newton = 0
     outer = 0
     converged = True
@@ -461,11 +480,11 @@ def _solve_convex(J, bias, v_star, M, phi0, k, chi, mu, dt, stages, v, tol, fric
                     break
             if not inner_ok:
                 converged = False
-            _cost(J, bias, v, v_star, M, phi0, k, chi, s, dt, eps, True, gamma, H)
+            s_new = _contact_impulses(J, bias, v, phi0, k, chi, mu, dt, eps, gamma)
             change = 0.0
             smax = 1e-300
             for c in range(n_c):
-                sn = mu[c] * gamma[c, 2]
+                sn = s_new[c]
                 change = max(change, abs(sn - s[c]))
                 smax = max(smax, sn)
                 s[c] = sn
