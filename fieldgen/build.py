@@ -345,7 +345,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
             mesh = skin.mesh
         progress.message(f"skin {options.skin:g} {options.units}: {100 * skin.volume_fraction:.1f}% of the "
                          f"volume is skin, the rest is a rigid interior ({skin.rigid_faces} faces at e = 1)")
-    with progress.stage("tetrahedralize"):
+    with progress.stage("refine"):
         mesh, split = refine_zero_tets(mesh)
     if split:
         progress.message(f"split {split} tets whose four vertices were all on the e = 0 surface")
