@@ -55,7 +55,7 @@ PARTS = [
     ("idler_riser.STL", "mm", {"bonded": ("normal:0,0,-1",), "modulus": 1e6, "dissipation": 1.0}),
 ]
 
-STAGES = ("load", "tetrahedralize", "extent", "layering", "damping", "write", "validate")
+STAGES = ("load", "tetrahedralize", "refine", "extent", "layering", "damping", "statistics", "write", "validate")
 
 
 # --------------------------------------------------------------------------- cases

@@ -236,18 +236,24 @@ def metadata_json(metadata: dict) -> str:
                       allow_nan=False, default=_json_default)
 
 
-def mesh_statistics(points: np.ndarray, tets: np.ndarray, min_dihedral_angle: np.ndarray) -> dict:
-    """Counts, volume (m³) and smallest dihedral angle (deg) recorded in ``metadata['mesh']``."""
+def mesh_statistics(points: np.ndarray, tets: np.ndarray, min_dihedral_angle: np.ndarray, *,
+                    volumes: np.ndarray | None = None, n_boundary_faces: int | None = None) -> dict:
+    """Counts, volume (m³) and smallest dihedral angle (deg) recorded in ``metadata['mesh']``.
+
+    ``volumes`` (signed, per tet) and ``n_boundary_faces`` when the caller has them (the build).
+    """
+    if n_boundary_faces is None:
+        n_boundary_faces = len(boundary_faces(tets))
     return {
         "n_points": int(len(points)),
         "n_tets": int(len(tets)),
-        "n_boundary_faces": int(len(boundary_faces(tets))),
-        "volume": float(np.sum(tet_volumes(points, tets))),
+        "n_boundary_faces": int(n_boundary_faces),
+        "volume": float(np.sum(tet_volumes(points, tets) if volumes is None else volumes)),
         "min_dihedral_angle": float(np.min(min_dihedral_angle)) if len(tets) else 0.0,
     }
 
 
-def _complete_metadata(asset: Asset, path: str) -> dict:
+def _complete_metadata(asset: Asset, path: str, statistics: dict | None = None) -> dict:
     """Caller's metadata plus schema, units, tool and the mesh statistics (see module doc)."""
     if not isinstance(asset.metadata, dict):
         raise BuildError(f"the asset metadata is a {type(asset.metadata).__name__}, not a dict",
@@ -269,7 +275,8 @@ def _complete_metadata(asset: Asset, path: str) -> dict:
     metadata["units"] = units
     metadata["tool"] = {"name": "fieldgen", "version": __version__}
     mesh = dict(metadata.get("mesh") or {})
-    mesh.update(mesh_statistics(asset.points, asset.tets, asset.min_dihedral_angle))
+    mesh.update(statistics if statistics is not None
+                else mesh_statistics(asset.points, asset.tets, asset.min_dihedral_angle))
     metadata["mesh"] = mesh
     return metadata
 
@@ -312,18 +319,20 @@ def _checked_arrays(asset: Asset, path: str) -> Asset:
                  metadata=asset.metadata, pressure_gradient=gradient, min_dihedral_angle=angle)
 
 
-def write_asset(path, asset: Asset) -> None:
+def write_asset(path, asset: Asset, *, statistics: dict | None = None) -> None:
     """Write ``asset`` to ``path`` (.vtu), atomically and byte-deterministically.
 
     Computes ``pressure_gradient`` (D 5.0.1) and ``min_dihedral_angle`` when None, and
-    completes the metadata (schema, units, tool, mesh statistics). BuildError on an asset
+    completes the metadata (schema, units, tool, mesh statistics). ``statistics``: the
+    :func:`mesh_statistics` of these arrays when the caller has them (the build, whose
+    validation then recomputes them from the file). BuildError on an asset
     that cannot be written as the contract says; nothing is left behind on any error.
     """
     from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridWriter
 
     where = os.fspath(path)
     asset = _checked_arrays(asset, where)
-    metadata = _complete_metadata(asset, where)
+    metadata = _complete_metadata(asset, where, statistics)
     try:
         text = metadata_json(metadata)
     except (TypeError, ValueError) as error:

@@ -273,7 +273,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     Nothing is written unless every stage succeeds (the asset is written atomically).
     """
     from .asset import Asset, atomic_output, write_asset
-    from .mesh import min_dihedral_angles
+    from .asset import mesh_statistics as asset_mesh_statistics
+    from .mesh import min_dihedral_angles, p1_gradients, tet_volumes
     from .damping import characteristic_length, dissipation_from_expansion_rate
     from .extent import solve_extent
     from .layering import layer
@@ -281,7 +282,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     from .selectors import assign_conditions, parse_selector
     from .surface import UNIT_SCALE, check_core_inside, load_surface
     from .tetmesh import MeshingOptions, mesh_statistics, refine_zero_tets, tetrahedralize
-    from .validate import validate_asset
+    from .validate import BuiltGeometry, validate_asset
 
     options = (options or BuildOptions()).checked()
     progress = progress or Progress(enabled=False)
@@ -330,7 +331,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                 surface.vertices, surface.faces, markers,
                 core_vertices=None if core is None else core.vertices,
                 core_faces=None if core is None else core.faces,
-                options=meshing,
+                options=meshing, while_waiting=warm_imports,
             )
     skin = None
     if options.skin is not None:
@@ -365,7 +366,13 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                         f"layer tolerance {tolerance:.4g} Pa; a smaller --edge-length reduces it")
 
     with progress.stage("damping"):
-        length = characteristic_length(layered.mesh.points, layered.mesh.tets, layered.extent)
+        # Volumes and the P1 gradients of pressure and extent once, for damping, the asset's
+        # pressure_gradient, the statistics and the validation of the written file.
+        volumes = tet_volumes(layered.mesh.points, layered.mesh.tets)
+        gradients = p1_gradients(layered.mesh.points, layered.mesh.tets,
+                                 np.column_stack([layered.pressure, layered.extent]))
+        length = characteristic_length(layered.mesh.points, layered.mesh.tets, layered.extent,
+                                       volumes=volumes, extent_gradient=gradients[:, :, 1])
         if options.expansion_rate is not None:
             chi = dissipation_from_expansion_rate(length, options.expansion_rate)
         elif options.dissipation is not None:
@@ -377,7 +384,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     with progress.stage("statistics"):
         # Per-tet quality once: the statistics and the asset's cell data share it.
         angles = min_dihedral_angles(layered.mesh.points, layered.mesh.tets)
-        stats = mesh_statistics(layered.mesh, min_dihedral=angles)
+        stats = mesh_statistics(layered.mesh, min_dihedral=angles, volumes=volumes)
     stats.update({
         "tets_before_layering": mesh.n_tets,
         "tets_split_zero_pressure": int(split),
@@ -415,16 +422,23 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         metadata.update(extra_metadata)
 
     asset = Asset(points=layered.mesh.points, tets=layered.mesh.tets, extent=layered.extent,
-                  pressure=layered.pressure, metadata=metadata, min_dihedral_angle=angles)
+                  pressure=layered.pressure, metadata=metadata, min_dihedral_angle=angles,
+                  pressure_gradient=gradients[:, :, 0])
+    asset_statistics = asset_mesh_statistics(
+        layered.mesh.points, layered.mesh.tets, angles, volumes=volumes,
+        n_boundary_faces=len(layered.mesh.boundary_faces))   # the validation recounts from the file
+    built = BuiltGeometry(points=layered.mesh.points, tets=layered.mesh.tets,
+                          pressure=layered.pressure, extent=layered.extent, volumes=volumes,
+                          min_dihedral_angle=angles, gradients=gradients)
     # All or nothing: the asset is validated (and the Drake files written) while it is still a
     # temporary file; only then is it renamed onto the output path.
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     drake = None
     with atomic_output(output_path) as temporary:
         with progress.stage("write"):
-            write_asset(temporary, asset)
+            write_asset(temporary, asset, statistics=asset_statistics)
         with progress.stage("validate"):
-            report = validate_asset(temporary)
+            report = validate_asset(temporary, built=built)
         if not report.ok:
             failed = "; ".join(f"{c.name}: {c.detail}" for c in report.checks if not c.ok)
             raise FieldgenError(f"the built asset failed validation ({failed})", path=input_path,
@@ -456,6 +470,21 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                **({"skin_volume_fraction": float(skin.volume_fraction)} if skin is not None else {}),
                **({"drake": drake} if drake is not None else {})},
     )
+
+
+def warm_imports() -> None:
+    """Import what the stages after TetGen use (vtk, pyamg, scipy.sparse, scikit-fem: ~0.5-0.8 s),
+    run while TetGen works in its own process. Imports only: no state besides ``sys.modules``."""
+    import pyamg  # noqa: F401
+    import scipy.sparse  # noqa: F401
+    import scipy.sparse.linalg  # noqa: F401
+    import skfem  # noqa: F401
+    import vtkmodules.util.numpy_support  # noqa: F401
+    import vtkmodules.vtkCommonDataModel  # noqa: F401
+    import vtkmodules.vtkIOXML  # noqa: F401
+    import threadpoolctl  # noqa: F401
+
+    from . import modulus  # noqa: F401
 
 
 def _robust_edge_length(meshing) -> float | None:

@@ -8,11 +8,12 @@ from .errors import BuildError, OptionError
 from .mesh import p1_gradients, tet_volumes
 
 
-def characteristic_length(points, tets, extent) -> float:
+def characteristic_length(points, tets, extent, *, volumes=None, extent_gradient=None) -> float:
     """L = V / ∫|∇e| dV over the P1 extent field (D 5.2.1, C.3), in metres.
 
     Equal to the |∇e|·V-weighted mean of the per-tet thickness 1/|∇e|; exactly h for a flat
-    layer of thickness h bonded to a rigid back.
+    layer of thickness h bonded to a rigid back. ``volumes`` (signed tet volumes) and
+    ``extent_gradient`` (t, 3) may be passed when the caller has them (the build does).
     """
     points = np.asarray(points, dtype=np.float64)
     tets = np.asarray(tets, dtype=np.int64)
@@ -20,8 +21,9 @@ def characteristic_length(points, tets, extent) -> float:
     if extent.shape != (len(points),):
         raise OptionError(f"extent has shape {extent.shape} but there are {len(points)} vertices",
                           fix="pass one extent value per vertex")
-    volumes = np.abs(tet_volumes(points, tets))
-    slope = np.linalg.norm(p1_gradients(points, tets, extent), axis=1)
+    volumes = np.abs(tet_volumes(points, tets) if volumes is None else volumes)
+    gradient = p1_gradients(points, tets, extent) if extent_gradient is None else extent_gradient
+    slope = np.linalg.norm(gradient, axis=1)
     weight = float(np.sum(slope * volumes))
     if not (np.isfinite(weight) and weight > 0):
         raise BuildError(f"the extent field has ∫|∇e| dV = {weight:.3g}, so the thickness is undefined",
