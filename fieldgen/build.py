@@ -274,7 +274,9 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     """
     from .asset import Asset, atomic_output, write_asset
     from .asset import mesh_statistics as asset_mesh_statistics
-    from .mesh import min_dihedral_angles, p1_gradients, tet_volumes
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .mesh import boundary_faces_of, p1_gradients, tet_volumes
     from .damping import characteristic_length, dissipation_from_expansion_rate
     from .extent import solve_extent
     from .layering import layer
@@ -365,10 +367,15 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         warnings.append(f"measured interpolation error {layered.max_interpolation_error:.4g} Pa exceeds the "
                         f"layer tolerance {tolerance:.4g} Pa; a smaller --edge-length reduces it")
 
+    # Pure numpy work on a second thread (numpy and vtk's writer release the GIL; results are
+    # the same whichever thread computes them): the mesh quality overlaps damping, the boundary
+    # faces the validation needs overlap the write.
+    pool = ThreadPoolExecutor(max_workers=1)
     with progress.stage("damping"):
         # Volumes and the P1 gradients of pressure and extent once, for damping, the asset's
         # pressure_gradient, the statistics and the validation of the written file.
         volumes = tet_volumes(layered.mesh.points, layered.mesh.tets)
+        quality = pool.submit(_quality, layered.mesh, volumes)
         gradients = p1_gradients(layered.mesh.points, layered.mesh.tets,
                                  np.column_stack([layered.pressure, layered.extent]))
         length = characteristic_length(layered.mesh.points, layered.mesh.tets, layered.extent,
@@ -383,8 +390,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
 
     with progress.stage("statistics"):
         # Per-tet quality once: the statistics and the asset's cell data share it.
-        angles = min_dihedral_angles(layered.mesh.points, layered.mesh.tets)
-        stats = mesh_statistics(layered.mesh, min_dihedral=angles, volumes=volumes)
+        angles, stats = quality.result()
     stats.update({
         "tets_before_layering": mesh.n_tets,
         "tets_split_zero_pressure": int(split),
@@ -436,7 +442,10 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     drake = None
     with atomic_output(output_path) as temporary:
         with progress.stage("write"):
+            faces = pool.submit(boundary_faces_of, layered.mesh.tets)
+            pool.shutdown(wait=False)
             write_asset(temporary, asset, statistics=asset_statistics)
+            built.boundary_faces = faces.result()
         with progress.stage("validate"):
             report = validate_asset(temporary, built=built)
         if not report.ok:
@@ -470,6 +479,15 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                **({"skin_volume_fraction": float(skin.volume_fraction)} if skin is not None else {}),
                **({"drake": drake} if drake is not None else {})},
     )
+
+
+def _quality(mesh, volumes):
+    """Per-tet smallest dihedral angles and the mesh statistics (shared with the asset)."""
+    from .mesh import min_dihedral_angles
+    from .tetmesh import mesh_statistics
+
+    angles = min_dihedral_angles(mesh.points, mesh.tets)
+    return angles, mesh_statistics(mesh, min_dihedral=angles, volumes=volumes)
 
 
 def warm_imports() -> None:

@@ -52,7 +52,7 @@ class BuiltGeometry:
     explicitly): validate uses them only for a file whose points, tets, pressure and extent are
     bit-identical to these, where recomputing would give the same bits (same functions). Every
     stored array is still compared with them, so writer bugs are caught; boundary faces are
-    always recomputed from the file.
+    taken from ``boundary_faces`` (``boundary_faces_of(tets)``) when given, else recomputed.
     """
 
     points: np.ndarray
@@ -62,6 +62,7 @@ class BuiltGeometry:
     volumes: np.ndarray             # tet_volumes(points, tets)
     min_dihedral_angle: np.ndarray  # min_dihedral_angles(points, tets)
     gradients: np.ndarray           # p1_gradients(points, tets, column_stack([pressure, extent]))
+    boundary_faces: np.ndarray | None = None   # boundary_faces_of(tets)
 
 
 class _Skip(Exception):
@@ -85,8 +86,9 @@ class _State:
     def cached(self, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
         """Geometry shared by several checks, computed once (or the builder's, see BuiltGeometry)."""
         if key not in self._cache:
-            known = {"angles": "min_dihedral_angle", "gradients": "gradients", "volumes": "volumes"}
-            if key in known and self._matches_built():
+            known = {"angles": "min_dihedral_angle", "gradients": "gradients", "volumes": "volumes",
+                     "boundary_faces": "boundary_faces"}
+            if key in known and getattr(self.built, known[key], None) is not None and self._matches_built():
                 self._cache[key] = getattr(self.built, known[key])
             else:
                 self._cache[key] = compute()
