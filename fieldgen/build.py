@@ -353,6 +353,12 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     if split:
         progress.message(f"split {split} tets whose four vertices were all on the e = 0 surface")
 
+    # Pure numpy work on a second thread (numpy and vtk's writer release the GIL; the results
+    # are the same whichever thread computes them): the mesh quality (volumes, dihedral angles,
+    # statistics) overlaps the extent solve when layering will not cut (a linear law), else
+    # damping; the boundary faces the validation needs overlap the write.
+    pool = ThreadPoolExecutor(max_workers=1)
+    early = pool.submit(_quality, mesh) if law.kind == "linear" else None
     with progress.stage("extent"):
         solution = solve_extent(mesh)
     if solution.max_violation > 1e-9:
@@ -367,17 +373,14 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         warnings.append(f"measured interpolation error {layered.max_interpolation_error:.4g} Pa exceeds the "
                         f"layer tolerance {tolerance:.4g} Pa; a smaller --edge-length reduces it")
 
-    # Pure numpy work on a second thread (numpy and vtk's writer release the GIL; results are
-    # the same whichever thread computes them): the mesh quality overlaps damping, the boundary
-    # faces the validation needs overlap the write.
-    pool = ThreadPoolExecutor(max_workers=1)
     with progress.stage("damping"):
         # Volumes and the P1 gradients of pressure and extent once, for damping, the asset's
-        # pressure_gradient, the statistics and the validation of the written file.
-        volumes = tet_volumes(layered.mesh.points, layered.mesh.tets)
-        quality = pool.submit(_quality, layered.mesh, volumes)
+        # pressure_gradient, the statistics and the validation of the written file. The early
+        # quality is used only when layering returned the very mesh it was computed for.
+        quality = early if early is not None and layered.mesh is mesh else pool.submit(_quality, layered.mesh)
         gradients = p1_gradients(layered.mesh.points, layered.mesh.tets,
                                  np.column_stack([layered.pressure, layered.extent]))
+        volumes, angles, stats = quality.result()
         length = characteristic_length(layered.mesh.points, layered.mesh.tets, layered.extent,
                                        volumes=volumes, extent_gradient=gradients[:, :, 1])
         if options.expansion_rate is not None:
@@ -388,9 +391,6 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
             chi = 0.0
             warnings.append("no damping given (--expansion-rate or --dissipation): dissipation is 0")
 
-    with progress.stage("statistics"):
-        # Per-tet quality once: the statistics and the asset's cell data share it.
-        angles, stats = quality.result()
     stats.update({
         "tets_before_layering": mesh.n_tets,
         "tets_split_zero_pressure": int(split),
@@ -481,13 +481,15 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     )
 
 
-def _quality(mesh, volumes):
-    """Per-tet smallest dihedral angles and the mesh statistics (shared with the asset)."""
-    from .mesh import min_dihedral_angles
+def _quality(mesh):
+    """Signed tet volumes, smallest dihedral angles and the mesh statistics (shared by damping,
+    the asset's cell data, its metadata and the validation)."""
+    from .mesh import min_dihedral_angles, tet_volumes
     from .tetmesh import mesh_statistics
 
+    volumes = tet_volumes(mesh.points, mesh.tets)
     angles = min_dihedral_angles(mesh.points, mesh.tets)
-    return angles, mesh_statistics(mesh, min_dihedral=angles, volumes=volumes)
+    return volumes, angles, mesh_statistics(mesh, min_dihedral=angles, volumes=volumes)
 
 
 def warm_imports() -> None:
