@@ -376,8 +376,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     with progress.stage("damping"):
         # Volumes and the P1 gradients of pressure and extent once, for damping, the asset's
         # pressure_gradient, the statistics and the validation of the written file. The early
-        # quality is used only when layering returned the very mesh it was computed for.
-        quality = early if early is not None and layered.mesh is mesh else pool.submit(_quality, layered.mesh)
+        # quality is used only when layering returned the very arrays it was computed for.
+        quality = early if early is not None and _same_arrays(layered.mesh, mesh) else pool.submit(_quality, layered.mesh)
         gradients = p1_gradients(layered.mesh.points, layered.mesh.tets,
                                  np.column_stack([layered.pressure, layered.extent]))
         volumes, angles, stats = quality.result()
@@ -479,6 +479,12 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                **({"skin_volume_fraction": float(skin.volume_fraction)} if skin is not None else {}),
                **({"drake": drake} if drake is not None else {})},
     )
+
+
+def _same_arrays(a, b) -> bool:
+    """True when two TetMeshes hold the very same array objects (identity, not equality)."""
+    return all(getattr(a, name) is getattr(b, name)
+               for name in ("points", "tets", "boundary_faces", "boundary_markers"))
 
 
 def _quality(mesh):
