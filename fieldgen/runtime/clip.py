@@ -129,6 +129,29 @@ def _grow1(a, need):
     return b
 
 
+@nb.njit(cache=True, inline="always")
+def _append_face(poly, n, nrm, area, cen, x0, p0, grad, k, verts, vpress, offsets, normals, cents,
+                 areas, cpress, src, nv, nf):
+    """Append polygon ``poly[:n]`` as face ``nf``: its vertices with the field ``p0 + grad·(x − x0)``
+    (linear in the tet it lies in, D 5.0.1), normal, area, centroid and centroid pressure."""
+    verts = _grow2(verts, nv + n)
+    vpress = _grow1(vpress, nv + n)
+    for i in range(n):
+        for c in range(3):
+            verts[nv + i, c] = poly[i, c]
+        vpress[nv + i] = p0 + grad[0] * (poly[i, 0] - x0[0]) + grad[1] * (poly[i, 1] - x0[1]) + grad[2] * (
+            poly[i, 2] - x0[2])
+    nv += n
+    offsets[nf + 1] = nv
+    for c in range(3):
+        normals[nf, c] = nrm[c]
+        cents[nf, c] = cen[c]
+    areas[nf] = area
+    cpress[nf] = p0 + grad[0] * (cen[0] - x0[0]) + grad[1] * (cen[1] - x0[1]) + grad[2] * (cen[2] - x0[2])
+    src[nf] = k
+    return verts, vpress, nv, nf + 1
+
+
 @nb.njit(cache=True)
 def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
     """Equal-pressure polygons of tet pairs (D C.1): slice tet a by the plane p_b = p_a, then
@@ -239,23 +262,9 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
         area, cen = _polygon_area_centroid(poly, n, nrm)
         if not area > 0.0:
             continue
-        xa = PA[ta[0]]
-        verts = _grow2(verts, nv + n)
-        vpress = _grow1(vpress, nv + n)
-        for i in range(n):
-            for c in range(3):
-                verts[nv + i, c] = poly[i, c]
-            vpress[nv + i] = pA[ta[0]] + gA[a, 0] * (poly[i, 0] - xa[0]) + gA[a, 1] * (
-                poly[i, 1] - xa[1]) + gA[a, 2] * (poly[i, 2] - xa[2])
-        nv += n
-        offsets[nf + 1] = nv
-        for c in range(3):
-            normals[nf, c] = nrm[c]
-            cents[nf, c] = cen[c]
-        areas[nf] = area
-        cpress[nf] = pA[ta[0]] + gA[a, 0] * (cen[0] - xa[0]) + gA[a, 1] * (cen[1] - xa[1]) + gA[a, 2] * (cen[2] - xa[2])
-        src[nf] = k
-        nf += 1
+        verts, vpress, nv, nf = _append_face(poly, n, nrm, area, cen, PA[ta[0]], pA[ta[0]], gA[a], k,
+                                             verts, vpress, offsets, normals, cents, areas, cpress,
+                                             src, nv, nf)
     return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
             areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
 
@@ -327,23 +336,9 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
         area, cen = _polygon_area_centroid(poly, n, nrm)
         if not area > 0.0:
             continue
-        x0 = PT[tet[0]]
-        verts = _grow2(verts, nv + n)
-        vpress = _grow1(vpress, nv + n)
-        for i in range(n):
-            for c in range(3):
-                verts[nv + i, c] = poly[i, c]
-            vpress[nv + i] = p[tet[0]] + g[t_, 0] * (poly[i, 0] - x0[0]) + g[t_, 1] * (
-                poly[i, 1] - x0[1]) + g[t_, 2] * (poly[i, 2] - x0[2])
-        nv += n
-        offsets[nf + 1] = nv
-        for c in range(3):
-            normals[nf, c] = nrm[c]
-            cents[nf, c] = cen[c]
-        areas[nf] = area
-        cpress[nf] = p[tet[0]] + g[t_, 0] * (cen[0] - x0[0]) + g[t_, 1] * (cen[1] - x0[1]) + g[t_, 2] * (cen[2] - x0[2])
-        src[nf] = k
-        nf += 1
+        verts, vpress, nv, nf = _append_face(poly, n, nrm, area, cen, PT[tet[0]], p[tet[0]], g[t_], k,
+                                             verts, vpress, offsets, normals, cents, areas, cpress,
+                                             src, nv, nf)
     return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
             areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
 
