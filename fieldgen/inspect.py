@@ -365,7 +365,7 @@ def plot_asset(asset, png_path, *, title: str | None = None, dpi: int = 110) -> 
     hist.set_xlabel("min dihedral angle of a tet [deg]")
     hist.set_ylabel("tets")
     hist.set_title(f"element quality ({len(tets):,} tets)")
-    hist.legend(loc="upper left")
+    hist.legend(loc="upper right", framealpha=0.9)
     meta = asset.metadata or {}
     figure.suptitle(title or f"{(meta.get('source') or {}).get('file', 'asset')}: pressure p0 "
                               f"(max {si(p_max, 'Pa')}), L = {si(meta.get('characteristic_length'), 'm')}")
