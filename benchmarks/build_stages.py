@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MESHES = Path(os.environ.get("FIELDGEN_SHARED", ROOT.parent / "shared")) / "meshes"
+MESHES = ROOT / "tests" / "data" / "meshes"
 
 #: Target edge length (m) per nominal size (tets from TetGen, before layering), calibrated here
 #: with TetGen's default radius-edge bound: TetGen's mean tet is about 1/5 of the volume bound

@@ -1,20 +1,16 @@
-"""Shared test fixtures: where the read-only mesh corpus lives."""
+"""Test fixtures: where the mesh corpus kept in the repository lives."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("FIELDGEN_SHARED", ROOT.parent / "shared"))
-MESHES = SHARED / "meshes"
+MESHES = ROOT / "tests" / "data" / "meshes"
 
 
 @pytest.fixture(scope="session")
 def meshes() -> Path:
-    """The corpus of real meshes in ../shared/meshes (never modified by tests)."""
-    if not MESHES.is_dir():
-        pytest.fail(f"mesh corpus not found at {MESHES}; set FIELDGEN_SHARED")
+    """The corpus of real meshes in tests/data/meshes (see its SOURCES.md; never modified by tests)."""
     return MESHES

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from fieldgen.cli.main import main
 from fieldgen.asset import read_metadata
 from fieldgen.batch import (BatchItem, ManifestError, cache_key, discard_unvalidated, read_manifest,
                             remove_stale_temporaries, stale_reason)
@@ -65,7 +65,7 @@ def touch_binary_stl(path: Path) -> None:
 def run_batch_cli(manifest: Path, *args) -> tuple[subprocess.CompletedProcess, float]:
     """Run the CLI in a fresh process (as CI does); return the process and its wall time."""
     began = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "batch", str(manifest), *map(str, args)],
+    proc = subprocess.run([sys.executable, "-m", "fieldgen.cli.main", "batch", str(manifest), *map(str, args)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     return proc, time.perf_counter() - began
 
@@ -260,7 +260,7 @@ def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
     manifest = write_manifest(tmp_path, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
                                          "fandisk.obj": "edge_length = 0.035\n"})
     outputs = [tmp_path / "out" / "unit_sphere.vtu", tmp_path / "out" / "fandisk.vtu"]
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "batch", str(manifest), "-j", "2"],
+    proc = subprocess.Popen([sys.executable, "-m", "fieldgen.cli.main", "batch", str(manifest), "-j", "2"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_until_fast_item_done(proc, outputs[0])
     workers = live_workers(proc.pid)
@@ -284,7 +284,7 @@ def test_a_crashed_worker_fails_its_item_only(meshes, tmp_path):
     copy_inputs(meshes, tmp_path, ["unit_sphere.STL", "fandisk.obj"])
     manifest = write_manifest(tmp_path, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
                                          "fandisk.obj": "edge_length = 0.035\n"})
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "batch", str(manifest), "-j", "2",
+    proc = subprocess.Popen([sys.executable, "-m", "fieldgen.cli.main", "batch", str(manifest), "-j", "2",
                              "--report", str(tmp_path / "report.json")],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = tmp_path / "out" / "unit_sphere.vtu"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from fieldgen.cli.main import main
 from fieldgen.build import BuildOptions, build, options_from_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,7 +124,7 @@ def test_build_is_byte_identical_across_processes_and_thread_counts(tmp_path):
         out = tmp_path / f"t{threads}.vtu"
         env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads, NUMBA_NUM_THREADS=threads)
         proc = subprocess.run(
-            [sys.executable, "-m", "cli.main", "build", "--spec", str(ROOT / "assets" / "foam_ball.toml"),
+            [sys.executable, "-m", "fieldgen.cli.main", "build", "--spec", str(ROOT / "assets" / "foam_ball.toml"),
              "-o", str(out), "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         outs.append(out.read_bytes())

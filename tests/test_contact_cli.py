@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from fieldgen.cli.main import main
 from fieldgen.build import build, options_from_spec
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.export import centroid_tractions, write_contact_surface
@@ -145,7 +145,7 @@ def test_bad_inputs_exit_with_messages(meshes, foam_ball, plate, tmp_path):
 
 
 def test_pose_and_velocity_parsing():
-    from cli.contact import parse_pose, parse_velocity
+    from fieldgen.cli.contact import parse_pose, parse_velocity
 
     pose = parse_pose(None, None, "1,2,3,90,0,0")
     assert np.allclose(pose.translation, [1, 2, 3]) and np.allclose(pose.rotation @ [0, 1, 0], [0, 0, 1])

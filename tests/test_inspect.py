@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from fieldgen.cli.main import main
 from fieldgen.asset import Asset, write_asset
 from fieldgen.inspect import cut_plane, mid_planes, paraview_script, summarize
 from fieldgen.mesh import box_grid, boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes

@@ -16,7 +16,7 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
-from cli.main import main
+from fieldgen.cli.main import main
 from fieldgen.asset import read_asset, read_metadata
 from fieldgen.errors import OptionError
 from fieldgen.mesh import FREE, RIGID, tet_volumes

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from fieldgen.cli.main import main
 from fieldgen.build import BuildOptions, build, options_from_spec
 from fieldgen.runtime.bodies import RigidBody, load_body
 from fieldgen.runtime.contact_surface import PassThroughWarning

@@ -205,7 +205,7 @@ def test_cli_writes_trajectories_pvd_and_json(tmp_path):
 
     from click.testing import CliRunner
 
-    from cli.main import main
+    from fieldgen.cli.main import main
 
     scene = Path(__file__).resolve().parent.parent / "assets" / "scenes" / "resting_box.toml"
     out = tmp_path / "out"

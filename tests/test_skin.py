@@ -10,7 +10,7 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
-from cli.main import main
+from fieldgen.cli.main import main
 from fieldgen.asset import read_asset, read_metadata
 from fieldgen.build import BuildOptions, build
 from fieldgen.errors import OptionError

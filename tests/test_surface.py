@@ -1,6 +1,6 @@
 """Tests of the surface stage: reading, repair, refusal, units, core checks.
 
-Outcome of every file in the mesh corpus (../shared/meshes), measured with
+Outcome of every file in the mesh corpus (tests/data/meshes), measured with
 ``load_surface`` (STL parts read in mm, the rest in m):
 
 | file | outcome | why |
