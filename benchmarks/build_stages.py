@@ -1,4 +1,4 @@
-"""Build benchmark (issue 3 item 5): seconds per stage, peak memory, wall time / TetGen time.
+"""Build benchmark: seconds per stage, peak memory, wall time / TetGen time.
 
 Each case is one ``fieldgen.build.build`` run in a fresh child process, so its peak memory is
 that process's own ``ru_maxrss`` (``getrusage(RUSAGE_SELF)`` at its end; tracemalloc would miss
@@ -11,7 +11,7 @@ Cases:
   1M tets (``--sizes``);
 - ``ball-hyperbolic-<size>``: an icosphere of radius 0.05 m (Poisson), hyperbolic law k = 0.9,
   which exercises layering (``--hyperbolic-sizes``, default 100k);
-- the real parts of ``../shared/meshes`` that build (``--parts``), with their default meshing.
+- the real parts of the test corpus ``tests/data/meshes`` that build (``--parts``), with their default meshing.
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""Median contact-query time of fieldgen.runtime against Drake's hydroelastic contact (issue 4).
+"""Median contact-query time of fieldgen.runtime against Drake's hydroelastic contact.
 
 Run:  .venv/bin/python benchmarks/contact_vs_drake.py [--repeat N] [--keep DIR]
 

@@ -1,4 +1,4 @@
-"""Real-time factor of the velocity-level stepper (M22 IV) at δt = 1 ms (issue 6 benchmark).
+"""Real-time factor of the velocity-level stepper (M22 IV) at δt = 1 ms.
 
 Run: .venv/bin/python benchmarks/simulate_realtime.py [--duration 0.5]
 Prints, per scene, simulated seconds per wall second, contact constraints per step and the

@@ -1,4 +1,4 @@
-"""`fieldgen simulate`: rigid bodies driven by pressure-field contact (issue 6)."""
+"""`fieldgen simulate`: rigid bodies driven by pressure-field contact (docs/model.md §5)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Layout (the contract other tools and ParaView rely on):
 
 - tetrahedra only (``VTK_TETRA``), VTK-positive, points in metres;
 - point data ``extent`` (1) and ``pressure`` (Pa, the active scalars) — the piecewise-linear
-  fields of D 5.0.1 / MODEL.md section 1;
+  fields of D 5.0.1 / docs/model.md §2.1;
 - cell data ``pressure_gradient`` (Pa/m, 3 components, active vectors) and
   ``min_dihedral_angle`` (degrees);
 - field data ``fieldgen_metadata`` (one JSON string, sorted keys, schema :data:`SCHEMA`) and the

@@ -1,4 +1,4 @@
-"""`fieldgen batch`: build every asset of a manifest, with a content-addressed cache (issue 5).
+"""`fieldgen batch`: build every asset of a manifest, with a content-addressed cache.
 
 A manifest (TOML) has a ``[defaults]`` table of build options and an ``[[asset]]`` array; an
 item names its ``input``, ``output``, optionally a ``spec`` file, and any build option.

@@ -1,4 +1,4 @@
-"""The build pipeline: surface -> tet mesh -> extent -> pressure -> asset (MODEL.md section 1).
+"""The build pipeline: surface -> tet mesh -> extent -> pressure -> asset (docs/model.md §2).
 
 ``BuildOptions`` holds every option of ``fieldgen build`` with the names of its flags
 (underscores for dashes). Lengths are in the input's units, as the user wrote them;
@@ -311,7 +311,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
 
     edge_length = None if options.edge_length is None else options.edge_length * scale
     if options.skin is not None:
-        # The cut at depth = skin needs tets smaller than the skin (issue 3: min(user's, skin/2)).
+        # The cut at depth = skin needs tets smaller than the skin: min(user's, skin/2).
         edge_length = min(edge_length or math.inf, 0.5 * options.skin * scale)
     meshing = MeshingOptions(
         max_volume=None if options.max_volume is None else options.max_volume * scale**3,
@@ -528,7 +528,7 @@ def skin_description(skin) -> dict[str, Any]:
 
 
 def boundary_description(options: BuildOptions, surface, core, markers) -> dict[str, Any]:
-    """The boundary specification recorded in the asset (MODEL.md section 1)."""
+    """The boundary specification recorded in the asset (docs/model.md §2.2)."""
     from .mesh import FREE, INSULATED, RIGID
 
     out: dict[str, Any] = {

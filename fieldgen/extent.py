@@ -1,4 +1,4 @@
-"""The extent field e(x) by a P1 finite-element heat solve (MODEL.md section 1, D 5.1.1, P19 VI-A).
+"""The extent field e(x) by a P1 finite-element heat solve (docs/model.md §2.2, D 5.1.1, E19 VI-A).
 
 Laplace ``Δe = 0`` with e = 0 on FREE faces, e = 1 on RIGID faces and zero flux on INSULATED
 faces; with no RIGID face, Poisson ``-Δe = 1`` with e = 0 on FREE faces, divided by ``max e``.

@@ -2,7 +2,7 @@
 honoured by the runtime's linear interpolation (D 5.1.2: "I mesh objects so that they have layers").
 
 The error of linear interpolation of ``p0`` over a tet spanning ``Δe`` is about
-``p0''·Δe²/8`` (MODEL.md 1). Refining isotropically cannot reach useful tolerances for steep
+``p0''·Δe²/8`` (docs/model.md §2.4). Refining isotropically cannot reach useful tolerances for steep
 laws, but thin layers between extent levels can, and flat tets are fine for the runtime.
 
 Method:
@@ -66,7 +66,7 @@ class LayeringResult:
 
 def chord_oscillation(law: ModulusLaw, a: float, b: float, *, samples: int = CHORD_SAMPLES) -> float:
     """``max g − min g`` over ``[a, b]`` with ``g = p0 − chord of p0``: a bound on the linear
-    interpolation error of any tet whose vertex extents lie in ``[a, b]`` (MODEL.md 1)."""
+    interpolation error of any tet whose vertex extents lie in ``[a, b]`` (docs/model.md §2.4)."""
     t = np.linspace(0.0, 1.0, samples)
     e = a + (b - a) * t
     if law.kind == "table":   # include the table's own points, where the curvature can jump
@@ -347,12 +347,12 @@ def _check_extent(mesh: TetMesh, extent) -> np.ndarray:
     extent = np.asarray(extent, dtype=np.float64).ravel()
     if extent.shape != (mesh.n_points,):
         raise BuildError(f"the extent has {extent.size} values for {mesh.n_points} mesh points",
-                         fix="give one extent value per mesh vertex (P1, MODEL.md 1)")
+                         fix="give one extent value per mesh vertex (P1, docs/model.md §2.1)")
     bad = ~np.isfinite(extent) | (extent < -1e-9) | (extent > 1 + 1e-9)
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
         raise BuildError(f"{int(bad.sum())} extent values lie outside [0, 1] (e.g. vertex {i}: "
-                         f"{extent[i]!r})", fix="normalise the extent to [0, 1] (MODEL.md 1)")
+                         f"{extent[i]!r})", fix="normalise the extent to [0, 1] (docs/model.md §2.2)")
     return extent
 
 
@@ -379,7 +379,7 @@ def max_interpolation_error(points, tets, extent, pressure, law: ModulusLaw, *,
                             samples_per_tet: int = 16, seed: int = 0, chunk: int = 50_000) -> float:
     """Largest |linear interpolant of vertex ``pressure`` − ``law.pressure(interpolated extent)]|
     in Pa, sampled at random barycentric points (seeded) plus edge midpoints and face/tet
-    centroids of every tet (MODEL.md 1). Independent of the layering criterion.
+    centroids of every tet (docs/model.md §2.4). Independent of the layering criterion.
 
     For a linear law the difference is itself linear over each tet, so its maximum is at a
     vertex: measured there exactly, with no sampling (the sampling took 1.5 s at 1M tets).

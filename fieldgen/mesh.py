@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Boundary condition codes carried by boundary faces (MODEL.md section 1).
+# Boundary condition codes carried by boundary faces (docs/model.md §2.2).
 FREE = 1        #: contacting surface, e = 0 (Dirichlet)
 RIGID = 2       #: glued to a rigid core or backing, e = 1 (Dirichlet)
 INSULATED = 3   #: zero flux, de/dn = 0 (natural)

@@ -1,6 +1,6 @@
 """Modulus laws: the pressure ``p0 = M(e)·e`` of a compliant object as a function of extent.
 
-MODEL.md section 1, D 5.1 (eq. 5.3) and D 5.1.2 (eq. 5.4):
+docs/model.md §2.3, D 5.1 (eq. 5.3) and D 5.1.2 (eq. 5.4):
 
 - ``linear``: ``M = M0``;
 - ``hyperbolic`` stiffening (foam, rubber): ``M = M0/(1 − k e)``, ``0 <= k < 1``;
@@ -91,7 +91,7 @@ def _finite_number(value, what: str) -> float:
 
 
 def linear_law(modulus: float) -> ModulusLaw:
-    """``p0 = M0·e`` (MODEL.md 1). OptionError unless ``M0`` is finite and positive."""
+    """``p0 = M0·e`` (docs/model.md §2.3). OptionError unless ``M0`` is finite and positive."""
     m0 = _finite_number(modulus, "the modulus")
     if m0 <= 0:
         raise OptionError(f"the modulus is {m0:g} Pa, but it must be positive",

@@ -1,10 +1,10 @@
-"""Meshing open, non-manifold or self-intersecting surfaces with fTetWild (issue 3 item 2).
+"""Meshing open, non-manifold or self-intersecting surfaces with fTetWild (``--robust``).
 
 fTetWild (``pytetwild``, MPL-2.0; the optional extra ``fieldgen[robust]``) meshes the solid a
 triangle soup encloses by its generalised winding number, so holes are closed and overlapping
 pieces are united. It returns no facet markers, so each boundary face of its mesh takes the
 condition of the input face nearest to its centroid (the selector masks are evaluated on the
-input surface, D 5.1.1). Measured with pytetwild 0.4.2 (MEASURED.md): it imports pyvista
+input surface, D 5.1.1). Measured with pytetwild 0.4.2: it imports pyvista
 unconditionally, needs ``vtk_ordering=True`` for positive tets, is about 10x slower per tet
 than TetGen, and its output differs from run to run even on one thread: assets built this way
 are not reproducible bit for bit (their metadata says ``deterministic: false``).

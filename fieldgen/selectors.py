@@ -1,4 +1,4 @@
-"""Face selectors and boundary conditions on a surface (D 5.1.1, MODEL.md section 1).
+"""Face selectors and boundary conditions on a surface (D 5.1.1, docs/model.md §2.2).
 
 A selector picks faces of a ``Surface``; ``assign_conditions`` turns the ``bonded``
 and ``insulated`` selectors into per-face codes: bonded faces are glued to a rigid

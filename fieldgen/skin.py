@@ -1,4 +1,4 @@
-"""A compliant skin of given thickness over a rigid interior (issue 3 item 1; D 5.1.1).
+"""A compliant skin of given thickness over a rigid interior (``--skin``; D 5.1.1).
 
 The rubber is the material within ``thickness`` of the exposed (FREE) surface; every point
 deeper than that is rigid. The skin is cut out of a tet mesh of the whole part:

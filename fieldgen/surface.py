@@ -7,7 +7,7 @@ can reuse them. Lengths are in the input's units until ``load_surface`` scales t
 result to metres, so a surface read in ``mm`` is exactly ``1e-3`` times the same
 surface read in ``m``.
 
-The compliant volume is bounded by this surface (D 5.1.1, P19 VI-A): it must be a
+The compliant volume is bounded by this surface (D 5.1.1, E19 VI-A): it must be a
 closed, oriented 2-manifold that does not cross itself and encloses a volume.
 """
 

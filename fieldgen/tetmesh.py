@@ -1,4 +1,4 @@
-"""Tetrahedralization of a marked surface with TetGen (issue 2, MODEL.md section 1).
+"""Tetrahedralization of a marked surface with TetGen (docs/model.md §2.1-2.2).
 
 The volume between the outer surface and an optional rigid core is meshed with TetGen
 (``tetgen`` package; TetGen itself is AGPL-3.0). Boundary faces keep the condition they
@@ -263,7 +263,7 @@ def _face_keys(faces: np.ndarray, n: int, limit: int = 2 ** 21) -> np.ndarray:
 def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=None,
                    options: MeshingOptions = MeshingOptions(), timeout: float = 3600.0,
                    while_waiting=None) -> TetMesh:
-    """Mesh the volume inside ``faces`` and outside the core with TetGen (D 5.1.1, issue 2).
+    """Mesh the volume inside ``faces`` and outside the core with TetGen (D 5.1.1).
 
     ``vertices`` (n, 3) in m, ``faces`` (m, 3) wound outward, ``markers`` (m,) FREE/RIGID/INSULATED
     for the outer surface; ``core_faces`` (any number of closed components) are all RIGID and are

@@ -1,6 +1,6 @@
 """Check that a .vtu file is a fieldgen pressure-field asset and that every invariant holds.
 
-Each invariant is one named :class:`Check` (MODEL.md section 1; D 5.0.1, 5.1, 5.2.1).
+Each invariant is one named :class:`Check` (docs/model.md §2; D 5.0.1, 5.1, 5.2.1).
 Nothing here raises on a bad file: an unreadable file, a non-VTU or a missing array is a
 failed check with a message, and checks that need what is missing say "not checked".
 """
@@ -358,7 +358,7 @@ def check_min_dihedral_angle(s: _State) -> str:
 
 
 def check_characteristic_length(s: _State) -> str:
-    """Metadata L equals V / ∫|∇e| dV recomputed from the mesh (D 5.2.1, MODEL.md 1)."""
+    """Metadata L equals V / ∫|∇e| dV recomputed from the mesh (D 5.2.1, docs/model.md §2.6)."""
     s.need_arrays()
     tets = s.need_tets()
     meta = s.need_metadata()

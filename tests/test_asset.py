@@ -389,7 +389,7 @@ def test_read_refuses_non_tetrahedral_cells(tmp_path):
 # --------------------------------------------------------------------------- a real mesh
 
 def test_round_trip_on_a_real_tet_mesh(tmp_path, meshes):
-    """Drake's bell pepper tet mesh with a P1 Poisson extent (MODEL.md 1, no rigid core)."""
+    """Drake's bell pepper tet mesh with a P1 Poisson extent (docs/model.md §2.2, no rigid core)."""
     asset = pepper_asset(meshes)
     path = tmp_path / "pepper.vtu"
     write_asset(path, asset)

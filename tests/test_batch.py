@@ -1,5 +1,5 @@
 """`fieldgen batch`: manifests of real meshes, failures per item, the content-addressed cache,
-byte-identical assets across job counts and executors, and interrupted batches (issue 5)."""
+byte-identical assets across job counts and executors, and interrupted batches."""
 
 from __future__ import annotations
 

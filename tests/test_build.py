@@ -45,7 +45,7 @@ def read_with_vtk(path: Path):
     return grid, arrays, meta, numbers, cell_types, pd.GetScalars().GetName()
 
 
-# Real CAD parts from ../shared/meshes: (file, units, flags). plate_holes.STL is in mm.
+# Real CAD parts from the test corpus (tests/data/meshes): (file, units, flags). plate_holes.STL is in mm.
 REAL_PARTS = [
     ("plate_holes.STL", "mm", ["--bonded", "normal:0,0,-1", "--modulus", "1e6", "--expansion-rate", "5"]),
     ("featuretype.STL", "in", ["--modulus", "3e5", "--k", "0.5", "--dissipation", "2"]),
@@ -131,7 +131,7 @@ def test_build_is_byte_identical_across_processes_and_thread_counts(tmp_path):
     assert outs[0] == outs[1]
 
 
-# Inputs in ../shared/meshes that must be refused, and a word the message must contain.
+# Inputs in the test corpus (tests/data/meshes) that must be refused, and a word the message must contain.
 BAD_INPUTS = [
     ("soup.stl", "open"),
     ("drake_neg_volume.obj", ""),

@@ -1,4 +1,4 @@
-"""Extent solve (MODEL.md section 1, D 5.1.1) against closed forms: slab, spherical shell, Poisson cube."""
+"""Extent solve (docs/model.md §2.2, D 5.1.1) against closed forms: slab, spherical shell, Poisson cube."""
 
 from __future__ import annotations
 

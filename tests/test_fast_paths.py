@@ -1,4 +1,4 @@
-"""The hand-written fast paths (issue 3 item 5) against their references: scikit-fem assembly,
+"""The hand-written fast paths of the build against their references: scikit-fem assembly,
 batched linear solves, per-pair arccos, lexsort, and closed forms."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Modulus laws p0 = M(e)·e (MODEL.md 1, D 5.1.2) against closed forms, and table refusals."""
+"""Modulus laws p0 = M(e)·e (docs/model.md §2.3, D 5.1.2) against closed forms, and table refusals."""
 
 from __future__ import annotations
 

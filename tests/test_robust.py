@@ -1,4 +1,4 @@
-"""--robust: open, non-manifold or self-intersecting input meshed with fTetWild (issue 3 item 2).
+"""--robust: open, non-manifold or self-intersecting input meshed with fTetWild.
 
 fTetWild runs are kept coarse (edge length 1/10 of the part's diagonal, envelope 1/20 of that)
 so the file stays within about two minutes on two cores.

@@ -1,4 +1,4 @@
-"""Runtime contact on real assets built by fieldgen.build (issue 4 acceptance, with assets):
+"""Runtime contact on real assets built by fieldgen.build (the contact runtime on assets):
 elastic foundation on a built slab, Drake's two-cube force through the CLI, pass-through on the
 paddle's core. Hand-made-mesh tests of the same laws are in test_runtime_contact.py."""
 
@@ -94,7 +94,7 @@ def drake_cube_vtk(path: Path) -> Path:
 
 def test_two_drake_cubes_through_the_cli(tmp_path):
     """Two 0.1 m cubes, Drake's field with E = 1e5 Pa, overlapping 2 mm, loaded from .vtk files by
-    `fieldgen contact --modulus-a/-b`: Drake's 19.208 N (MEASURED.md), peak 2000 Pa (E·1 mm/50 mm),
+    `fieldgen contact --modulus-a/-b`: Drake's 19.208 N (pydrake 1.51.1), peak 2000 Pa (E·1 mm/50 mm),
     pushing B along +x; both representations."""
     cube = drake_cube_vtk(tmp_path / "cube.vtk")
     for representation in ("polygon", "triangle"):

@@ -1,4 +1,4 @@
-"""Contact surfaces and wrenches against closed forms (MODEL 2-3)."""
+"""Contact surfaces and wrenches against closed forms (docs/model.md §3-4)."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def drake_cube(E, coordinates):
 
 def test_two_drake_cubes_face_to_face():
     """Two 0.1 m cubes, E = 1e5 Pa, overlapping 2 mm: Drake reports 19.208 N and a 2000 Pa peak
-    (MEASURED.md). On a grid whose outer cells are 2 mm the mid-plane pressure is 2000 Pa inside
+    (pydrake 1.51.1). On a grid whose outer cells are 2 mm the mid-plane pressure is 2000 Pa inside
     the 2 mm rim and falls linearly to 0 across it, so F = 2000·(0.1 − 0.002)² = 19.208 N."""
     half = np.array([0.0, 0.002, 0.01, 0.02, 0.03, 0.04, 0.05])
     c = np.concatenate([half - 0.05, (0.05 - half[::-1])[1:]])

@@ -1,4 +1,4 @@
-"""Halfspace fields that reproduce elasticity (D App. B, MODEL 1): Hertz and the flat punch."""
+"""Halfspace fields that reproduce elasticity (D App. B, docs/model.md §2.8): Hertz and the flat punch."""
 
 from __future__ import annotations
 

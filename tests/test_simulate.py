@@ -1,4 +1,4 @@
-"""fieldgen simulate: velocity-level stepping (M22 IV) against closed forms (issue 6)."""
+"""fieldgen simulate: velocity-level stepping (M22 IV) against closed forms."""
 
 from __future__ import annotations
 

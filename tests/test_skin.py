@@ -1,4 +1,4 @@
-"""--skin THICKNESS: a compliant skin over a rigid interior (issue 3 item 1)."""
+"""--skin THICKNESS: a compliant skin over a rigid interior."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_point_triangle_distance_regions():
 # ------------------------------------------------------------------ closed forms
 
 def test_ball_skin_is_the_spherical_shell(tmp_path):
-    """A skin t over a ball of radius b is the shell with core a = b - t: e and L (MODEL.md 1)."""
+    """A skin t over a ball of radius b is the shell with core a = b - t: e and L (docs/model.md §2.2, §2.6)."""
     b, t = 0.05, 0.015
     a = b - t
     trimesh.creation.icosphere(subdivisions=4, radius=b).export(tmp_path / "ball.stl")

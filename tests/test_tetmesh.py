@@ -1,4 +1,4 @@
-"""TetGen meshing (issue 2): markers kept, core carved, positive tets, zero-pressure tets refined away."""
+"""TetGen meshing: markers kept, core carved, positive tets, zero-pressure tets refined away."""
 
 from __future__ import annotations
 

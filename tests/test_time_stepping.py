@@ -294,7 +294,7 @@ def test_step_is_deterministic():
 
 def coin_polygon_contacts():
     """The M22 V-A coin's first step: its 152-fan bottom on a 1 GPa plane split by a 2 × 2-cell
-    slab's tets into ~150 stiff compliant point contacts on one body (issue 6)."""
+    slab's tets into ~150 stiff compliant point contacts on one body."""
     from fieldgen.runtime import primitives as prim
     from fieldgen.runtime.scene import Scene, SceneBody
     from fieldgen.runtime.simulate import scene_contacts
@@ -313,7 +313,7 @@ def coin_polygon_contacts():
 
 @pytest.mark.slow
 def test_lemke_never_calls_a_non_solution_a_solution():
-    """Regression (issue 6): on the coin's nearly singular LCP (condition ~1e20) floating-point
+    """Regression: on the coin's nearly singular LCP (condition ~1e20) floating-point
     Lemke used to end with z0 leaving the basis at a point violating w >= 0 by 1.07 and call it
     a solution; ``step`` then threw the coin upward (v_z 0.04 m/s, v_x 0.71 -> -0.66 m/s).
     Now the natural residual is checked: either a true solution, or a loud error."""

@@ -1,1 +1,1 @@
-"""Runtime: pressure-field contact between assets and rigid meshes (MODEL.md sections 2-4)."""
+"""Runtime: pressure-field contact between assets and rigid meshes (docs/model.md §3-5)."""

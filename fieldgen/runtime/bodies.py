@@ -4,7 +4,7 @@ Frames: every array is in the body frame B, metres and pascals. The bounding vol
 hierarchy is built once in ``__post_init__`` and cached on the body (treat a body's arrays
 as read-only after construction; build a new body to change them).
 
-Rigid core (MODEL 1, D 5.1.2): the boundary faces of a compliant mesh whose three vertices
+Rigid core (docs/model.md §2.5, D 5.1.2): the boundary faces of a compliant mesh whose three vertices
 all have extent e = 1. They are glued to something rigid, so reaching them means the other
 body has passed through the compliant layer: the contact code warns when that happens.
 """

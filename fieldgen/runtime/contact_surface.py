@@ -1,6 +1,6 @@
-"""The contact surface between two bodies at given poses (MODEL 2; D 5.0.2, 5.0.3, C.1, C.2).
+"""The contact surface between two bodies at given poses (docs/model.md §3; D 5.0.2, 5.0.3, C.1, C.2).
 
-Representations (MODEL 2, "Tessellation"):
+Representations (docs/model.md §3.4):
 
 - ``"polygon"`` (M22 III-B): one convex polygon per overlapping tet–tet or triangle–tet pair.
 - ``"triangle"`` (D 5.0.3, Algorithm 1): each polygon fanned into triangles that share its

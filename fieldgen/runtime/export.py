@@ -1,4 +1,4 @@
-"""Write a contact surface for ParaView (MODEL 2-3): ``.vtp`` (polygons) or ``.vtu`` (by suffix).
+"""Write a contact surface for ParaView (docs/model.md §3-4): ``.vtp`` (polygons) or ``.vtu`` (by suffix).
 
 Point data: ``pressure`` (p0 at each surface vertex, Pa). Cell data, one value per face:
 ``normal`` (unit, from A into B), ``area`` (m²), ``pressure`` (p0 at the face centroid, Pa) and
@@ -25,7 +25,7 @@ SUFFIXES = (".vtp", ".vtu")
 def centroid_tractions(surface: ContactSurface, V_WA=None, V_WB=None, *, dissipation: float = 0.0,
                        friction: float = 0.0,
                        stiction_velocity: float = DEFAULT_STICTION_VELOCITY) -> np.ndarray:
-    """(nf, 3) traction on B at each face centroid (MODEL 3; D 5.2.2, 5.2.3), velocities ``[ω; v]`` in W."""
+    """(nf, 3) traction on B at each face centroid (docs/model.md §4; D 5.2.2, 5.2.3), velocities ``[ω; v]`` in W."""
     VA = np.zeros(6) if V_WA is None else np.asarray(V_WA, dtype=np.float64).reshape(6)
     VB = np.zeros(6) if V_WB is None else np.asarray(V_WB, dtype=np.float64).reshape(6)
     q = np.asarray(surface.centroids, dtype=np.float64).reshape(-1, 3)

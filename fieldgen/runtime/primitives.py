@@ -1,7 +1,7 @@
 """Simple contact geometries for scenes: rigid boxes/cylinders/spheres and compliant slabs/balls.
 
 Rigid shapes are closed, outward-wound triangle surfaces. Compliant shapes carry the
-fields the model prescribes (MODEL 1): a slab bonded on its bottom has the linear
+fields the model prescribes (docs/model.md §2.2): a slab bonded on its bottom has the linear
 extent ``e = depth / H`` (Laplace with e = 0 on top, e = 1 on the bonded bottom, zero
 flux on the sides: exact for this geometry), so L = H; a ball uses Drake's field
 ``e = d / max d`` with ``d`` the distance to the surface (``1 − r/R`` for a sphere).

@@ -1,4 +1,4 @@
-"""Rigid-body state, mass properties and spatial kinematics (MODEL.md section 4).
+"""Rigid-body state, mass properties and spatial kinematics (docs/model.md §5.1).
 
 Conventions used by every dynamics module:
 

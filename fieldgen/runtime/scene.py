@@ -1,4 +1,4 @@
-"""Scenes for ``fieldgen simulate``: rigid bodies with contact geometry, gravity and loads (issue 6).
+"""Scenes for ``fieldgen simulate``: rigid bodies with contact geometry, gravity and loads.
 
 A :class:`Scene` is plain data: a list of :class:`SceneBody` and the gravity vector. Each
 body has a contact ``geometry`` (a runtime :class:`CompliantBody` or :class:`RigidBody`, in

@@ -1,4 +1,4 @@
-"""Rigid-body dynamics driven by pressure-field contact (MODEL 4; M22 IV; D 5.3, 7.1; issue 6).
+"""Rigid-body dynamics driven by pressure-field contact (docs/model.md §5; M22 IV; D 5.3, 7.1).
 
 Two integrators over a :class:`~fieldgen.runtime.scene.Scene`:
 
@@ -6,7 +6,7 @@ Two integrators over a :class:`~fieldgen.runtime.scene.Scene`:
 gradients satisfy ``g_A = −∇p_A·n̂ > 0`` and ``g_B = ∇p_B·n̂ > 0`` becomes a compliant
 point contact at its centroid with ``g = g_A g_B/(g_A + g_B)`` (a rigid side contributes
 ``g`` of the compliant one), ``k = g·A``, ``φ0 = −p_c/g``. Normal impulse over the step,
-with Hunt–Crossley dissipation χ (MODEL 3, the pair's combined χ)::
+with Hunt–Crossley dissipation χ (docs/model.md §4.2-4.3, the pair's combined χ)::
 
     γ_n(v_n) = δt · k (−φ0 − δt v_n)₊ (1 − χ v_n)₊          (M22 eq. 15-16 with eq. 1)
 
@@ -27,7 +27,7 @@ contacts (two rigid geometries; see :func:`rigid_point_contacts`) go to
 ``time_stepping.step`` instead (Stewart–Trinkle LCP by Lemke, exact non-penetration,
 ray termination reported as an error rather than a silent tunnel).
 
-``"continuous"`` (D 5.3, P19 VIII): the pressure-field wrench (triangle representation,
+``"continuous"`` (D 5.3, E19 VIII): the pressure-field wrench (triangle representation,
 damping, regularised friction, ``wrench.compute_wrench``) is a force in the Newton–Euler
 equations (gyroscopic term included), integrated by scipy's Radau with error control;
 quaternions are renormalised at every output time.

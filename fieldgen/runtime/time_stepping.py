@@ -27,7 +27,7 @@ Per contact ``i`` (M22 eq. 3, 7, with impulses ``p = δt f``)::
 
 ``v_n = n·(v_B - v_A)`` at the contact point with ``n`` from A into B. Dissipation:
 M22 incorporates it "as in (1)", the linear law ``f_n = (-kφ - d v_n)+``. The
-project's dissipation is Hunt-Crossley ``χ`` in s/m (MODEL.md 3:
+project's dissipation is Hunt-Crossley ``χ`` in s/m (docs/model.md §4.2:
 ``p = p0 (1 - χ v_n)+``); linearising the polygon force ``A p0 (1 - χ v_n)`` about
 the pressure at the start of the step gives ``d = χ k (-φ0)+``, i.e. ``τ = d c =
 χ (-φ0)+`` (seconds). Rigid contacts (``stiffness = inf``) have ``c = τ = 0``:

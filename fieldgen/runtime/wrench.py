@@ -1,4 +1,4 @@
-"""Tractions and the net contact wrench over a contact surface (MODEL 3; D 4.4, 5.0.3, 5.2).
+"""Tractions and the net contact wrench over a contact surface (docs/model.md §4; D 4.4, 5.0.3, 5.2).
 
 Spatial velocities are ``V = [ω; v]`` (6,), world frame: ω the angular velocity, v the
 velocity of the body-frame origin (the translation of X_WB), both expressed in W. The
