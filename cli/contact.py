@@ -64,27 +64,39 @@ def _vector(values) -> list[float]:
     return [float(v) for v in values]
 
 
-def run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation: str, repeat: int):
+def run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation: str, repeat: int,
+                face_rule: str = "all"):
     """One warm-up query (its warnings kept), then ``repeat`` timed ones: (surface, wrench,
-    median seconds, warning messages)."""
+    median seconds, warning messages, (faces, force on B) under the other face rule)."""
+    from fieldgen.runtime.contact_surface import FACE_RULES
     from fieldgen.runtime.wrench import contact
+
+    def query():
+        return contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation, face_rule=face_rule)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        surface, wrench = contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation)
+        surface, wrench = query()
     times = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(repeat):
             start = time.perf_counter()
-            surface, wrench = contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation)
+            surface, wrench = query()
             times.append(time.perf_counter() - start)
+        other_rule = next(rule for rule in FACE_RULES if rule != face_rule)
+        _, other = contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation,
+                           face_rule=other_rule)
     messages = list(dict.fromkeys(str(w.message) for w in caught))
-    return surface, wrench, statistics.median(times), messages
+    return surface, wrench, statistics.median(times), messages, other
 
 
-def report(a: str, b: str, body_a, body_b, surface, wrench, seconds: float, messages, output) -> dict:
-    """The ``--json`` report (force/torque on B, world frame, torque about the world origin)."""
+def report(a: str, b: str, body_a, body_b, surface, wrench, seconds: float, messages, output,
+           face_rule: str = "all", other=None) -> dict:
+    """The ``--json`` report (force/torque on B, world frame, torque about the world origin).
+    ``faces`` are kept under ``face_rule``; ``faces_other_rule`` and ``force_other_rule`` are the
+    face count and the force on B under the other rule (``all`` <-> ``drake``), from the
+    wrench ``other``, so a user sees when the choice matters."""
     import numpy as np
 
     empty = surface.n_faces == 0
@@ -99,6 +111,9 @@ def report(a: str, b: str, body_a, body_b, surface, wrench, seconds: float, mess
         "elastic_force": _vector(wrench.elastic_force),
         "dissipated_power": float(wrench.dissipated_power),
         "area": float(wrench.area), "faces": int(wrench.n_faces),
+        "face_rule": face_rule,
+        "faces_other_rule": None if other is None else int(other.n_faces),
+        "force_other_rule": None if other is None else _vector(other.force),
         "max_pressure": float(np.max(surface.vertex_pressure)) if not empty else 0.0,
         "dissipation": float(wrench.dissipation), "friction": float(wrench.friction),
         "query_seconds": float(seconds),
@@ -112,11 +127,13 @@ def summary_text(data: dict) -> str:
         return "(" + ", ".join(f"{x:.6g}" for x in v) + ")"
 
     lines = [f"contact {data['a']} ({data['kind_a']}) / {data['b']} ({data['kind_b']}), "
-             f"{data['representation']} representation"]
+             f"{data['representation']} representation, face rule {data.get('face_rule', 'all')}"]
     if data["faces"] == 0:
         lines.append("  no contact: the bodies do not overlap (zero force)")
     lines += [
-        f"  {'faces':<16}{data['faces']}",
+        f"  {'faces':<16}{data['faces']}" + (
+            "" if data.get("faces_other_rule") is None else
+            f" ({data['faces_other_rule']} under face rule {'all' if data.get('face_rule') == 'drake' else 'drake'})"),
         f"  {'area':<16}{data['area']:.6g} m^2",
         f"  {'max pressure':<16}{data['max_pressure']:.6g} Pa",
         f"  {'force on B':<16}{vec(data['force'])} N",
@@ -139,6 +156,10 @@ def summary_text(data: dict) -> str:
 @click.option("--velocity-b", callback=parse_velocity, metavar="V", help="Velocity of B, as --velocity-a.")
 @click.option("--representation", type=click.Choice(["polygon", "triangle"]), default="polygon", show_default=True,
               help="One polygon per element pair, or centroid-fan triangles.")
+@click.option("--face-rule", type=click.Choice(["all", "drake"]), default="all", show_default=True,
+              help="all: keep every polygon of the equal-pressure surface; drake: Drake's rule (drop "
+                   "polygons whose normal is more than 5π/8 from the pressure gradients), to reproduce "
+                   "Drake's contact surface. See docs/drake_face_rule.md.")
 @click.option("--modulus-a", type=float, callback=_modulus, metavar="E",
               help="Pa; required when A is a legacy .vtk tet mesh (Drake's field E·d/max d).")
 @click.option("--modulus-b", type=float, callback=_modulus, metavar="E", help="Pa; as --modulus-a, for B.")
@@ -147,8 +168,8 @@ def summary_text(data: dict) -> str:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="SURFACE",
               help="Write the contact surface (.vtp or .vtu) with pressure, normals and tractions.")
 @json_option
-def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation, modulus_a, modulus_b, repeat,
-                    output, as_json):
+def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation, face_rule, modulus_a, modulus_b,
+                    repeat, output, as_json):
     """Contact surface, force and torque between A and B.
 
     A and B are fieldgen assets (.vtu), legacy .vtk tet meshes (give --modulus-a/-b) or closed rigid
@@ -168,15 +189,15 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
         fail(f"{a} and {b} are both rigid surfaces: pressure-field contact needs at least one compliant body. "
              "Pass a fieldgen asset (.vtu) or a .vtk tet mesh with --modulus as A or B.", EXIT_USAGE)
     with reported_errors():
-        surface, wrench, seconds, messages = run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b,
-                                                         representation, repeat)
+        surface, wrench, seconds, messages, other = run_contact(
+            body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation, repeat, face_rule)
         if output is not None:
             from fieldgen.runtime.export import write_contact_surface
 
             write_contact_surface(output, surface, body_a, body_b, velocity_a, velocity_b)
     for message in messages:
         click.echo(f"warning: {message}", err=True)
-    data = report(a, b, body_a, body_b, surface, wrench, seconds, messages, output)
+    data = report(a, b, body_a, body_b, surface, wrench, seconds, messages, output, face_rule, other)
     if as_json:
         print_json(data)
     else:

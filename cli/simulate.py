@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import json_option, print_json, quiet_option, reported_errors
+from .common import EXIT_USAGE, fail, json_option, print_json, quiet_option, reported_errors
 
 
 @click.command("simulate")
@@ -15,23 +15,34 @@ from .common import json_option, print_json, quiet_option, reported_errors
               help="velocity: M22 fixed-step (default); continuous: Radau with error control.")
 @click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Write trajectories.csv and .pvd time series here.")
+@click.option("--face-rule", type=click.Choice(["all", "drake"]), default=None,
+              help="Contact face rule (scene [simulate] face_rule or all): all keeps every polygon, "
+                   "drake applies Drake's 5π/8 rule. See docs/drake_face_rule.md.")
 @click.option("--record-every", type=int, default=None, help="Record every N-th step (default: ~200 frames).")
 @json_option
 @quiet_option
-def simulate_command(scene_file, duration, dt, integrator, out_dir, record_every, as_json, quiet):
+def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, record_every, as_json, quiet):
     """Simulate SCENE_FILE (TOML) and write trajectories and contact surfaces.
 
     Example: fieldgen simulate assets/scenes/coin.toml --duration 0.5 -o out --json
     """
+    import dataclasses
     import math
 
-    from fieldgen.errors import OptionError
+    from fieldgen.errors import FieldgenError, OptionError
     from fieldgen.progress import Progress
     from fieldgen.runtime.scene import load_scene
     from fieldgen.runtime.simulate import simulate
 
-    with reported_errors():
+    try:
         scene, settings = load_scene(scene_file)
+    except OptionError as exc:      # a value refused before any work (e.g. [simulate] face_rule)
+        fail(str(exc), EXIT_USAGE)
+    except FieldgenError as exc:
+        fail(str(exc))
+    if face_rule is not None:
+        scene = dataclasses.replace(scene, face_rule=face_rule)
+    with reported_errors():
         duration = float(duration if duration is not None else settings.get("duration", 1.0))
         dt = float(dt if dt is not None else settings.get("dt", 1e-3))
         integrator = integrator or settings.get("integrator", "velocity")
@@ -43,6 +54,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, record_every
         result = simulate(scene, duration, dt, integrator, record_every=record_every,
                           record_surfaces=out_dir is not None, progress=progress)
         summary = result.summary()
+        summary["face_rule"] = scene.face_rule
         if out_dir is not None:
             from fieldgen.runtime.sim_output import write_outputs
 

@@ -17,6 +17,13 @@ M22's rule (skip unless −∇p_A·n̂ > 0 and ∇p_B·n̂ > 0) have ``grad_a``/
 Triangle–tet polygons: every rigid triangle piece inside the compliant mesh, whichever way it
 faces (for a convex indenter this is exactly ∂(displaced volume), D A.1).
 
+Face rules (``face_rule``): ``"all"`` (the default) is the rule above; ``"drake"`` reproduces
+Drake's hydroelastic contact surface: tet–tet polygons whose normal is more than 5π/8 from
+either pressure gradient are dropped, and so are rigid-triangle pieces whose outward normal is
+more than 5π/8 from the compliant tet's gradient (Drake's filters), tet B is clipped by all four
+faces and polygons of zero area are kept, as Drake does. ``docs/drake_face_rule.md`` compares
+the two and says when the choice matters.
+
 Pass-through (D 5.1.2): a face lying in a tet that touches the rigid core, with a vertex
 pressure at the core's pressure, means the other body reached the core: a
 :class:`PassThroughWarning` is issued (a warning, the surface is still returned).
@@ -36,6 +43,7 @@ from fieldgen.runtime.bvh import candidate_pairs
 from fieldgen.runtime.pose import as_matrix
 
 REPRESENTATIONS = ("polygon", "triangle")
+FACE_RULES = ("all", "drake")
 GRADIENT_EPS = 1e-12
 
 
@@ -112,14 +120,19 @@ def empty_surface(representation: str, X_WA, X_WB, name_a="A", name_b="B") -> Co
                           as_matrix(X_WA), as_matrix(X_WB), name_a, name_b)
 
 
-def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "polygon") -> ContactSurface:
+def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "polygon", *,
+                            face_rule: str = "all") -> ContactSurface:
     """Contact surface of ``body_a`` at pose ``X_WA`` and ``body_b`` at ``X_WB`` (Pose or 4x4).
 
     Compliant–compliant: equal-pressure polygons (D C.1); compliant–rigid: rigid triangles
-    clipped by the tets (D 5.0.2); rigid–rigid: an empty surface.
+    clipped by the tets (D 5.0.2); rigid–rigid: an empty surface. ``face_rule``: ``"all"`` keeps
+    every polygon, ``"drake"`` applies Drake's 5π/8 filters (module docstring).
     """
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}")
+    if face_rule not in FACE_RULES:
+        raise ValueError(f"face_rule must be one of {FACE_RULES}, got {face_rule!r}")
+    drake = face_rule == "drake"
     XA, XB = as_matrix(X_WA), as_matrix(X_WB)
     name_a, name_b = getattr(body_a, "name", "A"), getattr(body_b, "name", "B")
     a_soft, b_soft = isinstance(body_a, CompliantBody), isinstance(body_b, CompliantBody)
@@ -139,7 +152,7 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
         PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
         out = clip.tet_tet_polygons(pairs, PA, body_a.tets, body_a.pressure, gA,
-                                    PB, body_b.tets, body_b.pressure, gB, GRADIENT_EPS)
+                                    PB, body_b.tets, body_b.pressure, gB, GRADIENT_EPS, drake)
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = gA[el_a], gB[el_b]
@@ -147,7 +160,7 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
         PS = _transform(XB, body_b.vertices)
         out = clip.tri_tet_polygons(pairs, PA, body_a.tets, PS, body_b.faces,
-                                    _rotate(XB, body_b.face_normals), -1.0, body_a.pressure, gA)
+                                    _rotate(XB, body_b.face_normals), -1.0, body_a.pressure, gA, drake)
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = gA[el_a], np.full((len(src), 3), np.nan)
@@ -155,7 +168,7 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
         PS = _transform(XA, body_a.vertices)
         out = clip.tri_tet_polygons(swapped, PB, body_b.tets, PS, body_a.faces,
-                                    _rotate(XA, body_a.face_normals), 1.0, body_b.pressure, gB)
+                                    _rotate(XA, body_a.face_normals), 1.0, body_b.pressure, gB, drake)
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = np.full((len(src), 3), np.nan), gB[el_b]

@@ -25,6 +25,7 @@ TOML (``load_scene``)::
     #   or {build = "pad.toml"} (built with fieldgen build on first use, cached: default_cache_dir())
     #   or {shape = "box", size = [...]} | {shape = "sphere", radius = ...}
     #   or {shape = "slab", size = [x, y, H], modulus = 1e9} | {shape = "ball", radius = .., modulus = ..}
+    # [simulate] (optional): duration, dt, integrator, and face_rule = "all" | "drake"
     mass = 0.00567                           # or density = 7800 (mass and inertia from the mesh)
     inertia = [[...], [...], [...]]          # optional with mass (from the mesh at uniform density)
     position = [0, 0, 0.001]                 # m
@@ -137,13 +138,21 @@ class SceneBody:
 
 @dataclass
 class Scene:
-    """Bodies and gravity; ``name`` labels outputs."""
+    """Bodies and gravity; ``name`` labels outputs. ``face_rule`` is the contact surfaces'
+    face rule: ``"all"`` (every polygon, the default) or ``"drake"`` (Drake's 5π/8 filters; see
+    :func:`fieldgen.runtime.contact_surface.compute_contact_surface`)."""
 
     bodies: list[SceneBody]
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     name: str = "scene"
+    face_rule: str = "all"
 
     def __post_init__(self):
+        from fieldgen.runtime.contact_surface import FACE_RULES
+
+        if self.face_rule not in FACE_RULES:
+            raise OptionError(f"face_rule {self.face_rule!r} is not one of {FACE_RULES}",
+                              fix='use face_rule = "all" (every polygon) or "drake" (Drake\'s rule)')
         self.gravity = np.asarray(self.gravity, dtype=np.float64).reshape(3)
         names = [b.name for b in self.bodies]
         duplicated = sorted({n for n in names if names.count(n) > 1})
@@ -312,7 +321,8 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
 
 def load_scene(path, *, cache_dir: str | os.PathLike | None = None) -> tuple[Scene, dict[str, Any]]:
     """Read a scene TOML file: ``(Scene, settings)`` where settings holds the optional
-    ``[simulate]`` table (duration, dt, integrator, ...) as given."""
+    ``[simulate]`` table (duration, dt, integrator, ...) as given; its ``face_rule`` ("all" or
+    "drake") becomes :attr:`Scene.face_rule`."""
     path = Path(path)
     if not path.is_file():
         raise InputError("scene file not found", path=path, fix="check the path")
@@ -326,11 +336,18 @@ def load_scene(path, *, cache_dir: str | os.PathLike | None = None) -> tuple[Sce
     base = path.parent
     cache = None if cache_dir is None else Path(cache_dir)
     scene_bodies = [body_from_table(b, base_dir=base, path=path, cache_dir=cache) for b in bodies]
+    settings = dict(data.get("simulate", {}))
+    face_rule = settings.get("face_rule", "all")
+    from fieldgen.runtime.contact_surface import FACE_RULES
+
+    if face_rule not in FACE_RULES:   # a refused value: the CLI exits 2 on OptionError
+        raise OptionError(f"[simulate] face_rule = {face_rule!r} is not one of {FACE_RULES}", path=path,
+                          fix='write face_rule = "all" (every polygon) or "drake" (Drake\'s 5π/8 rule)')
     try:
-        scene = Scene(scene_bodies, _vector(data, "gravity", 3, [0, 0, -9.81], path), name=path.stem)
+        scene = Scene(scene_bodies, _vector(data, "gravity", 3, [0, 0, -9.81], path), name=path.stem,
+                      face_rule=face_rule)
     except OptionError as exc:
         raise InputError(exc.defect, path=path, fix=exc.fix) from None
-    settings = dict(data.get("simulate", {}))
     return scene, settings
 
 

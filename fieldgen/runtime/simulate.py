@@ -202,7 +202,8 @@ def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: 
             if isinstance(gi, CompliantBody) or isinstance(gj, CompliantBody):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    surface = compute_contact_surface(gi, poses[i], gj, poses[j], "polygon")
+                    surface = compute_contact_surface(gi, poses[i], gj, poses[j], "polygon",
+                                                      face_rule=scene.face_rule)
                 if surface.n_faces == 0:
                     continue
                 if keep_surfaces:
@@ -812,7 +813,8 @@ def contact_wrenches(scene: Scene, states: list[RigidBodyState], *, keep_surface
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                surface = compute_contact_surface(bi.geometry, poses[i], bj.geometry, poses[j], "triangle")
+                surface = compute_contact_surface(bi.geometry, poses[i], bj.geometry, poses[j], "triangle",
+                                                  face_rule=scene.face_rule)
             if surface.n_faces == 0:
                 continue
             if keep_surfaces:

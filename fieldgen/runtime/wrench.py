@@ -124,9 +124,11 @@ def compute_wrench(surface: ContactSurface, body_a, body_b, V_WA=None, V_WB=None
 
 
 def contact(body_a, X_WA, body_b, X_WB, V_WA=None, V_WB=None, representation: str = "polygon",
-            *, stiction_velocity: float = DEFAULT_STICTION_VELOCITY):
-    """Contact surface and wrench in one call: ``(ContactSurface, ContactWrench)``."""
-    surface = compute_contact_surface(body_a, X_WA, body_b, X_WB, representation)
+            *, stiction_velocity: float = DEFAULT_STICTION_VELOCITY, face_rule: str = "all"):
+    """Contact surface and wrench in one call: ``(ContactSurface, ContactWrench)``.
+    ``face_rule``: ``"all"`` (every polygon) or ``"drake"`` (Drake's 5π/8 filters), see
+    :func:`fieldgen.runtime.contact_surface.compute_contact_surface`."""
+    surface = compute_contact_surface(body_a, X_WA, body_b, X_WB, representation, face_rule=face_rule)
     return surface, compute_wrench(surface, body_a, body_b, V_WA, V_WB, stiction_velocity=stiction_velocity)
 
 
