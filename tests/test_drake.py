@@ -1,5 +1,7 @@
 """Drake export: the .vtk passes Drake's loading rules (checked with vtk), the .sdf carries the
-hydroelastic properties that match the asset, and meshes Drake would refuse are refused."""
+hydroelastic properties that match the asset, meshes Drake would refuse are refused, and real
+Drake (pydrake 1.51.1, in the test extra; imported directly, so a missing wheel is an error,
+not a skip) loads the export and simulates a built part resting on a rigid box."""
 
 from __future__ import annotations
 
@@ -234,9 +236,9 @@ def test_export_is_deterministic(tmp_path):
     assert one == (tmp_path / "two.sdf").read_text().replace("two.vtk", "X")
 
 
-def test_loads_in_drake_when_pydrake_is_installed(tmp_path):
-    pydrake = pytest.importorskip("pydrake")
-    from pydrake.geometry import SceneGraph  # noqa: F401
+def test_loads_in_drake(tmp_path):
+    """The export loads in real Drake (pydrake, part of the test extra): the SDF parses into a
+    MultibodyPlant and Drake accepts the mesh and the properties when it builds the diagram."""
     from pydrake.multibody.parsing import Parser
     from pydrake.multibody.plant import AddMultibodyPlantSceneGraph
     from pydrake.systems.framework import DiagramBuilder
@@ -254,4 +256,93 @@ def test_loads_in_drake_when_pydrake_is_installed(tmp_path):
     assert props.GetProperty("hydroelastic", "hydroelastic_modulus") == info["hydroelastic_modulus"]
     assert props.GetProperty("material", "hunt_crossley_dissipation") == 7.5
     builder.Build()            # Drake computes its own field here; refuses meshes it cannot use
-    assert pydrake is not None
+
+
+CUBE = 0.04          # m, edge of the built part
+MASS = 0.1           # kg
+E_BUILD = 1.0e5      # Pa
+G = 9.81
+
+
+def test_built_part_drops_onto_a_rigid_box_and_rests_in_drake(tmp_path):
+    """`fieldgen build --drake-vtk` on a 40 mm cube, then in Drake: the part loads from the
+    written SDF into a MultibodyPlant with hydroelastic contact, falls 5 mm onto a rigid box and
+    comes to rest. At rest: velocities ~0, Drake's contact force equals the weight, and the
+    height is the one where the exported mesh's field carries the weight -- checked with
+    fieldgen's own contact query (face_rule="drake") on the same .vtk at Drake's final pose."""
+    import json
+
+    import trimesh
+    from click.testing import CliRunner
+    from pydrake.geometry import AddContactMaterial, AddRigidHydroelasticProperties, Box, ProximityProperties
+    from pydrake.math import RigidTransform
+    from pydrake.multibody.parsing import Parser
+    from pydrake.multibody.plant import AddMultibodyPlant, ContactModel, CoulombFriction, MultibodyPlantConfig
+    from pydrake.multibody.tree import SpatialInertia
+    from pydrake.systems.analysis import Simulator
+    from pydrake.systems.framework import DiagramBuilder
+
+    from fieldgen.cli.main import main
+    from fieldgen.runtime.bodies import CompliantBody, RigidBody
+    from fieldgen.runtime.wrench import contact
+
+    surface = tmp_path / "cube.stl"
+    trimesh.creation.box(extents=[CUBE] * 3).export(surface)
+    vtk = tmp_path / "cube.vtk"
+    result = CliRunner().invoke(main, ["build", str(surface), "-o", str(tmp_path / "cube.vtu"), "--edge-length",
+                                       "0.008", "--modulus", str(E_BUILD), "--dissipation", "20",
+                                       "--mu-static", "0.8", "--mu-dynamic", "0.6", "--drake-vtk", str(vtk),
+                                       "--quiet", "--json"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    sdf = tmp_path / "cube.sdf"
+    assert sdf.is_file() and vtk.is_file()
+    del info
+
+    builder = DiagramBuilder()
+    plant, scene_graph = AddMultibodyPlant(MultibodyPlantConfig(time_step=1e-3, contact_model="hydroelastic"),
+                                           builder)
+    model, = Parser(plant).AddModels(str(sdf))
+    body = plant.GetBodyByName("cube", model)
+    ground = ProximityProperties()
+    AddContactMaterial(dissipation=20.0, friction=CoulombFriction(0.8, 0.6), properties=ground)
+    AddRigidHydroelasticProperties(properties=ground)
+    top = 0.0
+    plant.RegisterCollisionGeometry(plant.world_body(), RigidTransform([0, 0, top - 0.05]), Box(0.3, 0.3, 0.1),
+                                    "ground", ground)
+    plant.Finalize()
+    assert plant.get_contact_model() == ContactModel.kHydroelastic
+    diagram = builder.Build()
+    simulator = Simulator(diagram)
+    context = simulator.get_mutable_context()
+    plant_context = plant.GetMyMutableContextFromRoot(context)
+    body.SetSpatialInertiaInBodyFrame(plant_context, SpatialInertia.SolidBoxWithMass(MASS, CUBE, CUBE, CUBE))
+    start_height = top + CUBE / 2 + 0.005                      # 5 mm gap under the cube
+    plant.SetFreeBodyPose(plant_context, body, RigidTransform([0.01, -0.02, start_height]))
+    simulator.AdvanceTo(1.0)
+
+    pose = plant.EvalBodyPoseInWorld(plant_context, body)
+    velocity = plant.EvalBodySpatialVelocityInWorld(plant_context, body)
+    assert pose.translation()[2] < start_height - 0.004       # it fell
+    assert np.linalg.norm(velocity.translational()) < 1e-4    # and rests
+    assert np.linalg.norm(velocity.rotational()) < 1e-3
+    results = plant.get_contact_results_output_port().Eval(plant_context)
+    assert results.num_hydroelastic_contacts() == 1
+    force = results.hydroelastic_contact_info(0).F_Ac_W().translational()
+    assert abs(abs(force[2]) - MASS * G) <= 0.01 * MASS * G   # contact carries the weight
+    X = pose.GetAsMatrix4()
+    points = CompliantBody.from_drake_vtk(vtk, E_BUILD).points
+    lowest = (points @ X[:3, :3].T + X[:3, 3])[:, 2].min()
+    assert 0.0 < top - lowest < 0.02 * CUBE                   # a shallow penetration
+    # fieldgen at Drake's resting pose, same mesh, Drake's field and modulus: the same weight
+    modulus = float(ElementTree.parse(sdf).getroot().find(f".//{DRAKE}hydroelastic_modulus").text)
+    part = CompliantBody.from_drake_vtk(vtk, modulus)
+    slab = RigidBody(*_box_surface([-0.15, -0.15, top - 0.1], [0.15, 0.15, top]))
+    _, wrench = contact(slab, np.eye(4), part, X, face_rule="drake")
+    assert wrench.force[2] == pytest.approx(MASS * G, rel=0.01)
+
+
+def _box_surface(lo, hi):
+    from test_runtime_meshes import box_surface
+
+    return box_surface(lo, hi)
