@@ -1,31 +1,28 @@
-"""Median contact-query time of fieldgen.runtime against Drake's hydroelastic contact.
+"""Median contact-query time of fieldgen.runtime against Drake's hydroelastic contact, both face rules.
 
-Run:  .venv/bin/python benchmarks/contact_vs_drake.py [--repeat N] [--keep DIR]
+Run:  .venv/bin/python benchmarks/contact_vs_drake.py [--repeat N] [--keep DIR] [--cases a,b,...]
 
-Drake (pydrake ``drake==1.51.1``) lives in its own virtual environment ``benchmarks/.drake-venv``
-(git-ignored, not a project dependency), created here with ``python3 -m venv`` + pip when absent;
-it runs in a subprocess (``_drake_contact.py``) that prints JSON. Both sides read the same files:
-TetGen tet meshes written as legacy ``.vtk`` (compliant, Drake's field p = E·d/max d, E = 1e5 Pa)
-and ``.obj`` surfaces (rigid). Times: ours = surface + wrench (``fieldgen.runtime.wrench.contact``,
-polygon representation), Drake's = ``ComputeContactSurfaces(kPolygon)`` alone; medians over N
-queries after one warm-up, single thread. Forces: ours from the wrench, Drake's Σ p(centroid)·A·n̂;
-"agree" compares Drake's with ours restricted to the polygons Drake keeps (its 5π/8 gradient
-rule, :func:`drake_rule_force`): fieldgen keeps every polygon on purpose (continuity, D A.1).
+Drake is pydrake ``drake==1.51.1`` from the project's test extra (``pip install -e '.[test]'``),
+run in this process through ``tests/drake_contact.py`` (SceneGraph only, A registered first so
+it is Drake's M). Both sides read the same files: legacy ``.vtk`` tet meshes (compliant, Drake's
+field p = E·d/max d) and ``.obj`` surfaces (rigid). Times: ours = surface + wrench
+(``fieldgen.runtime.wrench.contact``, polygon representation) under each face rule, Drake's =
+``QueryObject.ComputeContactSurfaces(kPolygon)`` alone; medians over N queries after one
+warm-up, one thread each. "agree" compares our force under ``face_rule="drake"`` with Drake's
+(relative 1e-6); faces are ours under each rule and Drake's.
 
-Cases (bodies overlap by 10 mm): two 10k-tet balls (r 50 mm); two 10k-tet cubes (100 mm);
-a 10k-tet ball against a rigid box mesh; a 100k-tet ball against the rigid box mesh.
-
-Measured on the 2-core development machine (see the README section "Benchmark against Drake"):
-the table printed by the last run is pasted there.
+Cases: two 10k-tet balls (r 50 mm, 10 mm overlap); two 10k-tet cubes (100 mm, 10 mm overlap,
+side faces coplanar: see docs/drake_face_rule.md) and the same with B rotated (3°, 5°, 7°) and
+three times stiffer; a 10k- and a 100k-tet ball on a rigid box mesh; Drake's pepper mesh against
+a rotated copy (half its width deep), on a tilted rigid box and against a stiffer rotated block;
+the two grid cubes of the 19.208 N test (2 mm overlap).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,19 +31,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-VENV = HERE / ".drake-venv"
-DRAKE = "drake==1.51.1"
+ROOT = HERE.parent
 MODULUS = 1e5
-
-
-def drake_python() -> Path:
-    """The venv's python, creating the venv with pydrake when absent."""
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        print(f"creating {VENV} with {DRAKE} (once, about 20 s and 400 MB)", file=sys.stderr)
-        subprocess.run(["python3", "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", DRAKE], check=True)
-    return python
+RULES = ("all", "drake")
 
 
 def tetgen_mesh(vertices, faces, max_volume: float):
@@ -82,8 +69,17 @@ def write_obj(path: Path, vertices, faces) -> Path:
 
 
 def make_meshes(folder: Path) -> dict:
-    """The benchmark's files: 10k/100k-tet balls, a 10k-tet cube, a rigid box surface."""
+    """The benchmark's files: 10k/100k-tet balls, a 10k-tet cube, a rigid box surface, the
+    corpus pepper, a structured block and the two-cube test's grid cube."""
+    import shutil
+
     import trimesh
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_runtime_assets import drake_cube_vtk
+
+    from fieldgen.drake import vtk_text
+    from fieldgen.mesh import box_grid
 
     sphere = trimesh.creation.icosphere(subdivisions=4, radius=0.05)
     cube = trimesh.creation.box(extents=[0.1, 0.1, 0.1]).subdivide().subdivide().subdivide()
@@ -93,29 +89,45 @@ def make_meshes(folder: Path) -> dict:
         points, tets = tetgen_mesh(mesh.vertices, mesh.faces, vol)
         out[name] = (write_vtk(folder / f"{name}.vtk", points, tets), len(tets))
     out["box"] = (write_obj(folder / "box.obj", box.vertices, box.faces), len(box.faces))
+    pepper = folder / "pepper.vtk"
+    shutil.copyfile(ROOT / "tests" / "data" / "meshes" / "yellow_bell_pepper_no_stem_low.vtk", pepper)
+    out["pepper"] = (pepper, 2519)
+    points, tets = box_grid(*(np.linspace(-h, h, 9) for h in (0.04, 0.03, 0.02)))
+    (folder / "block.vtk").write_text(vtk_text(points, tets, "block"))
+    out["block"] = (folder / "block.vtk", len(tets))
+    out["grid_cube"] = (drake_cube_vtk(folder / "grid_cube.vtk"), 6 * 12 ** 3)
     return out
 
 
-def pose(x=0.0, y=0.0, z=0.0) -> np.ndarray:
-    m = np.eye(4)
-    m[:3, 3] = (x, y, z)
-    return m
+def pose(x=0.0, y=0.0, z=0.0, roll=0.0, pitch=0.0, yaw=0.0) -> np.ndarray:
+    from fieldgen.runtime.pose import Pose
+
+    return np.array(Pose.from_xyz_rpy(x, y, z, roll, pitch, yaw).matrix)
 
 
 def cases(files: dict) -> list[dict]:
-    def compliant(name, X):
-        return {"path": str(files[name][0]), "kind": "compliant", "modulus": MODULUS, "pose": X.tolist(),
-                "tets": files[name][1]}
+    def compliant(name, X, modulus=MODULUS):
+        return {"path": str(files[name][0]), "kind": "compliant", "modulus": modulus, "pose": X, "tets": files[name][1]}
 
     def rigid(X):
-        return {"path": str(files["box"][0]), "kind": "rigid", "pose": X.tolist(), "faces": files["box"][1]}
+        return {"path": str(files["box"][0]), "kind": "rigid", "pose": X, "faces": files["box"][1]}
 
     box_below = pose(z=-0.05 - 0.025 + 0.01)   # box top 10 mm into the ball
+    pepper_b = pose(0.04, 0.012, 0.006, 20, -15, 40)
     return [
         {"name": "two 10k-tet balls", "a": compliant("ball10k", pose()), "b": compliant("ball10k", pose(x=0.09))},
         {"name": "two 10k-tet cubes", "a": compliant("cube10k", pose()), "b": compliant("cube10k", pose(x=0.09))},
+        {"name": "cubes, B rotated, 3E", "a": compliant("cube10k", pose()),
+         "b": compliant("cube10k", pose(0.09, 0.003, -0.002, 3, 5, 7), 3 * MODULUS)},
         {"name": "10k-tet ball / rigid box", "a": compliant("ball10k", pose()), "b": rigid(box_below)},
         {"name": "100k-tet ball / rigid box", "a": compliant("ball100k", pose()), "b": rigid(box_below)},
+        {"name": "pepper / rotated pepper", "a": compliant("pepper", pose()), "b": compliant("pepper", pepper_b)},
+        {"name": "pepper / tilted rigid box", "a": compliant("pepper", pose()),
+         "b": rigid(pose(0.004, -0.003, 0.009 - 0.025, 4, -3, 10))},
+        {"name": "pepper / rotated block 3.5E", "a": compliant("pepper", pose()),
+         "b": compliant("block", pose(0.01, -0.005, 0.085, 25, 10, -30), 3.5 * MODULUS)},
+        {"name": "two grid cubes (19.208 N)", "a": compliant("grid_cube", pose()),
+         "b": compliant("grid_cube", pose(x=0.098))},
     ]
 
 
@@ -127,79 +139,80 @@ def load(spec: dict):
     return RigidBody.from_mesh(spec["path"])
 
 
-def ours(case: dict, repeat: int) -> dict:
+def ours(case: dict, repeat: int, face_rule: str) -> dict:
     from threadpoolctl import threadpool_limits
 
     from fieldgen.runtime.wrench import contact
 
     a, b = load(case["a"]), load(case["b"])
-    XA, XB = np.array(case["a"]["pose"]), np.array(case["b"]["pose"])
+    XA, XB = case["a"]["pose"], case["b"]["pose"]
     with threadpool_limits(1):
-        surface, wrench = contact(a, XA, b, XB)
-        drake_rule = drake_rule_force(surface)
+        _, wrench = contact(a, XA, b, XB, face_rule=face_rule)
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
-            _, wrench = contact(a, XA, b, XB)
+            _, wrench = contact(a, XA, b, XB, face_rule=face_rule)
             times.append(time.perf_counter() - start)
-    return {"median_seconds": statistics.median(times), "force": wrench.force.tolist(), "faces": wrench.n_faces,
-            "force_drake_rule": drake_rule[0].tolist(), "faces_drake_rule": drake_rule[1]}
+    return {"median_seconds": statistics.median(times), "force": wrench.force, "faces": wrench.n_faces}
 
 
-def drake_rule_force(surface) -> tuple[np.ndarray, int]:
-    """Σ A·p0(centroid)·n̂ over the polygons Drake keeps: Drake drops a compliant–compliant polygon
-    unless n̂ is within 5π/8 of ∇p_B and −n̂ within 5π/8 of ∇p_A (its IsPlaneNormalAlongPressureGradient;
-    fieldgen keeps every polygon, see fieldgen.runtime.contact_surface). Returns (force, faces kept)."""
-    n = surface.normals
-    keep = np.ones(surface.n_faces, bool)
-    cos_alpha = np.cos(5 * np.pi / 8)
-    for grad, sign in ((surface.grad_b, 1.0), (surface.grad_a, -1.0)):
-        norm = np.linalg.norm(grad, axis=1)
-        compliant = np.isfinite(norm)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            cos = sign * np.sum(n * grad, axis=1) / norm
-        keep &= ~compliant | ((norm > 0) & (cos > cos_alpha))
-    weight = surface.areas[keep] * surface.centroid_pressure[keep]
-    return np.sum(weight[:, None] * n[keep], axis=0), int(keep.sum())
+def theirs(case: dict, repeat: int) -> dict:
+    """Drake's median ComputeContactSurfaces(kPolygon) time, its force on B and face count."""
+    from threadpoolctl import threadpool_limits
 
+    sys.path.insert(0, str(ROOT / "tests"))
+    from drake_contact import DrakeBody, drake_contact, query_object
+    from pydrake.geometry import HydroelasticContactRepresentation
 
-def theirs(case: dict, repeat: int, python: Path, folder: Path) -> dict:
-    spec = folder / "case.json"
-    spec.write_text(json.dumps({"a": case["a"], "b": case["b"], "repeat": repeat}))
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    done = subprocess.run([str(python), str(HERE / "_drake_contact.py"), str(spec)], check=True,
-                          capture_output=True, text=True, env=env)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    def spec(side):
+        return DrakeBody(side["path"], side["kind"], side["pose"], side.get("modulus", 0.0))
+
+    a, b = spec(case["a"]), spec(case["b"])
+    result = drake_contact(a, b)
+    query, _, keep = query_object(a, b)
+    rep = HydroelasticContactRepresentation.kPolygon
+    with threadpool_limits(1):
+        query.ComputeContactSurfaces(rep)   # warm-up
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            query.ComputeContactSurfaces(rep)
+            times.append(time.perf_counter() - start)
+    del keep
+    return {"median_seconds": statistics.median(times), "force": result.force, "faces": result.faces}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--keep", type=Path, help="write the meshes here (default: a temporary folder)")
+    parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     args = parser.parse_args(argv)
-    python = drake_python()
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         files = make_meshes(folder)
-        header = (f"{'case':<28}{'tets':>8}{'ours ms':>10}{'Drake ms':>10}{'ratio':>8}"
-                  f"{'force ours N':>16}{'force Drake N':>16}{'agree 1e-6':>12}")
+        print(f"load average {os.getloadavg()[0]:.2f} at the start; {args.repeat} queries per median", flush=True)
+        header = (f"| {'case':<28} | tets A | all ms | drake ms | Drake ms | all/Drake | drake/Drake "
+                  f"| faces all / drake / Drake | force Drake N | agree 1e-6 |")
         print(header)
-        for case in cases(files):
-            mine = ours(case, args.repeat)
-            drake = theirs(case, args.repeat, python, folder)
-            fa, fd = np.array(mine["force"]), np.array(drake["force"])
-            fr = np.array(mine["force_drake_rule"])
+        print("|---" * 10 + "|")
+        selected = [c for c in cases(files)
+                    if not args.cases or any(k.strip() in c["name"] for k in args.cases.split(","))]
+        for case in selected:
+            mine = {rule: ours(case, args.repeat, rule) for rule in RULES}
+            drake = theirs(case, args.repeat)
+            fd = np.asarray(drake["force"])
+            fr = np.asarray(mine["drake"]["force"])
             agree = bool(np.linalg.norm(fr - fd) <= 1e-6 * max(np.linalg.norm(fd), 1e-300))
-            ratio = mine["median_seconds"] / drake["median_seconds"]
-            tets = case["a"]["tets"]
-            print(f"{case['name']:<28}{tets:>8}{1e3 * mine['median_seconds']:>10.3f}"
-                  f"{1e3 * drake['median_seconds']:>10.3f}{ratio:>8.2f}{np.linalg.norm(fa):>16.9g}"
-                  f"{np.linalg.norm(fd):>16.9g}{'yes' if agree else 'NO':>12}", flush=True)
-            if mine["faces_drake_rule"] != mine["faces"] or not agree:
-                print(f"    ours {mine['faces']} faces, {mine['faces_drake_rule']} under Drake's 5π/8 rule "
-                      f"(force {np.linalg.norm(fr):.9g} N, relative to Drake {np.linalg.norm(fr - fd) / np.linalg.norm(fd):.2g}); "
-                      f"Drake {drake['faces']} faces")
+            t_all, t_drake = mine["all"]["median_seconds"], mine["drake"]["median_seconds"]
+            t_theirs = drake["median_seconds"]
+            print(f"| {case['name']:<28} | {case['a']['tets']} | {1e3 * t_all:.3f} | {1e3 * t_drake:.3f} "
+                  f"| {1e3 * t_theirs:.3f} | {t_all / t_theirs:.2f} | {t_drake / t_theirs:.2f} "
+                  f"| {mine['all']['faces']} / {mine['drake']['faces']} / {drake['faces']} "
+                  f"| {np.linalg.norm(fd):.9g} | {'yes' if agree else 'no (%.1e)' % (np.linalg.norm(fr - fd) / np.linalg.norm(fd))} |",
+                  flush=True)
+        print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 
 
