@@ -12,7 +12,7 @@ warm-up, one thread each. "agree" compares our force under ``face_rule="drake"``
 (relative 1e-6); faces are ours under each rule and Drake's.
 
 Cases: two 10k-tet balls (r 50 mm, 10 mm overlap); two 10k-tet cubes (100 mm, 10 mm overlap,
-side faces coplanar: see docs/drake_face_rule.md) and the same with B rotated (3°, 5°, 7°) and
+side faces coplanar: see docs/model.md §3.5) and the same with B rotated (3°, 5°, 7°) and
 three times stiffer; a 10k- and a 100k-tet ball on a rigid box mesh; Drake's pepper mesh against
 a rotated copy (half its width deep), on a tilted rigid box and against a stiffer rotated block;
 the two grid cubes of the 19.208 N test (2 mm overlap).

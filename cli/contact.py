@@ -159,7 +159,7 @@ def summary_text(data: dict) -> str:
 @click.option("--face-rule", type=click.Choice(["all", "drake"]), default="all", show_default=True,
               help="all: keep every polygon of the equal-pressure surface; drake: Drake's rule (drop "
                    "polygons whose normal is more than 5π/8 from the pressure gradients), to reproduce "
-                   "Drake's contact surface. See docs/drake_face_rule.md.")
+                   "Drake's contact surface. See docs/model.md §3.5.")
 @click.option("--modulus-a", type=float, callback=_modulus, metavar="E",
               help="Pa; required when A is a legacy .vtk tet mesh (Drake's field E·d/max d).")
 @click.option("--modulus-b", type=float, callback=_modulus, metavar="E", help="Pa; as --modulus-a, for B.")

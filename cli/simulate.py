@@ -17,7 +17,7 @@ from .common import EXIT_USAGE, fail, json_option, print_json, quiet_option, rep
               help="Write trajectories.csv and .pvd time series here.")
 @click.option("--face-rule", type=click.Choice(["all", "drake"]), default=None,
               help="Contact face rule (scene [simulate] face_rule or all): all keeps every polygon, "
-                   "drake applies Drake's 5π/8 rule. See docs/drake_face_rule.md.")
+                   "drake applies Drake's 5π/8 rule. See docs/model.md §3.5.")
 @click.option("--record-every", type=int, default=None, help="Record every N-th step (default: ~200 frames).")
 @json_option
 @quiet_option

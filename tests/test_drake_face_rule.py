@@ -4,7 +4,7 @@ pydrake 1.51.1 (run in-process, tests/drake_contact.py) to 1e-6 relative, and th
 Face counts: every face with pressure is matched one to one (by centroid, area and pressure).
 Drake also keeps, or drops, zero-pressure polygons that lie exactly in a face of a tet whose four
 vertices are all on the boundary (zero gradient); which of them survive is decided by the sign
-of rounding errors of about 1e-19 m in Drake's arithmetic and in ours (docs/drake_face_rule.md).
+of rounding errors of about 1e-19 m in Drake's arithmetic and in ours (docs/model.md §3.5).
 Where the meshes have no such tets in contact the total counts agree exactly; elsewhere the
 faces that differ are shown to carry zero pressure.
 """

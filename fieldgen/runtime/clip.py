@@ -6,7 +6,7 @@ polygons as flat growable arrays: ``vertices`` (nv, 3), ``vertex_pressure`` (nv,
 ``pair`` (nf,) the index of the candidate pair it came from. Polygons are wound
 counter-clockwise about their normal. A polygon is kept when it has positive area.
 
-Drake's face rule (``drake=True``, see ``docs/drake_face_rule.md``): a tet–tet pair is skipped
+Drake's face rule (``drake=True``, see ``docs/model.md §3.5``): a tet–tet pair is skipped
 unless the plane normal lies within 5π/8 of both pressure gradients, a triangle–tet pair unless
 the rigid triangle's outward normal lies within 5π/8 of the compliant tet's gradient (a zero
 gradient passes both tests: its cosine is taken as 0); tet b is clipped by all four of its

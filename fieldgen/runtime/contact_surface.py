@@ -21,7 +21,7 @@ Face rules (``face_rule``): ``"all"`` (the default) is the rule above; ``"drake"
 Drake's hydroelastic contact surface: tet–tet polygons whose normal is more than 5π/8 from
 either pressure gradient are dropped, and so are rigid-triangle pieces whose outward normal is
 more than 5π/8 from the compliant tet's gradient (Drake's filters), tet B is clipped by all four
-faces and polygons of zero area are kept, as Drake does. ``docs/drake_face_rule.md`` compares
+faces and polygons of zero area are kept, as Drake does. ``docs/model.md §3.5`` compares
 the two and says when the choice matters.
 
 Pass-through (D 5.1.2): a face lying in a tet that touches the rigid core, with a vertex
