@@ -8,7 +8,7 @@ it is Drake's M). Both sides read the same files: legacy ``.vtk`` tet meshes (co
 field p = E·d/max d) and ``.obj`` surfaces (rigid). Times: ours = surface + wrench
 (``fieldgen.runtime.wrench.contact``, polygon representation) under each face rule, Drake's =
 ``QueryObject.ComputeContactSurfaces(kPolygon)`` alone; medians over N queries after one
-warm-up, one thread each. "agree" compares our force under ``face_rule="drake"`` with Drake's
+warm-up, one thread each, the three queries interleaved so they see the same load. "agree" compares our force under ``face_rule="drake"`` with Drake's
 (relative 1e-6); faces are ours under each rule and Drake's.
 
 Cases: two 10k-tet balls (r 50 mm, 10 mm overlap); two 10k-tet cubes (100 mm, 10 mm overlap,
@@ -139,27 +139,17 @@ def load(spec: dict):
     return RigidBody.from_mesh(spec["path"])
 
 
-def ours(case: dict, repeat: int, face_rule: str) -> dict:
-    from threadpoolctl import threadpool_limits
-
+def prepare_ours(case: dict, face_rule: str):
+    """A callable running one query of ours under ``face_rule``: (surface, wrench)."""
     from fieldgen.runtime.wrench import contact
 
     a, b = load(case["a"]), load(case["b"])
     XA, XB = case["a"]["pose"], case["b"]["pose"]
-    with threadpool_limits(1):
-        _, wrench = contact(a, XA, b, XB, face_rule=face_rule)
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            _, wrench = contact(a, XA, b, XB, face_rule=face_rule)
-            times.append(time.perf_counter() - start)
-    return {"median_seconds": statistics.median(times), "force": wrench.force, "faces": wrench.n_faces}
+    return lambda: contact(a, XA, b, XB, face_rule=face_rule)
 
 
-def theirs(case: dict, repeat: int) -> dict:
-    """Drake's median ComputeContactSurfaces(kPolygon) time, its force on B and face count."""
-    from threadpoolctl import threadpool_limits
-
+def prepare_theirs(case: dict):
+    """(callable running Drake's ComputeContactSurfaces(kPolygon), Drake's result, objects to keep)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from drake_contact import DrakeBody, drake_contact, query_object
     from pydrake.geometry import HydroelasticContactRepresentation
@@ -171,15 +161,29 @@ def theirs(case: dict, repeat: int) -> dict:
     result = drake_contact(a, b)
     query, _, keep = query_object(a, b)
     rep = HydroelasticContactRepresentation.kPolygon
+    return (lambda: query.ComputeContactSurfaces(rep)), result, keep
+
+
+def measure(case: dict, repeat: int) -> dict:
+    """Medians of the three queries, interleaved (all, drake, Drake, all, ...) after one warm-up
+    each, so that all three see the same load from other processes; one thread."""
+    from threadpoolctl import threadpool_limits
+
+    runs = {rule: prepare_ours(case, rule) for rule in RULES}
+    runs["Drake"], drake, keep = prepare_theirs(case)
+    results = {name: run() for name, run in runs.items()}
+    times = {name: [] for name in runs}
     with threadpool_limits(1):
-        query.ComputeContactSurfaces(rep)   # warm-up
-        times = []
         for _ in range(repeat):
-            start = time.perf_counter()
-            query.ComputeContactSurfaces(rep)
-            times.append(time.perf_counter() - start)
+            for name, run in runs.items():
+                start = time.perf_counter()
+                run()
+                times[name].append(time.perf_counter() - start)
     del keep
-    return {"median_seconds": statistics.median(times), "force": result.force, "faces": result.faces}
+    out = {name: statistics.median(t) for name, t in times.items()}
+    out["wrench"] = {rule: results[rule][1] for rule in RULES}
+    out["Drake result"] = drake
+    return out
 
 
 def main(argv=None) -> int:
@@ -194,23 +198,22 @@ def main(argv=None) -> int:
         files = make_meshes(folder)
         print(f"load average {os.getloadavg()[0]:.2f} at the start; {args.repeat} queries per median", flush=True)
         header = (f"| {'case':<28} | tets A | all ms | drake ms | Drake ms | all/Drake | drake/Drake "
-                  f"| faces all / drake / Drake | force Drake N | agree 1e-6 |")
+                  f"| faces all / drake / Drake | force all N | force Drake N | agree 1e-6 |")
         print(header)
-        print("|---" * 10 + "|")
+        print("|---" * 11 + "|")
         selected = [c for c in cases(files)
                     if not args.cases or any(k.strip() in c["name"] for k in args.cases.split(","))]
         for case in selected:
-            mine = {rule: ours(case, args.repeat, rule) for rule in RULES}
-            drake = theirs(case, args.repeat)
-            fd = np.asarray(drake["force"])
-            fr = np.asarray(mine["drake"]["force"])
+            m = measure(case, args.repeat)
+            fd = m["Drake result"].force
+            fr, fa = m["wrench"]["drake"].force, m["wrench"]["all"].force
             agree = bool(np.linalg.norm(fr - fd) <= 1e-6 * max(np.linalg.norm(fd), 1e-300))
-            t_all, t_drake = mine["all"]["median_seconds"], mine["drake"]["median_seconds"]
-            t_theirs = drake["median_seconds"]
+            t_all, t_drake, t_theirs = m["all"], m["drake"], m["Drake"]
             print(f"| {case['name']:<28} | {case['a']['tets']} | {1e3 * t_all:.3f} | {1e3 * t_drake:.3f} "
                   f"| {1e3 * t_theirs:.3f} | {t_all / t_theirs:.2f} | {t_drake / t_theirs:.2f} "
-                  f"| {mine['all']['faces']} / {mine['drake']['faces']} / {drake['faces']} "
-                  f"| {np.linalg.norm(fd):.9g} | {'yes' if agree else 'no (%.1e)' % (np.linalg.norm(fr - fd) / np.linalg.norm(fd))} |",
+                  f"| {m['wrench']['all'].n_faces} / {m['wrench']['drake'].n_faces} / {m['Drake result'].faces} "
+                  f"| {np.linalg.norm(fa):.9g} | {np.linalg.norm(fd):.9g} "
+                  f"| {'yes' if agree else 'no (%.1e)' % (np.linalg.norm(fr - fd) / np.linalg.norm(fd))} |",
                   flush=True)
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0

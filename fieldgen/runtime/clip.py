@@ -225,6 +225,34 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
         b = pairs[k, 1]
         ta = TA[a]
         tb = TB[b]
+        # The plane p_b = p_a misses tet b when every vertex of tet b is strictly on one side
+        # (p_a extended linearly from tet a): then the clipped polygon would be empty; skip the
+        # slice and the clipping (most candidate pairs of a deep overlap end here).
+        xa = PA[ta[0]]
+        above = 0
+        below = 0
+        for i in range(4):
+            w = PB[tb[i]]
+            d = pB[tb[i]] - (pA[ta[0]] + gA[a, 0] * (w[0] - xa[0]) + gA[a, 1] * (w[1] - xa[1])
+                             + gA[a, 2] * (w[2] - xa[2]))
+            if d > 0.0:
+                above += 1
+            elif d < 0.0:
+                below += 1
+        if above == 4 or below == 4:
+            continue
+        # p_b(x) = pB[tb0] + gB·(x - xb0); s_i = p_b(v_i) - p_a(v_i) at tet a's vertices.
+        xb = PB[tb[0]]
+        npos = 0
+        for i in range(4):
+            v = PA[ta[i]]
+            pbv = pB[tb[0]] + gB[b, 0] * (v[0] - xb[0]) + gB[b, 1] * (v[1] - xb[1]) + gB[b, 2] * (v[2] - xb[2])
+            s[i] = pbv - pA[ta[i]]
+            if s[i] > 0.0 or (drake and s[i] == 0.0):   # Drake: a tie goes with p_b > p_a
+                npos += 1
+        if npos == 0 or npos == 4:
+            continue
+        # the plane's normal (D C.2), and Drake's filter, only for pairs the plane cuts
         dg0 = gB[b, 0] - gA[a, 0]
         dg1 = gB[b, 1] - gA[a, 1]
         dg2 = gB[b, 2] - gA[a, 2]
@@ -241,17 +269,6 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
         nrm[2] = dg2 / dn
         if drake and not (_cosine(-nrm[0], -nrm[1], -nrm[2], gA[a]) > COS_DRAKE_ANGLE
                           and _cosine(nrm[0], nrm[1], nrm[2], gB[b]) > COS_DRAKE_ANGLE):
-            continue
-        # p_b(x) = pB[tb0] + gB·(x - xb0); s_i = p_b(v_i) - p_a(v_i) at tet a's vertices.
-        xb = PB[tb[0]]
-        npos = 0
-        for i in range(4):
-            v = PA[ta[i]]
-            pbv = pB[tb[0]] + gB[b, 0] * (v[0] - xb[0]) + gB[b, 1] * (v[1] - xb[1]) + gB[b, 2] * (v[2] - xb[2])
-            s[i] = pbv - pA[ta[i]]
-            if s[i] > 0.0 or (drake and s[i] == 0.0):   # Drake: a tie goes with p_b > p_a
-                npos += 1
-        if npos == 0 or npos == 4:
             continue
         n = 0
         if npos == 1 or npos == 3:
