@@ -69,6 +69,18 @@ def _clip_by_tet(poly, n, tmp, P, tet, skip_mask):
         nx = uy * vz - uz * vy
         ny = uz * vx - ux * vz
         nz = ux * vy - uy * vx
+        inside = 0
+        outside = 0
+        for i in range(n):
+            d = (poly[i, 0] - a[0]) * nx + (poly[i, 1] - a[1]) * ny + (poly[i, 2] - a[2]) * nz
+            if d <= 0.0:
+                inside += 1
+            else:
+                outside += 1
+        if outside == 0:        # wholly inside this face: Sutherland–Hodgman would copy it as is
+            continue
+        if inside == 0:         # wholly outside: nothing left
+            return 0
         n = _clip_halfspace(poly, n, tmp, nx, ny, nz, a[0], a[1], a[2])
         for i in range(n):
             poly[i, 0] = tmp[i, 0]
