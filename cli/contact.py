@@ -142,6 +142,8 @@ def summary_text(data: dict) -> str:
     ]
     if data["output"]:
         lines.append(f"  {'wrote':<16}{data['output']}")
+    if data.get("paraview"):
+        lines.append(f"  {'wrote':<16}{data['paraview']} (ParaView script) and {data['paraview_bodies']}")
     return "\n".join(lines)
 
 
@@ -167,9 +169,12 @@ def summary_text(data: dict) -> str:
               help="Time N queries after one warm-up; report the median.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="SURFACE",
               help="Write the contact surface (.vtp or .vtu) with pressure, normals and tractions.")
+@click.option("--paraview", "paraview", type=click.Path(dir_okay=False), metavar="FILE.py",
+              help="With -o: write a ParaView script showing the surface coloured by pressure and the "
+                   "bodies (FILE_bodies.vtp) see-through; pvpython FILE.py --screenshot out.png for a picture.")
 @json_option
 def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation, face_rule, modulus_a, modulus_b,
-                    repeat, output, as_json):
+                    repeat, output, paraview, as_json):
     """Contact surface, force and torque between A and B.
 
     A and B are fieldgen assets (.vtu), legacy .vtk tet meshes (give --modulus-a/-b) or closed rigid
@@ -180,6 +185,9 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
     """
     if output is not None and Path(output).suffix.lower() not in (".vtp", ".vtu"):
         fail(f"{output}: unknown contact-surface format. Name it SURFACE.vtp or SURFACE.vtu.", EXIT_USAGE)
+    if paraview is not None and output is None:
+        fail(f"--paraview {paraview}: the script shows the contact surface file, so it needs -o SURFACE.vtp "
+             "as well.", EXIT_USAGE)
     with reported_errors():
         body_a = _load(a, modulus_a, "--modulus-a")
         body_b = _load(b, modulus_b, "--modulus-b")
@@ -195,9 +203,17 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
             from fieldgen.runtime.export import write_contact_surface
 
             write_contact_surface(output, surface, body_a, body_b, velocity_a, velocity_b)
+        if paraview is not None:
+            from fieldgen.runtime.pose import as_matrix
+            from fieldgen.runtime.sim_output import write_query_view
+
+            written = write_query_view(paraview, output, surface, [body_a, body_b],
+                                       [as_matrix(pose_a), as_matrix(pose_b)])
     for message in messages:
         click.echo(f"warning: {message}", err=True)
     data = report(a, b, body_a, body_b, surface, wrench, seconds, messages, output, face_rule, other)
+    if paraview is not None:
+        data.update(written)
     if as_json:
         print_json(data)
     else:

@@ -12,12 +12,16 @@ from .common import json_option, print_json, reported_errors
 @click.option("--png", "png", type=click.Path(dir_okay=False),
               help="Write a picture: three cuts coloured by pressure + element-quality histogram.")
 @click.option("--paraview", "paraview", type=click.Path(dir_okay=False),
-              help="Write a pvpython script (FILE.py) that opens the asset clipped, coloured by pressure.")
+              help="Write a ParaView script (FILE.py): the cut face seen head-on, coloured by pressure. "
+                   "Run it with pvpython (add --screenshot out.png for a picture) or in the GUI's Python shell.")
+@click.option("--cut", type=click.Choice(["x", "y", "z"]), default="x", show_default=True,
+              help="Normal of the ParaView script's cut plane (through the bounding-box centre).")
 @json_option
-def inspect_command(asset, png, paraview, as_json):
+def inspect_command(asset, png, paraview, cut, as_json):
     """Summarise ASSET (.vtu): counts, bounds, L, dissipation, pressure range, element quality.
 
-    Example: fieldgen inspect paddle.vtu --png paddle.png --paraview paddle_view.py
+    Example: fieldgen inspect paddle.vtu --png paddle.png --paraview view.py --cut x,
+    then: pvpython view.py --screenshot paddle_cut.png
     """
     from fieldgen.asset import read_asset
     from fieldgen.inspect import format_summary, plot_asset, summarize, write_paraview_script
@@ -29,7 +33,7 @@ def inspect_command(asset, png, paraview, as_json):
             plot_asset(data, png)
             summary["png"] = click.format_filename(png)
         if paraview:
-            write_paraview_script(paraview, asset, data)
+            write_paraview_script(paraview, asset, data, cut=cut)
             summary["paraview"] = click.format_filename(paraview)
     if as_json:
         print_json(summary)

@@ -14,7 +14,7 @@ from .common import EXIT_USAGE, fail, json_option, print_json, quiet_option, rep
 @click.option("--integrator", type=click.Choice(["velocity", "continuous"]), default=None,
               help="velocity: M22 fixed-step (default); continuous: Radau with error control.")
 @click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="Write trajectories.csv and .pvd time series here.")
+              help="Write trajectories.csv, .pvd time series and a ParaView script view.py here.")
 @click.option("--face-rule", type=click.Choice(["all", "drake"]), default=None,
               help="Contact face rule (scene [simulate] face_rule or all): all keeps every polygon, "
                    "drake applies Drake's 5π/8 rule. See docs/model.md §3.5.")
@@ -64,3 +64,6 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
         elif not quiet:
             click.echo(f"{summary['steps']} steps, {summary['simulated_seconds']:.4g} s simulated in "
                        f"{summary['wall_seconds']:.3g} s (real-time factor {summary['realtime_factor']:.3g})")
+            if "outputs" in summary:
+                click.echo(f"wrote {out_dir}; to watch it: pvpython {summary['outputs']['paraview']} "
+                           "(or --screenshot frame.png --time T)")

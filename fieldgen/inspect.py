@@ -375,69 +375,15 @@ def plot_asset(asset, png_path, *, title: str | None = None, dpi: int = 110) -> 
 
 # --------------------------------------------------------------------------- ParaView
 
-def paraview_script(asset_path, asset=None, screenshot: str | None = None) -> str:
-    """A pvpython script (paraview.simple) that opens the asset with a Clip coloured by pressure."""
-    path = os.path.abspath(os.fspath(asset_path))
-    if asset is not None:
-        centre = (0.5 * (asset.points.min(axis=0) + asset.points.max(axis=0))).tolist()
-    else:
-        centre = None
-    lines = [
-        "# ParaView script written by `fieldgen inspect --paraview`.",
-        "# Run: pvpython THIS_FILE.py   or in the ParaView GUI: View > Python Shell > Run Script.",
-        "from paraview.simple import (ColorBy, GetActiveViewOrCreate, GetColorTransferFunction,",
-        "                             GetScalarBar, Clip, Render, ResetCamera, SaveScreenshot, Show,",
-        "                             XMLUnstructuredGridReader)",
-        "",
-        f"ASSET = {path!r}",
-        f"SCREENSHOT = {screenshot!r}",
-        "",
-        "reader = XMLUnstructuredGridReader(FileName=[ASSET])",
-        "reader.PointArrayStatus = ['extent', 'pressure']",
-        "reader.CellArrayStatus = ['pressure_gradient', 'min_dihedral_angle']",
-        "reader.UpdatePipeline()",
-        "",
-        "# Cut the part open through the bounding-box centre; keep one half, whole cells shown",
-        "# with the piecewise-linear pressure interpolated on the cut.",
-        "clip = Clip(Input=reader)",
-        "clip.ClipType = 'Plane'",
-    ]
-    if centre is not None:
-        lines.append(f"clip.ClipType.Origin = {centre!r}")
-    else:
-        lines += ["bounds = reader.GetDataInformation().GetBounds()",
-                  "clip.ClipType.Origin = [0.5 * (bounds[0] + bounds[1]), 0.5 * (bounds[2] + bounds[3]),",
-                  "                        0.5 * (bounds[4] + bounds[5])]"]
-    lines += [
-        "clip.ClipType.Normal = [1.0, 0.0, 0.0]",
-        "clip.Scalars = ['POINTS', 'pressure']",
-        "",
-        "view = GetActiveViewOrCreate('RenderView')",
-        "display = Show(clip, view)",
-        "ColorBy(display, ('POINTS', 'pressure'))",
-        "display.RescaleTransferFunctionToDataRange(True, False)",
-        "display.SetScalarBarVisibility(view, True)",
-        "lut = GetColorTransferFunction('pressure')",
-        "lut.ApplyPreset('Viridis (matplotlib)', True)",
-        "bar = GetScalarBar(lut, view)",
-        "bar.Title = 'pressure'",
-        "bar.ComponentTitle = '[Pa]'",
-        "outline = Show(reader, view)",
-        "outline.SetRepresentationType('Outline')",
-        "ResetCamera(view)",
-        "Render(view)",
-        "if SCREENSHOT:",
-        "    SaveScreenshot(SCREENSHOT, view)",
-        "",
-    ]
-    return "\n".join(lines)
+def paraview_script(asset_path, asset=None, *, cut: str = "x") -> str:
+    """A pvpython script showing the asset's cut face head-on (see :mod:`fieldgen.paraview`)."""
+    from .paraview import asset_script
+
+    return asset_script(asset_path, asset, cut=cut)
 
 
-def write_paraview_script(script_path, asset_path, asset=None) -> None:
-    """Write :func:`paraview_script` to ``script_path`` atomically."""
-    from .asset import atomic_output
+def write_paraview_script(script_path, asset_path, asset=None, *, cut: str = "x") -> str:
+    """Write :func:`paraview_script` to ``script_path`` atomically; return the path."""
+    from .paraview import write_script
 
-    text = paraview_script(asset_path, asset)
-    with atomic_output(script_path) as temporary:
-        with open(temporary, "w", encoding="utf-8") as stream:
-            stream.write(text)
+    return write_script(script_path, paraview_script(asset_path, asset, cut=cut))

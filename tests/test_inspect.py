@@ -253,7 +253,8 @@ def test_png_differs_between_uniform_and_gradient_fields(pictures):
 # --------------------------------------------------------------------------- ParaView
 
 def fake_paraview(calls: list):
-    """A stand-in for paraview.simple that records calls and accepts any attribute."""
+    """A stand-in for paraview.simple that records calls and accepts any name and attribute
+    (the real ParaView runs these scripts in tests/test_paraview.py)."""
 
     class Proxy:
         def __init__(self, name):
@@ -270,41 +271,77 @@ def fake_paraview(calls: list):
             calls.append((f"{self._name}.{attr}=", (value,), {}))
 
     simple = types.ModuleType("paraview.simple")
-    for name in ("ColorBy", "GetActiveViewOrCreate", "GetColorTransferFunction", "GetScalarBar",
-                 "Clip", "Render", "ResetCamera", "SaveScreenshot", "Show",
-                 "XMLUnstructuredGridReader"):
-        setattr(simple, name, Proxy(name))
+    simple.__getattr__ = lambda name: Proxy(name)
     package = types.ModuleType("paraview")
     package.simple = simple
+    package.fromGUI = False
     return {"paraview": package, "paraview.simple": simple}
 
 
-def test_paraview_script_is_python_naming_the_asset_and_pressure(slab_file, tmp_path, monkeypatch):
-    script = tmp_path / "view.py"
-    result = CliRunner().invoke(main, ["inspect", str(slab_file), "--paraview", str(script)])
-    assert result.exit_code == 0, result.output
-    text = script.read_text()
-    code = compile(text, str(script), "exec")
-    tree = ast.parse(text)
-    literals = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
-    assert os.path.abspath(slab_file) in literals
+def run_fake(script, monkeypatch, *args):
     calls: list = []
     for name, module in fake_paraview(calls).items():
         monkeypatch.setitem(sys.modules, name, module)
-    exec(code, {"__name__": "__main__"})
-    names = [c[0] for c in calls]
+    monkeypatch.setattr(sys, "argv", [str(script), *args])
+    exec(compile(script.read_text(), str(script), "exec"), {"__name__": "__main__"})
+    return calls
+
+
+def set_value(calls, name):
+    return next(c[1][0] for c in calls if c[0] == name)
+
+
+@pytest.mark.parametrize("cut", ["x", "y", "z"])
+def test_paraview_script_looks_at_the_cut_face_head_on(slab_file, tmp_path, monkeypatch, cut):
+    script = tmp_path / "view.py"
+    result = CliRunner().invoke(main, ["inspect", str(slab_file), "--paraview", str(script), "--cut", cut])
+    assert result.exit_code == 0, result.output
+    tree = ast.parse(script.read_text())
+    literals = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
+    assert os.path.abspath(slab_file) in literals
+    calls = run_fake(script, monkeypatch, "--screenshot", str(tmp_path / "cut.png"))
     reader = next(c for c in calls if c[0] == "XMLUnstructuredGridReader")
     assert reader[2]["FileName"] == [os.path.abspath(slab_file)]
-    assert "Clip" in names
+    axis = "xyz".index(cut)
+    normal = np.eye(3)[axis]
+    centre = np.array(SIZE) / 2
+    assert set_value(calls, "Clip().ClipType.Normal=") == normal.tolist()
+    assert set_value(calls, "Clip().ClipType.Origin=") == pytest.approx(centre)
+    assert set_value(calls, "Clip().Invert=") == 1          # keeps the half below: its cut face looks at +n
     color = next(c for c in calls if c[0] == "ColorBy")
     assert color[1][1] == ("POINTS", "pressure")
-    assert any(c[0] == "Clip().Scalars=" and c[1][0] == ["POINTS", "pressure"] for c in calls)
-    assert any(c[0].endswith("SetScalarBarVisibility") for c in calls)
+    assert set_value(calls, "GetScalarBar().Title=") == "pressure p0 [Pa]"
+    # camera on the removed side, on the plane's normal through the centre, looking back at it
+    position = np.array(set_value(calls, "GetActiveViewOrCreate().CameraPosition="))
+    focus = np.array(set_value(calls, "GetActiveViewOrCreate().CameraFocalPoint="))
+    assert focus == pytest.approx(centre)
+    offset = position - focus
+    assert offset @ normal > 0 and np.linalg.norm(np.cross(offset, normal)) < 1e-12 * np.linalg.norm(offset)
+    up = np.array(set_value(calls, "GetActiveViewOrCreate().CameraViewUp="))
+    assert abs(up @ normal) < 1e-12
+    shot = next(c for c in calls if c[0] == "SaveScreenshot")
+    assert shot[1][0] == str(tmp_path / "cut.png") and shot[2]["ImageResolution"] == [1200, 900]
+    assert not any(c[0] == "Interact" for c in calls)
+
+
+def test_paraview_script_colours_by_extent_on_request(slab_file, tmp_path, monkeypatch):
+    script = tmp_path / "view.py"
+    assert CliRunner().invoke(main, ["inspect", str(slab_file), "--paraview", str(script)]).exit_code == 0
+    calls = run_fake(script, monkeypatch, "--field", "extent", "--cut", "z")
+    assert next(c for c in calls if c[0] == "ColorBy")[1][1] == ("POINTS", "extent")
+    assert set_value(calls, "Clip().ClipType.Normal=") == [0.0, 0.0, 1.0]
+    assert any(c[0] == "Interact" for c in calls)             # no --screenshot: a window
+
+
+def test_inspect_refuses_an_unknown_cut(slab_file, tmp_path):
+    result = CliRunner().invoke(main, ["inspect", str(slab_file), "--paraview", str(tmp_path / "v.py"),
+                                       "--cut", "w"])
+    assert result.exit_code == 2 and "--cut" in result.output
 
 
 def test_paraview_script_escapes_odd_paths(tmp_path):
     odd = tmp_path / "it's a \"part\"" / "pad.vtu"
-    text = paraview_script(odd)
+    text = paraview_script(odd, slab_asset())
     compile(text, "view.py", "exec")
     assert os.path.abspath(odd) in {n.value for n in ast.walk(ast.parse(text))
                                   if isinstance(n, ast.Constant)}

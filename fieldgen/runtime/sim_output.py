@@ -6,6 +6,9 @@
   world frame, point data ``pressure`` (p0, Pa), cell data ``area`` and ``normal``.
 - ``bodies.pvd``: one ``.vtp`` per recorded time with each body's surface mesh at its pose,
   cell data ``body`` (the scene index).
+- ``view.py``: a ParaView script that loads both series, colours the contact polygons by
+  pressure and plays them (``pvpython view.py --screenshot f.png --time T`` for one frame;
+  see :mod:`fieldgen.paraview`).
 """
 
 from __future__ import annotations
@@ -93,30 +96,51 @@ def contact_polydata(surfaces):
                      [("area", np.concatenate(areas)), ("normal", np.vstack(normals))])
 
 
+def geometry_surface(g):
+    """(vertices, faces) of a body's surface in its mesh frame (compliant: the tets' boundary)."""
+    if isinstance(g, CompliantBody):
+        return g.points, boundary_faces_of(g.tets)
+    return g.vertices, g.faces
+
+
 def body_surfaces(scene: Scene):
     """(vertices, faces) of each body's surface in its mesh frame."""
-    out = []
-    for b in scene.bodies:
-        g = b.geometry
-        if isinstance(g, CompliantBody):
-            out.append((g.points, boundary_faces_of(g.tets)))
-        else:
-            out.append((g.vertices, g.faces))
-    return out
+    return [geometry_surface(b.geometry) for b in scene.bodies]
 
 
-def bodies_polydata(scene: Scene, states: list[RigidBodyState], surfaces):
+def posed_polydata(surfaces, poses):
+    """Surfaces (vertices, faces) moved by the 4x4 ``poses``, in one polydata (cell data ``body``)."""
     pts, conn, body_id = [], [], []
     base = 0
-    for i, (b, s, (V, F)) in enumerate(zip(scene.bodies, states, surfaces)):
-        X = b.pose(s)
-        pts.append(V @ X[:3, :3].T + X[:3, 3])
-        conn.append(F + base)
+    for i, ((V, F), X) in enumerate(zip(surfaces, poses)):
+        X = np.asarray(X, dtype=np.float64)
+        pts.append(np.asarray(V, dtype=np.float64) @ X[:3, :3].T + X[:3, 3])
+        conn.append(np.asarray(F, dtype=np.int64) + base)
         body_id.append(np.full(len(F), float(i)))
         base += len(V)
     conn = np.vstack(conn)
     return _polydata(np.vstack(pts), np.arange(0, 3 * len(conn) + 1, 3), conn.ravel(), (),
                      [("body", np.concatenate(body_id))])
+
+
+def write_query_view(script_path, surface_path, surface, bodies, poses) -> dict:
+    """ParaView script for one contact query (``fieldgen contact -o SURFACE --paraview FILE.py``):
+    the bodies at their poses go to ``FILE_bodies.vtp`` beside the script."""
+    from fieldgen.paraview import contact_script, contact_view, write_script
+
+    script_path = Path(script_path)
+    bodies_path = script_path.with_name(script_path.stem + "_bodies.vtp")
+    surfaces = [geometry_surface(b) for b in bodies]
+    poly = posed_polydata(surfaces, poses)
+    _write_vtp(bodies_path, poly)
+    b = poly.GetBounds()
+    view = contact_view([[surface]], fallback_bounds=([b[0], b[2], b[4]], [b[1], b[3], b[5]]))
+    write_script(script_path, contact_script(surface_path, view, bodies_path=bodies_path))
+    return {"paraview": str(script_path), "paraview_bodies": str(bodies_path)}
+
+
+def bodies_polydata(scene: Scene, states: list[RigidBodyState], surfaces):
+    return posed_polydata(surfaces, [b.pose(s) for b, s in zip(scene.bodies, states)])
 
 
 def write_outputs(out_dir, scene: Scene, result) -> dict:
@@ -130,7 +154,11 @@ def write_outputs(out_dir, scene: Scene, result) -> dict:
         states = [RigidBodyState(result.positions[k, b], result.quaternions[k, b], result.velocities[k, b],
                                  result.angular_velocities[k, b]) for b in range(len(scene.bodies))]
         name_b = f"frames/bodies_{k:06d}.vtp"
-        _write_vtp(out / name_b, bodies_polydata(scene, states, surfaces))
+        poly = bodies_polydata(scene, states, surfaces)
+        if k == 0:
+            b = poly.GetBounds()
+            first_bounds = ([b[0], b[2], b[4]], [b[1], b[3], b[5]])
+        _write_vtp(out / name_b, poly)
         body_entries.append((t, name_b))
         if k < len(result.surfaces):
             name_c = f"frames/contact_{k:06d}.vtp"
@@ -138,5 +166,19 @@ def write_outputs(out_dir, scene: Scene, result) -> dict:
             contact_entries.append((t, name_c))
     _write_pvd(out / "bodies.pvd", body_entries)
     _write_pvd(out / "contact_surfaces.pvd", contact_entries)
+    script = write_view_script(out / "view.py", out / "contact_surfaces.pvd", out / "bodies.pvd",
+                               [t for t, _ in contact_entries],
+                               [[s for _, _, s in frame] for frame in result.surfaces],
+                               fallback_bounds=first_bounds if len(result.times) else None)
     return {"trajectories": str(out / "trajectories.csv"), "bodies": str(out / "bodies.pvd"),
-            "contact_surfaces": str(out / "contact_surfaces.pvd")}
+            "contact_surfaces": str(out / "contact_surfaces.pvd"), "paraview": script}
+
+
+def write_view_script(path, contact_pvd, bodies_pvd, times, frames, fallback_bounds=None) -> str:
+    """The ParaView script of a simulation: ``frames`` holds each recorded time's contact surfaces;
+    without any contact the camera frames ``fallback_bounds`` (the bodies at the start)."""
+    from fieldgen.paraview import contact_script, contact_view, write_script
+
+    view = contact_view(frames, times, fallback_bounds=fallback_bounds)
+    return write_script(path, contact_script(contact_pvd, view, bodies_path=bodies_pvd, times=times,
+                                             command="fieldgen simulate -o DIR"))
