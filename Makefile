@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 BUILD  ?= build
 JOBS   ?= 2
 
-.PHONY: demo test install install-test bench clean
+.PHONY: demo test check-paraview install install-test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,14 @@ demo: install
 
 test: install-test
 	$(PY) -m pytest -n $(JOBS) -q
+
+# The ParaView scripts (inspect --paraview, simulate -o, contact --paraview) run in real ParaView,
+# judged by their screenshots, which are kept in $(BUILD)/paraview-check/ to look at.
+# Needs: apt-get install paraview python3-paraview xvfb xauth (Debian/Ubuntu).
+check-paraview: install-test
+	@command -v pvpython >/dev/null || { echo "pvpython not found: apt-get install paraview python3-paraview xvfb xauth"; exit 1; }
+	FIELDGEN_REQUIRE_PARAVIEW=1 FIELDGEN_PARAVIEW_PICTURES=$(BUILD)/paraview-check \
+		$(PY) -m pytest tests/test_paraview.py -q -rA
 
 # Seconds per build stage and peak memory at 10k/100k/1M tets and on the real parts (a few minutes);
 # e.g. make bench BENCH_ARGS="--sizes 10k,100k --no-parts --json bench.json".
