@@ -10,7 +10,7 @@ few numbers baked in, so it runs anywhere ParaView is installed:
   edges, shows it exactly on the cut face.
 - :func:`contact_script` (``fieldgen simulate -o DIR``, ``fieldgen contact --paraview``):
   the contact surface(s) coloured by pressure with the bodies drawn see-through, since the
-  surface lies inside the overlap of the two bodies (E19, D 5.1) and opaque bodies would
+  surface, where the two pressures are equal (E19 III, D 5.0.2), lies inside both bodies: opaque ones would
   hide it. For a ``.pvd`` time series the script plays the animation.
 
 Run ``pvpython SCRIPT.py`` for a window, ``pvpython SCRIPT.py --screenshot out.png`` for a

@@ -150,3 +150,33 @@ def test_pose_and_velocity_parsing():
     pose = parse_pose(None, None, "1,2,3,90,0,0")
     assert np.allclose(pose.translation, [1, 2, 3]) and np.allclose(pose.rotation @ [0, 1, 0], [0, 0, 1])
     assert np.array_equal(parse_velocity(None, None, "1,2,3,4,5,6"), [4, 5, 6, 1, 2, 3])
+
+
+def test_paraview_script_for_one_query(foam_ball, plate, tmp_path):
+    """--paraview writes the script (run in ParaView by tests/test_paraview.py) and the bodies at
+    their poses beside it; without -o it is a usage error."""
+    import vtk
+
+    from fieldgen.runtime.bodies import load_body
+
+    ball = load_body(foam_ball)
+    bottom = float(ball.points[:, 2].min())
+    script, surface = tmp_path / "view.py", tmp_path / "surface.vtp"
+    result = run(foam_ball, plate, "--pose-b", f"0.01,0,{bottom + 0.004},0,0,0", "-o", surface,
+                 "--paraview", script, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    bodies = tmp_path / "view_bodies.vtp"
+    assert data["paraview"] == str(script) and data["paraview_bodies"] == str(bodies)
+    text = script.read_text()
+    compile(text, "view.py", "exec")
+    assert repr(str(surface.resolve())) in text and repr(str(bodies.resolve())) in text
+    reader = vtk.vtkXMLPolyDataReader()
+    reader.SetFileName(str(bodies))
+    reader.Update()
+    low = reader.GetOutput().GetBounds()
+    # the plate (z from -0.02 to 0 in its frame, float32 in STL) moved up by bottom + 0.004; the ball unmoved
+    assert low[4] == pytest.approx(bottom + 0.004 - 0.02, abs=1e-7)
+    assert low[5] == pytest.approx(float(ball.points[:, 2].max()), abs=1e-12)
+    usage = run(foam_ball, plate, "--paraview", script)
+    assert usage.exit_code == 2 and "-o SURFACE.vtp" in usage.output

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.paraview
 
 
-def pvpython_command() -> list[str] | None:
+def pvpython_command(attempt: int = 0) -> list[str] | None:
     """How to start pvpython here: directly with a display, else under ``xvfb-run``; None if it can't."""
     pvpython = shutil.which("pvpython")
     if pvpython is None:
@@ -34,20 +34,24 @@ def pvpython_command() -> list[str] | None:
     xvfb = shutil.which("xvfb-run")
     if xvfb is None:
         return None
-    # -a finds a free display; start the search at a per-process number so that parallel test
-    # workers do not race for the same one.
-    return [xvfb, "-a", "-n", str(100 + os.getpid() % 800), pvpython]
+    # -a finds a free display number; start the search at a per-process (and per-attempt) number
+    # so that parallel test workers and other users of Xvfb rarely race for the same one.
+    return [xvfb, "-a", "-n", str(100 + (os.getpid() + 97 * attempt) % 800), pvpython]
 
 
 def render(script: Path, png: Path, *args: str) -> np.ndarray:
     """Run ``pvpython script --screenshot png args`` and return the picture as RGB floats in [0, 1]."""
     import matplotlib.image
 
-    command = pvpython_command()
-    if command is None:
-        pytest.fail("pvpython (and xvfb-run without a display) is needed: apt-get install paraview xvfb")
-    run = subprocess.run([*command, str(script), "--screenshot", str(png), *args],
-                         capture_output=True, text=True, timeout=600)
+    for attempt in range(3):
+        command = pvpython_command(attempt)
+        if command is None:
+            pytest.fail("pvpython (and xvfb-run without a display) is needed: apt-get install paraview xvfb")
+        run = subprocess.run([*command, str(script), "--screenshot", str(png), *args],
+                             capture_output=True, text=True, timeout=600)
+        # another Xvfb took the display number between xvfb-run's check and its start: try another
+        if run.returncode == 0 or "X server" not in run.stderr + run.stdout:
+            break
     assert run.returncode == 0 and png.is_file(), f"pvpython failed:\n{run.stdout}\n{run.stderr}"
     keep = os.environ.get("FIELDGEN_PARAVIEW_PICTURES")      # make check-paraview keeps them to look at
     if keep:

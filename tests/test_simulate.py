@@ -220,6 +220,11 @@ def test_cli_writes_trajectories_pvd_and_json(tmp_path):
     assert len(rows) == 1 + 2 * 11                      # 11 recorded times × 2 bodies
     pvd = (out / "contact_surfaces.pvd").read_text()
     assert pvd.count("<DataSet") == 11 and (out / "bodies.pvd").is_file()
+    # the ParaView script (run in ParaView by tests/test_paraview.py) names both series
+    script = (out / "view.py").read_text()
+    compile(script, "view.py", "exec")
+    assert summary["outputs"]["paraview"] == str(out / "view.py")
+    assert repr(str(out / "contact_surfaces.pvd")) in script and repr(str(out / "bodies.pvd")) in script
     import vtk
 
     reader = vtk.vtkXMLPolyDataReader()
