@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import json_option, print_json, reported_errors
+from .common import EXIT_USAGE, fail, json_option, print_json, reported_errors
 
 
 @click.command("inspect")
@@ -14,8 +14,8 @@ from .common import json_option, print_json, reported_errors
 @click.option("--paraview", "paraview", type=click.Path(dir_okay=False),
               help="Write a ParaView script (FILE.py): the cut face seen head-on, coloured by pressure. "
                    "Run it with pvpython (add --screenshot out.png for a picture) or in the GUI's Python shell.")
-@click.option("--cut", type=click.Choice(["x", "y", "z"]), default="x", show_default=True,
-              help="Normal of the ParaView script's cut plane (through the bounding-box centre).")
+@click.option("--cut", type=click.Choice(["x", "y", "z"]), default=None,
+              help="Normal of the ParaView script's cut plane through the bounding-box centre (default x).")
 @json_option
 def inspect_command(asset, png, paraview, cut, as_json):
     """Summarise ASSET (.vtu): counts, bounds, L, dissipation, pressure range, element quality.
@@ -26,6 +26,9 @@ def inspect_command(asset, png, paraview, cut, as_json):
     from fieldgen.asset import read_asset
     from fieldgen.inspect import format_summary, plot_asset, summarize, write_paraview_script
 
+    if cut is not None and not paraview:
+        fail(f"--cut {cut} chooses the plane of the ParaView script: add --paraview FILE.py", EXIT_USAGE)
+
     with reported_errors():
         data = read_asset(asset)
         summary = summarize(data, asset)
@@ -33,7 +36,7 @@ def inspect_command(asset, png, paraview, cut, as_json):
             plot_asset(data, png)
             summary["png"] = click.format_filename(png)
         if paraview:
-            write_paraview_script(paraview, asset, data, cut=cut)
+            write_paraview_script(paraview, asset, data, cut=cut or "x")
             summary["paraview"] = click.format_filename(paraview)
     if as_json:
         print_json(summary)

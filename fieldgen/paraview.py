@@ -56,7 +56,7 @@ import sys
 import paraview
 from paraview.simple import (ColorBy, FeatureEdges, GetActiveViewOrCreate, GetAnimationScene,
                              GetColorTransferFunction, GetScalarBar, Interact, Render,
-                             ResetCamera, SaveScreenshot, Show)
+                             SaveScreenshot, Show)
 
 IN_GUI = bool(getattr(paraview, "fromGUI", False))
 

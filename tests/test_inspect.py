@@ -337,6 +337,8 @@ def test_inspect_refuses_an_unknown_cut(slab_file, tmp_path):
     result = CliRunner().invoke(main, ["inspect", str(slab_file), "--paraview", str(tmp_path / "v.py"),
                                        "--cut", "w"])
     assert result.exit_code == 2 and "--cut" in result.output
+    alone = CliRunner().invoke(main, ["inspect", str(slab_file), "--cut", "y"])
+    assert alone.exit_code == 2 and "--paraview" in alone.output
 
 
 def test_paraview_script_escapes_odd_paths(tmp_path):

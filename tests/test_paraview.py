@@ -174,6 +174,18 @@ def test_coin_simulation_frame_shows_a_coloured_contact_patch(tmp_path):
     # the patch sits in the middle of the picture, the colour bar at the right edge
     centre = image[300:600, 300:900]
     assert saturated_share(centre) > 0.05
+    # --time picks the frame: the coin slides along +x (right in the picture) at about 0.7 m/s
+    # (at t = 0 the coin has only just touched: a faint, dark patch; judge where the coin is)
+    early, late = (render(script, tmp_path / f"t{t}.png", "--time", t) for t in ("0", "0.02"))
+
+    def patch_column(picture):
+        rgb = picture[100:800, :1000]                       # left of the colour bar, above the axes
+        background = np.median(rgb.reshape(-1, 3), axis=0)
+        columns = np.nonzero(np.abs(rgb - background).max(axis=2) > 0.08)[1]
+        assert len(columns) > 0.02 * rgb.shape[0] * rgb.shape[1]
+        return columns.mean()
+
+    assert patch_column(early) + 50 < patch_column(image) < patch_column(late) - 50
 
 
 def test_contact_query_script_shows_the_patch(tmp_path):
