@@ -4,17 +4,19 @@ Each script is plain ``paraview.simple`` (ParaView 5.10 or newer) with the file 
 few numbers baked in, so it runs anywhere ParaView is installed:
 
 - :func:`asset_script` (``fieldgen inspect --paraview``): the asset cut open by a plane
-  normal to x, y or z, seen head-on from the side that was cut away, coloured by the
+  normal to x, y or z (through the bounding-box centre, or the median vertex where that
+  plane misses the part, as in ``inspect --png``), seen head-on from the side that was cut away, coloured by the
   pressure p0 (Pa) or the extent e, with the part's bounding box for scale. Inside a tet
   the field is linear (D 5.0.1), so ParaView's Clip, which interpolates along the cut
   edges, shows it exactly on the cut face.
 - :func:`contact_script` (``fieldgen simulate -o DIR``, ``fieldgen contact --paraview``):
-  the contact surface(s) coloured by pressure with the bodies drawn see-through, since the
-  surface, where the two pressures are equal (E19 III, D 5.0.2), lies inside both bodies: opaque ones would
-  hide it. For a ``.pvd`` time series the script plays the animation.
+  the contact surface(s) coloured by pressure with the bodies drawn see-through: the
+  surface, where the two pressures are equal (E19 III, D 5.0.2), lies inside both bodies,
+  so opaque ones would hide it. For a ``.pvd`` time series the script plays the animation.
 
 Run ``pvpython SCRIPT.py`` for a window, ``pvpython SCRIPT.py --screenshot out.png`` for a
-picture (Debian/Ubuntu's ParaView needs an X display: ``xvfb-run -a pvpython ...``), or
+picture (Debian/Ubuntu's ParaView needs an X display:
+``xvfb-run -a -s "-screen 0 1600x1200x24 -noreset" pvpython ...``), or
 in the GUI: View > Python Shell > Run Script. ``--help`` lists the options.
 """
 
@@ -36,6 +38,8 @@ RESOLUTION = (1200, 900)
 
 def _tidy(value):
     """Floats to 12 significant digits (no 1e-20 noise or 0.009000000000000001 in the script)."""
+    if isinstance(value, dict):
+        return {k: _tidy(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_tidy(v) for v in value]
     if isinstance(value, float):
@@ -115,13 +119,17 @@ def head_light(view):
     light.Intensity = 1.0
 
 
-def look_along(view, focus, direction, up, fit, parallel=False):
-    """Camera on ``focus`` looking along ``direction`` (unit), zoomed so that ``fit`` (m) spans
-    about the view's height."""
+def look_along(view, focus, direction, up, fit, parallel=False, aspect=4.0 / 3.0):
+    """Camera looking along ``direction`` (unit) with ``focus`` a little left of the picture's
+    centre (the colour bar takes the right edge), zoomed so that ``fit`` (m) spans the view's
+    height; ``aspect`` is the view's width / height."""
     import math
 
     Render(view)   # the first render resets the camera; do it before placing ours
     distance = (0.5 * fit / math.tan(math.radians(15.0))) if not parallel else 10.0 * SIZE
+    right = [direction[1] * up[2] - direction[2] * up[1], direction[2] * up[0] - direction[0] * up[2],
+             direction[0] * up[1] - direction[1] * up[0]]
+    focus = [f + 0.06 * fit * aspect * r for f, r in zip(focus, right)]
     view.CameraFocalPoint = list(focus)
     view.CameraPosition = [f - distance * d for f, d in zip(focus, direction)]
     view.CameraViewUp = list(up)
@@ -164,7 +172,7 @@ def main():
     # Keep the half behind the plane (Invert): its cut face looks towards +normal.
     clip = Clip(registrationName="cut %s" % options.cut, Input=reader)
     clip.ClipType = "Plane"
-    clip.ClipType.Origin = list(CENTRE)
+    clip.ClipType.Origin = list(ORIGINS[options.cut])
     clip.ClipType.Normal = normal
     clip.Invert = 1
     display = Show(clip, view)
@@ -184,7 +192,8 @@ def main():
     up = [1.0 if i == up_axis else 0.0 for i in range(3)]
     width, height = options.size
     fit = max(EXTENT[up_axis], EXTENT[side_axis] * height / float(width)) / 0.8
-    look_along(view, CENTRE, [-n for n in normal], up, fit, parallel=True)
+    look_along(view, ORIGINS[options.cut], [-n for n in normal], up, fit, parallel=True,
+               aspect=width / float(height))
     head_light(view)
     finish(view, options)
 
@@ -235,7 +244,7 @@ def main():
     tilt = math.radians(35.0)
     eye = [math.cos(tilt) * n - math.sin(tilt) * u for n, u in zip(NORMAL, UP)]
     up = [math.cos(tilt) * u + math.sin(tilt) * n for n, u in zip(NORMAL, UP)]
-    look_along(view, FOCUS, [-e for e in eye], up, 1.6 * SIZE)
+    look_along(view, FOCUS, [-e for e in eye], up, 1.6 * SIZE, aspect=options.size[0] / float(options.size[1]))
 
     if len(TIMES) > 1:
         scene = GetAnimationScene()
@@ -261,11 +270,27 @@ def _header(command: str, what: str, usage: list[str]) -> list[str]:
         f"# ParaView script written by `{command}` (fieldgen {__version__}): {what}",
         "#",
         "# Run:  pvpython THIS.py                         a window (ParaView 5.10 or newer)",
-        "#       pvpython THIS.py --screenshot out.png   a picture instead (Debian/Ubuntu's pvpython",
-        "#                                               needs a display: xvfb-run -a pvpython ...)",
+        "#       pvpython THIS.py --screenshot out.png   a picture instead (Debian/Ubuntu's pvpython needs",
+        "#           a display: xvfb-run -a -s '-screen 0 1600x1200x24 -noreset' pvpython THIS.py ...)",
         *[f"#       {line}" for line in usage],
         "#       in the ParaView GUI: View > Python Shell > Run Script",
     ]
+
+
+def cut_origin(points: np.ndarray, tets: np.ndarray, axis: int) -> list[float]:
+    """Where the cut normal to ``axis`` passes: the bounding-box centre, or, when the half the
+    scripts keep (below the plane) has no tet reaching the plane (two parts side by side with the
+    gap in the middle), through the tet centroid nearest to it along ``axis``: a centroid lies
+    inside its tet, so there is material to cut on both sides."""
+    points = np.asarray(points, dtype=np.float64)
+    tets = np.asarray(tets)
+    low, high = points.min(axis=0), points.max(axis=0)
+    origin = 0.5 * (low + high)
+    coordinate = points[:, axis][tets]
+    if not np.any((coordinate < origin[axis]).any(axis=1) & (coordinate >= origin[axis]).any(axis=1)):
+        centroids = coordinate.mean(axis=1)
+        origin[axis] = float(centroids[np.argmin(np.abs(centroids - origin[axis]))])
+    return [float(v) for v in origin]
 
 
 def asset_script(asset_path, asset=None, *, cut: str = "x") -> str:
@@ -284,9 +309,10 @@ def asset_script(asset_path, asset=None, *, cut: str = "x") -> str:
                     "the asset cut open, the field on the cut face.",
                     ["pvpython THIS.py --cut y --field extent      another plane, the extent e"])
     lines += ["", "ASSET = %r" % path]
+    origins = {AXES[axis]: cut_origin(asset.points, asset.tets, axis) for axis in range(3)}
     lines += _constants([
         ("CUT", cut),
-        ("CENTRE", [float(v) for v in 0.5 * (low + high)]),   # the cut plane passes through it
+        ("ORIGINS", origins),                                 # the cut plane normal to each axis passes here
         ("EXTENT", [float(v) for v in high - low]),           # m, the bounding box's sides
         ("SIZE", float(np.max(high - low))),
         ("PRESSURE_RANGE", [min(0.0, float(pressure.min())), float(pressure.max())]),

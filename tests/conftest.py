@@ -18,8 +18,9 @@ def meshes() -> Path:
 
 # --------------------------------------------------------------------------- ParaView
 # tests/test_paraview.py runs the ParaView scripts in real ParaView. Without pvpython (or
-# without xvfb-run and a display) those tests are deselected, not skipped, and the run says so
-# in one line; on CI (CI=true, or FIELDGEN_REQUIRE_PARAVIEW=1) they are kept and fail, so CI can never pass without them.
+# without Xvfb and a display) those tests are deselected, not skipped, and the run says so in
+# one line; on CI (CI=true, or FIELDGEN_REQUIRE_PARAVIEW=1 as make check-paraview sets) they
+# are kept and fail, so CI cannot pass without them.
 
 def _paraview_missing() -> str | None:
     import os
@@ -27,8 +28,8 @@ def _paraview_missing() -> str | None:
 
     if shutil.which("pvpython") is None:
         return "pvpython not found"
-    if not os.environ.get("DISPLAY") and shutil.which("xvfb-run") is None:
-        return "no display and no xvfb-run"
+    if not os.environ.get("DISPLAY") and shutil.which("Xvfb") is None:
+        return "no display and no Xvfb"
     return None
 
 

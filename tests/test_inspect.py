@@ -132,6 +132,22 @@ def test_mid_planes_fall_back_to_median_for_a_ring():
     assert cuts[0][1].area() == pytest.approx(2 * 0.03 * 0.02, rel=1e-12)
 
 
+def test_paraview_cut_moves_off_a_centre_plane_that_misses_the_part():
+    """Two blocks with a gap at the bounding-box centre: the x cut moves into the nearer block
+    (x in (0.09, 0.12)) and cuts tets there with material on both sides; y and z stay central."""
+    from fieldgen.paraview import cut_origin
+
+    points, tets = box_mesh(n=(5, 1, 1), size=(0.15, 0.03, 0.03))
+    centroids = points[tets].mean(axis=1)
+    tets = tets[(centroids[:, 0] < 0.03) | (centroids[:, 0] > 0.09)]
+    origin = cut_origin(points, tets, 0)
+    assert 0.09 < origin[0] < 0.12 and origin[1:] == pytest.approx([0.015, 0.015], abs=1e-15)
+    cut = cut_plane(points, tets, points[:, 0], origin, [1, 0, 0])
+    assert cut.area() == pytest.approx(0.03 * 0.03, rel=1e-12)          # the whole block's section
+    assert len(cut_plane(points, tets, points[:, 0], [0.075, 0.015, 0.015], [1, 0, 0]).triangles) == 0
+    assert cut_origin(points, tets, 1) == pytest.approx([0.075, 0.015, 0.015], abs=1e-15)
+
+
 # --------------------------------------------------------------------------- summary
 
 @pytest.fixture(scope="module")
@@ -311,10 +327,11 @@ def test_paraview_script_looks_at_the_cut_face_head_on(slab_file, tmp_path, monk
     color = next(c for c in calls if c[0] == "ColorBy")
     assert color[1][1] == ("POINTS", "pressure")
     assert set_value(calls, "GetScalarBar().Title=") == "pressure p0 [Pa]"
-    # camera on the removed side, on the plane's normal through the centre, looking back at it
+    # camera on the removed side, on the plane's normal, looking back at it
     position = np.array(set_value(calls, "GetActiveViewOrCreate().CameraPosition="))
     focus = np.array(set_value(calls, "GetActiveViewOrCreate().CameraFocalPoint="))
-    assert focus == pytest.approx(centre)
+    assert (focus - centre) @ normal == pytest.approx(0.0, abs=1e-15)     # on the plane (shifted
+    assert np.linalg.norm(focus - centre) < 0.2 * max(SIZE)              # sideways for the colour bar)
     offset = position - focus
     assert offset @ normal > 0 and np.linalg.norm(np.cross(offset, normal)) < 1e-12 * np.linalg.norm(offset)
     up = np.array(set_value(calls, "GetActiveViewOrCreate().CameraViewUp="))

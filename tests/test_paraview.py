@@ -1,9 +1,10 @@
 """The ParaView scripts, run in real ParaView (pvpython), judged by the pictures they save.
 
-Needs ``pvpython`` and, without a display, ``xvfb-run`` (Debian/Ubuntu: ``apt-get install
-paraview xvfb``). ``FIELDGEN_PARAVIEW_PICTURES=DIR`` keeps the pictures. Where they are missing these tests are deselected and ``make test`` says so
-in one line (tests/conftest.py); with ``CI=true`` they fail instead. ``make check-paraview``
-runs only this file.
+Needs ``pvpython`` and, without a display, ``Xvfb`` (Debian/Ubuntu: ``apt-get install
+paraview python3-paraview xvfb``). Where they are missing these tests are deselected and
+``make test`` says so in one line (tests/conftest.py); with ``CI=true`` they fail instead.
+``make check-paraview`` runs only this file and keeps the pictures
+(``FIELDGEN_PARAVIEW_PICTURES=DIR``).
 """
 
 from __future__ import annotations
@@ -24,34 +25,42 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.paraview
 
 
-def pvpython_command(attempt: int = 0) -> list[str] | None:
-    """How to start pvpython here: directly with a display, else under ``xvfb-run``; None if it can't."""
-    pvpython = shutil.which("pvpython")
-    if pvpython is None:
-        return None
+@pytest.fixture(scope="module")
+def display():
+    """An X display for pvpython: $DISPLAY if set, else an Xvfb of our own for this module.
+
+    Xvfb picks a free display number itself and reports it once it accepts connections
+    (-displayfd), so parallel workers never race for a number; -noreset keeps it from resetting
+    whenever its last client disconnects, which otherwise refuses some of the connections pvpython
+    opens one after another (a few percent of them).
+    """
     if os.environ.get("DISPLAY"):
-        return [pvpython]
-    xvfb = shutil.which("xvfb-run")
+        yield os.environ["DISPLAY"]
+        return
+    xvfb = shutil.which("Xvfb")
     if xvfb is None:
-        return None
-    # -a finds a free display number; start the search at a per-process (and per-attempt) number
-    # so that parallel test workers and other users of Xvfb rarely race for the same one.
-    return [xvfb, "-a", "-n", str(100 + (os.getpid() + 97 * attempt) % 800), pvpython]
+        pytest.fail("no display and no Xvfb: apt-get install xvfb (or run under a display)")
+    server = subprocess.Popen([xvfb, "-displayfd", "1", "-screen", "0", "1600x1200x24", "-nolisten", "tcp",
+                               "-noreset"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        number = server.stdout.readline().decode().strip()
+        if not number.isdigit():
+            pytest.fail("Xvfb did not start")
+        yield f":{number}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
-def render(script: Path, png: Path, *args: str) -> np.ndarray:
+def render(display: str, script: Path, png: Path, *args: str) -> np.ndarray:
     """Run ``pvpython script --screenshot png args`` and return the picture as RGB floats in [0, 1]."""
     import matplotlib.image
 
-    for attempt in range(3):
-        command = pvpython_command(attempt)
-        if command is None:
-            pytest.fail("pvpython (and xvfb-run without a display) is needed: apt-get install paraview xvfb")
-        run = subprocess.run([*command, str(script), "--screenshot", str(png), *args],
-                             capture_output=True, text=True, timeout=600)
-        # another Xvfb took the display number between xvfb-run's check and its start: try another
-        if run.returncode == 0 or "X server" not in run.stderr + run.stdout:
-            break
+    pvpython = shutil.which("pvpython")
+    if pvpython is None:
+        pytest.fail("pvpython is needed: apt-get install paraview python3-paraview xvfb")
+    run = subprocess.run([pvpython, str(script), "--screenshot", str(png), *args], capture_output=True, text=True,
+                         timeout=600, env=dict(os.environ, DISPLAY=display))
     assert run.returncode == 0 and png.is_file(), f"pvpython failed:\n{run.stdout}\n{run.stderr}"
     keep = os.environ.get("FIELDGEN_PARAVIEW_PICTURES")      # make check-paraview keeps them to look at
     if keep:
@@ -135,39 +144,39 @@ def paddle(tmp_path_factory) -> Path:
     return out
 
 
-def test_paddle_cut_shows_the_pressure_field(paddle, tmp_path):
+def test_paddle_cut_shows_the_pressure_field(paddle, display, tmp_path):
     """The paddle (foam round a carved-out core): p = 0 on the skin, the top of the law at the core."""
     script = tmp_path / "view.py"
     result = CliRunner().invoke(main, ["inspect", str(paddle), "--paraview", str(script)])
     assert result.exit_code == 0, result.output
-    image = render(script, tmp_path / "cut_x.png")
+    image = render(display, script, tmp_path / "cut_x.png")
     assert image.shape == (900, 1200, 3)
     figures = assert_shows_the_field_on_a_cut(image)
     print("paddle cut x:", figures)
 
 
-def test_paddle_other_cuts_and_the_extent(paddle, tmp_path):
+def test_paddle_other_cuts_and_the_extent(paddle, display, tmp_path):
     script = tmp_path / "view.py"
     result = CliRunner().invoke(main, ["inspect", str(paddle), "--paraview", str(script), "--cut", "z"])
     assert result.exit_code == 0, result.output
     # the z mid-plane of the flat paddle: a wide ring round the core
-    image = render(script, tmp_path / "cut_z.png", "--resolution", "800x600")
+    image = render(display, script, tmp_path / "cut_z.png", "--resolution", "800x600")
     assert image.shape == (600, 800, 3)
     assert_shows_the_field_on_a_cut(image)
     # the extent e runs 0 (skin) .. 1 (core) over the same cut, so the map's ends show again
-    extent = render(script, tmp_path / "extent_y.png", "--cut", "y", "--field", "extent")
+    extent = render(display, script, tmp_path / "extent_y.png", "--cut", "y", "--field", "extent")
     figures = cut_figures(extent)
     assert figures["colormap"] > 0.05 and figures["high"] > 0.003 and figures["low"] > 0.01, figures
 
 
-def test_coin_simulation_frame_shows_a_coloured_contact_patch(tmp_path):
+def test_coin_simulation_frame_shows_a_coloured_contact_patch(display, tmp_path):
     out = tmp_path / "coin"
     result = CliRunner().invoke(main, ["simulate", str(ROOT / "assets" / "scenes" / "coin.toml"),
                                        "--duration", "0.02", "-o", str(out), "--quiet", "--json"])
     assert result.exit_code == 0, result.output
     script = out / "view.py"
     assert script.is_file()
-    image = render(script, tmp_path / "frame.png", "--time", "0.01")
+    image = render(display, script, tmp_path / "frame.png", "--time", "0.01")
     # the coin's patch (r = 12 mm, pressure m g / (pi r^2) ~ 120 Pa) is vivid; the bodies are grey
     coloured = saturated_share(image)
     assert coloured > 0.02, f"only {coloured:.2%} of the picture is coloured"
@@ -176,7 +185,7 @@ def test_coin_simulation_frame_shows_a_coloured_contact_patch(tmp_path):
     assert saturated_share(centre) > 0.05
     # --time picks the frame: the coin slides along +x (right in the picture) at about 0.7 m/s
     # (at t = 0 the coin has only just touched: a faint, dark patch; judge where the coin is)
-    early, late = (render(script, tmp_path / f"t{t}.png", "--time", t) for t in ("0", "0.02"))
+    early, late = (render(display, script, tmp_path / f"t{t}.png", "--time", t) for t in ("0", "0.02"))
 
     def patch_column(picture):
         rgb = picture[100:800, :1000]                       # left of the colour bar, above the axes
@@ -188,7 +197,7 @@ def test_coin_simulation_frame_shows_a_coloured_contact_patch(tmp_path):
     assert patch_column(early) + 50 < patch_column(image) < patch_column(late) - 50
 
 
-def test_contact_query_script_shows_the_patch(tmp_path):
+def test_contact_query_script_shows_the_patch(display, tmp_path):
     import trimesh
 
     ball = tmp_path / "ball.vtu"
@@ -202,7 +211,7 @@ def test_contact_query_script_shows_the_patch(tmp_path):
                                        "-o", str(tmp_path / "surface.vtp"), "--paraview", str(script)])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "view_bodies.vtp").is_file()
-    image = render(script, tmp_path / "query.png")
+    image = render(display, script, tmp_path / "query.png")
     patch = image[200:700, 250:950]          # the middle of the picture, away from the colour bar
     assert saturated_share(patch) > 0.2
     values = shaded_positions(patch)
