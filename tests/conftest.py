@@ -40,7 +40,7 @@ def pytest_configure(config):
 def pytest_terminal_summary(terminalreporter):
     missing = _paraview_missing()
     if missing and not _on_ci():
-        terminalreporter.write_line(f"ParaView checks NOT run ({missing}): apt-get install paraview xvfb, "
+        terminalreporter.write_line(f"ParaView checks NOT run ({missing}): apt-get install paraview python3-paraview xvfb, "
                                     "then make check-paraview", yellow=True)
 
 
