@@ -35,13 +35,13 @@ def parse_pose(ctx, param, text):
 
 
 def parse_velocity(ctx, param, text):
-    """``vx,vy,vz,wx,wy,wz`` (m/s of the body origin, rad/s; world frame) -> spatial velocity [ω; v]."""
-    import numpy as np
+    """``vx,vy,vz,wx,wy,wz`` (m/s of the body origin, rad/s; world frame) -> SpatialVelocity."""
+    from fieldgen.runtime.pose import SpatialVelocity
 
     if text is None:
-        return np.zeros(6)
+        return SpatialVelocity()
     vx, vy, vz, wx, wy, wz = _numbers(text, ("vx", "vy", "vz", "wx", "wy", "wz"), "m/s and rad/s")
-    return np.array([wx, wy, wz, vx, vy, vz])
+    return SpatialVelocity(linear=[vx, vy, vz], angular=[wx, wy, wz])
 
 
 def _modulus(ctx, param, value):
@@ -72,7 +72,8 @@ def run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, represen
     from fieldgen.runtime.wrench import contact
 
     def query():
-        return contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation, face_rule=face_rule)
+        return contact(body_a, pose_a, body_b, pose_b, V_WA=velocity_a, V_WB=velocity_b,
+                       representation=representation, face_rule=face_rule)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -85,8 +86,8 @@ def run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, represen
             surface, wrench = query()
             times.append(time.perf_counter() - start)
         other_rule = next(rule for rule in FACE_RULES if rule != face_rule)
-        _, other = contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation,
-                           face_rule=other_rule)
+        _, other = contact(body_a, pose_a, body_b, pose_b, V_WA=velocity_a, V_WB=velocity_b,
+                           representation=representation, face_rule=other_rule)
     messages = list(dict.fromkeys(str(w.message) for w in caught))
     return surface, wrench, statistics.median(times), messages, other
 
@@ -202,7 +203,7 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
         if output is not None:
             from fieldgen.runtime.export import write_contact_surface
 
-            write_contact_surface(output, surface, body_a, body_b, velocity_a, velocity_b)
+            write_contact_surface(output, surface, body_a, body_b, V_WA=velocity_a, V_WB=velocity_b)
         if paraview is not None:
             from fieldgen.runtime.pose import as_matrix
             from fieldgen.runtime.sim_output import write_query_view

@@ -14,7 +14,7 @@ from fieldgen.cli.main import main
 from fieldgen.build import build, options_from_spec
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.export import centroid_tractions, write_contact_surface
-from fieldgen.runtime.pose import Pose
+from fieldgen.runtime.pose import Pose, SpatialVelocity
 from fieldgen.runtime.wrench import contact
 from test_runtime_meshes import box_grid, box_surface
 
@@ -100,9 +100,9 @@ def test_vtu_export_and_tractions_with_velocity(tmp_path):
     slab = CompliantBody.from_arrays(points, tets, -1e5 * points[:, 2] / H, dissipation=2.0, mu_static=0.4)
     box = RigidBody(*box_surface([-0.02, -0.02, 0], [0.02, 0.02, 0.04]), mu_static=0.4, mu_dynamic=0.4)
     X_WB = Pose.from_xyz_rpy(z=-0.003)
-    V_WB = np.array([0, 0, 0, 0.3, 0.0, -0.1])   # [ω; v]: sliding +x, approaching
-    surface, wrench = contact(slab, np.eye(4), box, X_WB, None, V_WB)
-    path = write_contact_surface(tmp_path / "s.vtu", surface, slab, box, None, V_WB)
+    V_WB = SpatialVelocity(linear=[0.3, 0.0, -0.1])   # sliding +x, approaching
+    surface, wrench = contact(slab, np.eye(4), box, X_WB, V_WB=V_WB)
+    path = write_contact_surface(tmp_path / "s.vtu", surface, slab, box, V_WB=V_WB)
     reader = vtk.vtkXMLUnstructuredGridReader()
     reader.SetFileName(path)
     reader.Update()
@@ -114,7 +114,7 @@ def test_vtu_export_and_tractions_with_velocity(tmp_path):
     p = surface.centroid_pressure[bottom] * (1 + 2.0 * 0.1)
     expected = np.column_stack([-0.4 * p, np.zeros_like(p), p])
     assert np.allclose(traction[bottom], expected, rtol=1e-12)
-    assert np.allclose(centroid_tractions(surface, None, V_WB, dissipation=2.0, friction=0.4), traction)
+    assert np.allclose(centroid_tractions(surface, V_WB=V_WB, dissipation=2.0, friction=0.4), traction)
     with pytest.raises(Exception, match="SURFACE.vtp"):
         write_contact_surface(tmp_path / "s.stl", surface)
 
@@ -149,7 +149,26 @@ def test_pose_and_velocity_parsing():
 
     pose = parse_pose(None, None, "1,2,3,90,0,0")
     assert np.allclose(pose.translation, [1, 2, 3]) and np.allclose(pose.rotation @ [0, 1, 0], [0, 0, 1])
-    assert np.array_equal(parse_velocity(None, None, "1,2,3,4,5,6"), [4, 5, 6, 1, 2, 3])
+    velocity = parse_velocity(None, None, "1,2,3,4,5,6")     # vx,vy,vz,wx,wy,wz
+    assert np.array_equal(velocity.linear, [1, 2, 3]) and np.array_equal(velocity.angular, [4, 5, 6])
+    assert np.array_equal(velocity.vector, [1, 2, 3, 4, 5, 6])
+    assert np.array_equal(parse_velocity(None, None, None).vector, np.zeros(6))
+
+
+def test_cli_velocity_is_linear_first(foam_ball, plate):
+    """--velocity-b vx,vy,vz,wx,wy,wz: the plate moving up (+z) into the ball presses harder,
+    p = p0 (1 + χ v) on its flat face (D 5.2.2); the same numbers read as [ω; v] would be a spin
+    about z that leaves the normal force unchanged."""
+    from fieldgen.runtime.bodies import load_body
+
+    pose = f"0,0,{float(load_body(foam_ball).points[:, 2].min()) + 0.004},0,0,0"
+    push = json.loads(run(foam_ball, plate, "--pose-b", pose, "--velocity-b", "0,0,0.1,0,0,0", "--json").stdout)
+    rest = json.loads(run(foam_ball, plate, "--pose-b", pose, "--json").stdout)
+    spin = json.loads(run(foam_ball, plate, "--pose-b", pose, "--velocity-b", "0,0,0,0,0,0.1", "--json").stdout)
+    assert rest["faces"] > 0 and push["dissipation"] > 0
+    assert push["force"][2] == pytest.approx(rest["force"][2] * (1 + 0.1 * push["dissipation"]), rel=1e-9)
+    assert spin["force"][2] == pytest.approx(rest["force"][2], rel=1e-12)
+
 
 
 def test_paraview_script_for_one_query(foam_ball, plate, tmp_path):

@@ -9,7 +9,7 @@ from scipy.spatial import ConvexHull
 
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.contact_surface import compute_contact_surface
-from fieldgen.runtime.pose import Pose, rotation_from_rpy
+from fieldgen.runtime.pose import Pose, SpatialVelocity, rotation_from_rpy
 from fieldgen.runtime.wrench import combined_dissipation, combined_friction, compute_wrench, contact
 from test_runtime_meshes import box_grid, box_surface, slab
 
@@ -208,12 +208,13 @@ def test_damping_and_friction_never_add_energy(foundation, box):
     pose = Pose.from_xyz_rpy(0.004, -0.003, H - 0.004, 4.0, -3.0, 20.0)
     surface = compute_contact_surface(foundation, np.eye(4), box, pose, representation="triangle")
     for _ in range(50):
-        VA, VB = rng.normal(size=6) * [1, 1, 1, 0.01, 0.01, 0.01], rng.normal(size=6) * [1, 1, 1, 0.01, 0.01, 0.01]
-        w = compute_wrench(surface, foundation, box, VA, VB)
+        VA = SpatialVelocity(linear=rng.normal(size=3) * 0.01, angular=rng.normal(size=3))
+        VB = SpatialVelocity(linear=rng.normal(size=3) * 0.01, angular=rng.normal(size=3))
+        w = compute_wrench(surface, foundation, box, V_WA=VA, V_WB=VB)
         assert w.dissipated_power <= 0.0
     # same with the dissipative parts integrated on polygon fans
     surface = compute_contact_surface(foundation, np.eye(4), box, pose, representation="polygon")
-    w = compute_wrench(surface, foundation, box, None, rng.normal(size=6) * 0.01)
+    w = compute_wrench(surface, foundation, box, V_WB=SpatialVelocity(*(rng.normal(size=(2, 3)) * 0.01)))
     assert w.dissipated_power < 0.0
 
 
@@ -232,19 +233,46 @@ def test_damping_and_friction_directions(foundation, box):
     surface = compute_contact_surface(foundation, np.eye(4), box, pose, representation="triangle")
     rest = compute_wrench(surface, foundation, box)
     assert rest.force[2] == pytest.approx(480.0, rel=1e-12)
-    down = compute_wrench(surface, foundation, slick, V_WB=[0, 0, 0, 0, 0, -0.2])
+    down = compute_wrench(surface, foundation, slick, V_WB=SpatialVelocity(linear=[0, 0, -0.2]))
     assert down.force[2] == pytest.approx(480.0 * (1 + chi * 0.2), rel=1e-12)
-    down = compute_wrench(surface, foundation, box, V_WB=[0, 0, 0, 0, 0, -0.2])
+    down = compute_wrench(surface, foundation, box, V_WB=SpatialVelocity(linear=[0, 0, -0.2]))
     assert down.force[2] == pytest.approx(480.0 * (1 + chi * 0.2) + mu * 28.0, rel=1e-12)
-    up = compute_wrench(surface, foundation, box, V_WB=[0, 0, 0, 0, 0, 1.0 / chi + 1.0])
+    up = compute_wrench(surface, foundation, box, V_WB=SpatialVelocity(linear=[0, 0, 1.0 / chi + 1.0]))
     assert up.force[2] == pytest.approx(-mu * 28.0, rel=1e-12)
-    slide = compute_wrench(surface, foundation, box, V_WB=[0, 0, 0, 0.05, 0, 0])
+    slide = compute_wrench(surface, foundation, box, V_WB=SpatialVelocity(linear=[0.05, 0, 0]))
     assert slide.force[0] == pytest.approx(-mu * (480.0 + 12.0) - 2 * 8.0 * chi * 0.05, rel=1e-12)
     assert slide.force[2] == pytest.approx(480.0, rel=1e-12)
     # below the stiction velocity friction is viscous: scaled by |v_t|/v_c
-    creep = compute_wrench(surface, foundation, slick, V_WB=[0, 0, 0, 0, 2e-5, 0])
-    creep_f = compute_wrench(surface, foundation, box, V_WB=[0, 0, 0, 0, 2e-5, 0])
+    creep = compute_wrench(surface, foundation, slick, V_WB=SpatialVelocity(linear=[0, 2e-5, 0]))
+    creep_f = compute_wrench(surface, foundation, box, V_WB=SpatialVelocity(linear=[0, 2e-5, 0]))
     assert creep_f.force[1] - creep.force[1] == pytest.approx(-mu * (480.0 + 16.0) * 0.2, rel=1e-9)
+
+
+def test_velocity_parts_are_named(foundation, box):
+    """The angular part spins B about its own origin: friction opposes the spin (torque about the
+    centroid −z, net x/y force ~0 by symmetry); the linear part alone gives no z torque about
+    the centroid. A bare 6-vector is refused before any work (its order would be ambiguous)."""
+    pose = Pose.from_xyz_rpy(0.0, 0.0, H - 0.002)
+    surface = compute_contact_surface(foundation, np.eye(4), box, pose, representation="triangle")
+    spin = compute_wrench(surface, foundation, box, V_WB=SpatialVelocity(angular=[0, 0, 5.0]))
+    mu = combined_friction(foundation, box)
+    assert spin.torque_about_centroid[2] < -0.01 * mu * 480.0
+    assert np.allclose(spin.force[:2], 0.0, atol=1e-3 * mu * 480.0)   # quadrature of |r| on an asymmetric mesh
+    slide = compute_wrench(surface, foundation, box, V_WB=SpatialVelocity(linear=[0.05, 0, 0]))
+    assert abs(slide.torque_about_centroid[2]) < 1e-9 * 480.0
+    # spinning B is the same relative motion as spinning A the other way about B's origin
+    o = pose.translation
+    omega = np.array([0, 0, 5.0])
+    same = compute_wrench(surface, foundation, box,
+                          V_WA=SpatialVelocity(linear=np.cross(omega, o), angular=-omega))
+    assert np.allclose(same.force, spin.force, rtol=1e-12, atol=1e-12)
+    for bad in ([0, 0, 5.0, 0, 0, 0], np.zeros(6)):
+        with pytest.raises(TypeError, match="SpatialVelocity"):
+            compute_wrench(surface, foundation, box, V_WB=bad)
+        with pytest.raises(TypeError, match="ambiguous"):
+            contact(foundation, np.eye(4), box, pose, V_WA=bad)
+    with pytest.raises(ValueError, match="3 finite"):
+        SpatialVelocity(linear=[0, 0, 0, 0, 0, 1])
 
 
 def test_combined_dissipation_formula():

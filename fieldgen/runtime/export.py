@@ -4,7 +4,7 @@ Point data: ``pressure`` (p0 at each surface vertex, Pa). Cell data, one value p
 ``normal`` (unit, from A into B), ``area`` (m²), ``pressure`` (p0 at the face centroid, Pa) and
 ``traction`` (Pa), the traction on B at the face centroid, ``t = p n̂ + t_f`` with the
 dissipative pressure ``p = p0·max(1 − χ v_n, 0)`` and regularised Coulomb friction
-``t_f = −μ p v_t / max(|v_t|, v_c)`` (D 4.4.2, 5.2.2, 5.2.3) for the given spatial velocities.
+``t_f = −μ p v_t / max(|v_t|, v_c)`` (D 4.4.2, 5.2.2, 5.2.3) for the given velocities (SpatialVelocity, linear and angular).
 Everything is in the world frame. Written with VTK's XML writers through
 :func:`fieldgen.asset.atomic_output`, so a failed write leaves no partial file.
 """
@@ -17,21 +17,23 @@ import numpy as np
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.runtime.contact_surface import ContactSurface
+from fieldgen.runtime.pose import SpatialVelocity, as_spatial_velocity
 from fieldgen.runtime.wrench import DEFAULT_STICTION_VELOCITY, combined_dissipation, combined_friction
 
 SUFFIXES = (".vtp", ".vtu")
 
 
-def centroid_tractions(surface: ContactSurface, V_WA=None, V_WB=None, *, dissipation: float = 0.0,
-                       friction: float = 0.0,
+def centroid_tractions(surface: ContactSurface, *, V_WA: SpatialVelocity | None = None,
+                       V_WB: SpatialVelocity | None = None, dissipation: float = 0.0, friction: float = 0.0,
                        stiction_velocity: float = DEFAULT_STICTION_VELOCITY) -> np.ndarray:
-    """(nf, 3) traction on B at each face centroid (docs/model.md §4; D 5.2.2, 5.2.3), velocities ``[ω; v]`` in W."""
-    VA = np.zeros(6) if V_WA is None else np.asarray(V_WA, dtype=np.float64).reshape(6)
-    VB = np.zeros(6) if V_WB is None else np.asarray(V_WB, dtype=np.float64).reshape(6)
+    """(nf, 3) traction on B at each face centroid (docs/model.md §4; D 5.2.2, 5.2.3); ``V_WA``/``V_WB``
+    SpatialVelocity values in W (None = at rest)."""
+    VA = as_spatial_velocity(V_WA, "V_WA")
+    VB = as_spatial_velocity(V_WB, "V_WB")
     q = np.asarray(surface.centroids, dtype=np.float64).reshape(-1, 3)
     n = np.asarray(surface.normals, dtype=np.float64).reshape(-1, 3)
-    v_b = VB[3:] + np.cross(VB[:3], q - surface.X_WB[:3, 3])
-    v_a = VA[3:] + np.cross(VA[:3], q - surface.X_WA[:3, 3])
+    v_b = VB.linear + np.cross(VB.angular, q - surface.X_WB[:3, 3])
+    v_a = VA.linear + np.cross(VA.angular, q - surface.X_WA[:3, 3])
     v = v_b - v_a
     v_n = np.sum(v * n, axis=1)
     p = surface.centroid_pressure * np.maximum(1.0 - dissipation * v_n, 0.0)
@@ -40,10 +42,11 @@ def centroid_tractions(surface: ContactSurface, V_WA=None, V_WB=None, *, dissipa
     return p[:, None] * n - (friction * p / np.maximum(speed, stiction_velocity))[:, None] * v_t
 
 
-def surface_tractions(surface: ContactSurface, body_a, body_b, V_WA=None, V_WB=None, *,
+def surface_tractions(surface: ContactSurface, body_a, body_b, *, V_WA: SpatialVelocity | None = None,
+                      V_WB: SpatialVelocity | None = None,
                       stiction_velocity: float = DEFAULT_STICTION_VELOCITY) -> np.ndarray:
     """:func:`centroid_tractions` with the pair's χ and μ (``combined_dissipation``/``combined_friction``)."""
-    return centroid_tractions(surface, V_WA, V_WB, dissipation=combined_dissipation(body_a, body_b),
+    return centroid_tractions(surface, V_WA=V_WA, V_WB=V_WB, dissipation=combined_dissipation(body_a, body_b),
                               friction=combined_friction(body_a, body_b), stiction_velocity=stiction_velocity)
 
 
@@ -81,7 +84,8 @@ def _polydata(surface: ContactSurface, traction: np.ndarray):
     return data
 
 
-def write_contact_surface(path, surface: ContactSurface, body_a=None, body_b=None, V_WA=None, V_WB=None, *,
+def write_contact_surface(path, surface: ContactSurface, body_a=None, body_b=None, *,
+                          V_WA: SpatialVelocity | None = None, V_WB: SpatialVelocity | None = None,
                           stiction_velocity: float = DEFAULT_STICTION_VELOCITY) -> str:
     """Write ``surface`` to ``path`` (``.vtp`` polygons or ``.vtu`` unstructured grid, by suffix).
 
@@ -99,9 +103,9 @@ def write_contact_surface(path, surface: ContactSurface, body_a=None, body_b=Non
         raise OptionError(f"unknown contact-surface format {suffix or '(no suffix)'!r}", path=path,
                           fix="name the file SURFACE.vtp (polygons) or SURFACE.vtu (unstructured grid)")
     if body_a is not None and body_b is not None:
-        traction = surface_tractions(surface, body_a, body_b, V_WA, V_WB, stiction_velocity=stiction_velocity)
+        traction = surface_tractions(surface, body_a, body_b, V_WA=V_WA, V_WB=V_WB, stiction_velocity=stiction_velocity)
     else:
-        traction = centroid_tractions(surface, V_WA, V_WB, stiction_velocity=stiction_velocity)
+        traction = centroid_tractions(surface, V_WA=V_WA, V_WB=V_WB, stiction_velocity=stiction_velocity)
     data = _polydata(surface, traction)
     if suffix == ".vtu":
         append = vtkAppendFilter()

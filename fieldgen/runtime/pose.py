@@ -85,3 +85,36 @@ def rotate_vectors(pose, vectors: np.ndarray) -> np.ndarray:
     for i in range(3):
         out[:, i] = v[:, 0] * m[i, 0] + v[:, 1] * m[i, 1] + v[:, 2] * m[i, 2]
     return out
+
+
+@dataclass(frozen=True)
+class SpatialVelocity:
+    """Velocity of a body frame, world frame: ``linear`` (m/s, of the frame's origin) and
+    ``angular`` (rad/s). As a 6-vector it is always ``[linear; angular]`` (:attr:`vector`), the
+    order of every public surface of fieldgen (CLI ``vx,vy,vz,wx,wy,wz``, scene files, CSV)."""
+
+    linear: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    angular: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def __post_init__(self):
+        for name in ("linear", "angular"):
+            value = np.array(getattr(self, name), dtype=np.float64)
+            if value.shape != (3,) or not np.all(np.isfinite(value)):
+                raise ValueError(f"SpatialVelocity.{name} must be 3 finite numbers, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, value)
+
+    @property
+    def vector(self) -> np.ndarray:
+        """``[vx, vy, vz, wx, wy, wz]`` (linear first)."""
+        return np.concatenate([self.linear, self.angular])
+
+
+def as_spatial_velocity(value, name: str = "velocity") -> SpatialVelocity:
+    """``value`` as a :class:`SpatialVelocity` (None = at rest). A bare 6-vector is refused: it
+    could be read as ``[v; ω]`` or ``[ω; v]``; name the parts instead."""
+    if value is None:
+        return SpatialVelocity()
+    if isinstance(value, SpatialVelocity):
+        return value
+    raise TypeError(f"{name} must be a SpatialVelocity(linear=[vx, vy, vz], angular=[wx, wy, wz]) or None, "
+                    f"got {type(value).__name__}; a bare 6-vector is ambiguous ([v; w] or [w; v])")

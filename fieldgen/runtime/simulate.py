@@ -47,6 +47,7 @@ from fieldgen.errors import BuildError, OptionError
 from fieldgen.progress import Progress
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.contact_surface import ContactSurface, compute_contact_surface
+from fieldgen.runtime.pose import SpatialVelocity
 from fieldgen.runtime.rigid_body import (
     RigidBodyState,
     integrate_pose,
@@ -822,8 +823,8 @@ def contact_wrenches(scene: Scene, states: list[RigidBodyState], *, keep_surface
             V = []
             for b, s, X in ((bi, states[i], poses[i]), (bj, states[j], poses[j])):
                 origin_velocity = s.velocity + np.cross(s.angular_velocity, X[:3, 3] - s.position)
-                V.append(np.concatenate([s.angular_velocity, origin_velocity]))
-            w = compute_wrench(surface, bi.geometry, bj.geometry, V[0], V[1])
+                V.append(SpatialVelocity(linear=origin_velocity, angular=s.angular_velocity))
+            w = compute_wrench(surface, bi.geometry, bj.geometry, V_WA=V[0], V_WB=V[1])
             out[j, :3] += w.force
             out[j, 3:] += w.torque - np.cross(states[j].position, w.force)
             out[i, :3] -= w.force

@@ -1,8 +1,9 @@
 """Tractions and the net contact wrench over a contact surface (docs/model.md §4; D 4.4, 5.0.3, 5.2).
 
-Spatial velocities are ``V = [ω; v]`` (6,), world frame: ω the angular velocity, v the
-velocity of the body-frame origin (the translation of X_WB), both expressed in W. The
-velocity of body B's material point at r is ``v_B + ω_B × (r − o_B)``.
+Velocities are :class:`~fieldgen.runtime.pose.SpatialVelocity` values (``linear`` v, the
+velocity of the body-frame origin, i.e. of the translation of X_WB, and ``angular`` ω, both
+expressed in W; as a 6-vector ``[v; ω]``). The velocity of body B's material point at r is
+``v_B + ω_B × (r − o_B)``.
 
 At a surface point: ``v = v_B − v_A`` (relative velocity of the material points),
 ``v_n = v·n̂`` (n̂ from A into B; positive = separating), ``v_t = v − v_n n̂``;
@@ -29,7 +30,7 @@ import numpy as np
 
 from fieldgen.runtime.bodies import CompliantBody
 from fieldgen.runtime.contact_surface import ContactSurface, compute_contact_surface
-from fieldgen.runtime.pose import as_matrix
+from fieldgen.runtime.pose import SpatialVelocity, as_matrix, as_spatial_velocity
 
 DEFAULT_STICTION_VELOCITY = 1e-4
 
@@ -94,14 +95,15 @@ def combined_friction(body_a, body_b) -> float:
     return 0.0 if ma + mb <= 0 else 2.0 * ma * mb / (ma + mb)
 
 
-def compute_wrench(surface: ContactSurface, body_a, body_b, V_WA=None, V_WB=None, *, X_WA=None, X_WB=None,
+def compute_wrench(surface: ContactSurface, body_a, body_b, *, V_WA: SpatialVelocity | None = None,
+                   V_WB: SpatialVelocity | None = None, X_WA=None, X_WB=None,
                    stiction_velocity: float = DEFAULT_STICTION_VELOCITY) -> ContactWrench:
-    """Net wrench on B (and A) from ``surface``; velocities ``[ω; v]`` in W (None = at rest).
-    Poses default to the ones the surface was computed at."""
+    """Net wrench on B (and A) from ``surface``; ``V_WA``/``V_WB`` are SpatialVelocity values
+    in W (None = at rest). Poses default to the ones the surface was computed at."""
     XA = surface.X_WA if X_WA is None else as_matrix(X_WA)
     XB = surface.X_WB if X_WB is None else as_matrix(X_WB)
-    VA = np.zeros(6) if V_WA is None else np.asarray(V_WA, dtype=np.float64).reshape(6)
-    VB = np.zeros(6) if V_WB is None else np.asarray(V_WB, dtype=np.float64).reshape(6)
+    VA = as_spatial_velocity(V_WA, "V_WA").vector   # [v; ω]
+    VB = as_spatial_velocity(V_WB, "V_WB").vector
     if not stiction_velocity > 0:
         raise ValueError(f"stiction_velocity must be > 0 m/s, got {stiction_velocity}")
     chi = combined_dissipation(body_a, body_b)
@@ -123,13 +125,15 @@ def compute_wrench(surface: ContactSurface, body_a, body_b, V_WA=None, V_WB=None
                          surface.total_area, surface.n_faces, chi, mu)
 
 
-def contact(body_a, X_WA, body_b, X_WB, V_WA=None, V_WB=None, representation: str = "polygon",
-            *, stiction_velocity: float = DEFAULT_STICTION_VELOCITY, face_rule: str = "all"):
-    """Contact surface and wrench in one call: ``(ContactSurface, ContactWrench)``.
-    ``face_rule``: ``"all"`` (every polygon) or ``"drake"`` (Drake's 5π/8 filters), see
-    :func:`fieldgen.runtime.contact_surface.compute_contact_surface`."""
+def contact(body_a, X_WA, body_b, X_WB, *, V_WA: SpatialVelocity | None = None, V_WB: SpatialVelocity | None = None,
+            representation: str = "polygon", stiction_velocity: float = DEFAULT_STICTION_VELOCITY,
+            face_rule: str = "all"):
+    """Contact surface and wrench in one call: ``(ContactSurface, ContactWrench)``; velocities as
+    in :func:`compute_wrench` (keyword only). ``face_rule``: ``"all"`` (every polygon) or
+    ``"drake"`` (Drake's 5π/8 filters), see :func:`fieldgen.runtime.contact_surface.compute_contact_surface`."""
+    as_spatial_velocity(V_WA, "V_WA"), as_spatial_velocity(V_WB, "V_WB")   # refuse before the query
     surface = compute_contact_surface(body_a, X_WA, body_b, X_WB, representation, face_rule=face_rule)
-    return surface, compute_wrench(surface, body_a, body_b, V_WA, V_WB, stiction_velocity=stiction_velocity)
+    return surface, compute_wrench(surface, body_a, body_b, V_WA=V_WA, V_WB=V_WB, stiction_velocity=stiction_velocity)
 
 
 @nb.njit(cache=True, inline="always")
@@ -138,9 +142,10 @@ def _accumulate(qx, qy, qz, p0, w, n, VA, VB, oA, oB, chi, mu, vc, acc):
     Scalar arithmetic only: no temporary arrays in the innermost loop."""
     ax, ay, az = qx - oA[0], qy - oA[1], qz - oA[2]
     bx, by, bz = qx - oB[0], qy - oB[1], qz - oB[2]
-    vx = VB[3] + VB[1] * bz - VB[2] * by - (VA[3] + VA[1] * az - VA[2] * ay)
-    vy = VB[4] + VB[2] * bx - VB[0] * bz - (VA[4] + VA[2] * ax - VA[0] * az)
-    vz = VB[5] + VB[0] * by - VB[1] * bx - (VA[5] + VA[0] * ay - VA[1] * ax)
+    # V = [v; ω]: material-point velocity v + ω × (q − o), B relative to A
+    vx = VB[0] + VB[4] * bz - VB[5] * by - (VA[0] + VA[4] * az - VA[5] * ay)
+    vy = VB[1] + VB[5] * bx - VB[3] * bz - (VA[1] + VA[5] * ax - VA[3] * az)
+    vz = VB[2] + VB[3] * by - VB[4] * bx - (VA[2] + VA[3] * ay - VA[4] * ax)
     nx, ny, nz = n[0], n[1], n[2]
     vn = vx * nx + vy * ny + vz * nz
     p = p0 * max(1.0 - chi * vn, 0.0)
