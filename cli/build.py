@@ -39,7 +39,7 @@ _NUMBER = click.FLOAT
 @click.option("--skin", type=_NUMBER, metavar="THICKNESS",
               help="Compliant skin THICKNESS (input units) over a rigid interior (e = 1), measured from the free faces.")
 @click.option("--robust", is_flag=True, default=None,
-              help="Mesh open, non-manifold or self-intersecting input with fTetWild (pip install fieldgen[robust]).")
+              help="Mesh open, non-manifold or self-intersecting input with fTetWild (the optional extra 'robust'; the error names the pip command).")
 @json_option
 @quiet_option
 def build_command(input_path, output, spec, as_json, quiet, **flags):

@@ -704,8 +704,10 @@ def _import_distributed():
     try:
         import distributed
     except ImportError:
+        from fieldgen.install import install_hint
+
         raise OptionError("the dask executor needs dask.distributed, which is not installed",
-                          fix="pip install fieldgen[dask], or use --executor local") from None
+                          fix=f"install it with {install_hint('dask')}, or use --executor local") from None
     return distributed
 
 

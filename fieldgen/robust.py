@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import BuildError, OptionError
+from .install import install_hint
 from .mesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
 
-INSTALL_FIX = "install the optional mesher with `pip install fieldgen[robust]` (pytetwild, pyvista)"
 #: fTetWild's default target edge length, as a fraction of the bounding-box diagonal.
 DEFAULT_EDGE_FRACTION = 0.05
 #: Envelope (largest distance of the meshed surface from the input) per unit of edge length,
@@ -67,7 +67,7 @@ def import_pytetwild(path: str | None = None):
         import pytetwild
     except ImportError as error:
         raise OptionError(f"--robust needs fTetWild, which is not installed ({error})", path=path,
-                          fix=INSTALL_FIX) from None
+                          fix=f"install the optional mesher with {install_hint('robust')}") from None
     return pytetwild
 
 

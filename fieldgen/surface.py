@@ -34,10 +34,14 @@ CONTACT_TOLERANCE = 1e-10
 #: A closed component whose |volume| is below this fraction of diagonal**3 is flat.
 FLAT_TOLERANCE = 1e-9
 
-ROBUST_FIX = (
-    "or pass --robust to mesh it anyway with fTetWild "
-    "(needs `pip install fieldgen[robust]`)"
-)
+
+
+def robust_fix() -> str:
+    """The fix for a surface only the robust mesher can use (with the install command that works here)."""
+    from .install import install_hint
+
+    return f"or pass --robust to mesh it anyway with fTetWild (needs {install_hint('robust')})"
+
 SURFACE_FORMATS = "STL, OBJ, PLY, OFF or GLB"
 
 
@@ -773,7 +777,7 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
         fix = "Export a closed solid from the CAD source"
         if robust:
             fix = ("Repair it in a mesh editor (close holes, remove overlapping or "
-                   f"intersecting faces) and export a closed solid, {ROBUST_FIX}")
+                   f"intersecting faces) and export a closed solid, {robust_fix()}")
         else:
             fix = "Export the part as a closed solid with thickness, not a sheet"
         raise InputError(f"the {role} cannot bound a volume: {defect}", path=path_text, fix=fix)

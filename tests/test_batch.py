@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from fieldgen.cli.main import main
 from fieldgen.asset import read_metadata
+from fieldgen.install import install_hint
 from fieldgen.batch import (BatchItem, ManifestError, cache_key, discard_unvalidated, read_manifest,
                             remove_stale_temporaries, stale_reason)
 from fieldgen.build import BuildOptions
@@ -366,7 +367,7 @@ def test_executor_usage_errors_exit_2(tmp_path, monkeypatch):
     assert result.exit_code == 2
     monkeypatch.setitem(sys.modules, "distributed", None)      # as if fieldgen[dask] were not installed
     result = run(manifest, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1")
-    assert result.exit_code == 2 and "pip install fieldgen[dask]" in result.stderr
+    assert result.exit_code == 2 and install_hint("dask") in result.stderr
     assert not (tmp_path / "a.vtu").exists()
 
 

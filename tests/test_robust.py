@@ -7,6 +7,7 @@ so the file stays within about two minutes on two cores.
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from pathlib import Path
@@ -19,6 +20,7 @@ from click.testing import CliRunner
 from fieldgen.cli.main import main
 from fieldgen.asset import read_asset, read_metadata
 from fieldgen.errors import OptionError
+from fieldgen.install import install_hint
 from fieldgen.mesh import FREE, RIGID, tet_volumes
 from fieldgen.surface import load_surface, winding_numbers
 from fieldgen.validate import validate_asset
@@ -86,7 +88,7 @@ def test_open_mesh_builds_with_robust(meshes, tmp_path, name, units, simple, mon
 def test_open_mesh_without_robust_is_refused_naming_robust(meshes, tmp_path, name):
     result = run("build", meshes / name, "--modulus", "1e5", "-o", tmp_path / "x.vtu")
     assert result.exit_code == 1
-    assert name in result.stderr and "--robust" in result.stderr and "pip install fieldgen[robust]" in result.stderr
+    assert name in result.stderr and "--robust" in result.stderr and install_hint("robust") in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -122,7 +124,7 @@ def test_missing_ftetwild_names_the_extra(monkeypatch):
     from fieldgen.robust import import_pytetwild
 
     monkeypatch.setitem(sys.modules, "pytetwild", None)   # import pytetwild -> ImportError
-    with pytest.raises(OptionError, match=r"pip install fieldgen\[robust\]"):
+    with pytest.raises(OptionError, match=re.escape(install_hint("robust"))):
         import_pytetwild("part.stl")
 
 

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import trimesh
 
 from fieldgen.errors import InputError, OptionError
+from fieldgen.install import install_hint
 from fieldgen.surface import (
     UNIT_SCALE,
     Surface,
@@ -47,6 +49,8 @@ from fieldgen.surface import (
     surface_defects,
     winding_numbers,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LOADS = {
     "angle_block.STL": "merged 1,760 duplicate/seam vertices",
@@ -84,6 +88,8 @@ def test_every_corpus_file_has_a_decided_outcome(meshes):
     files = {p.name for p in meshes.iterdir() if p.name != "SOURCES.md"}
     assert files == set(LOADS) | set(REFUSED)
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 @pytest.mark.parametrize("name", sorted(LOADS))
 def test_corpus_file_loads_closed_and_outward(meshes, name):
@@ -120,7 +126,7 @@ def test_corpus_file_refused_naming_file_defect_and_fix(meshes, name):
         assert re.search(pattern, message), (pattern, message)
     assert ("--robust" in message) == robust
     if robust:
-        assert "pip install fieldgen[robust]" in message
+        assert install_hint("robust") in message and f"pip install -e '{ROOT}[robust]'" in message
 
 
 def test_drake_prism_becomes_the_closed_form_prism(meshes):
