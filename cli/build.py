@@ -8,6 +8,7 @@ import click
 
 from fieldgen.build import BuildOptions, build, options_from_mapping, options_from_spec
 from fieldgen.progress import Progress
+from fieldgen.units import LENGTH_UNITS
 
 from .common import EXIT_USAGE, json_option, print_json, quiet_option, reported_errors
 
@@ -18,7 +19,7 @@ _NUMBER = click.FLOAT
 @click.argument("input_path", metavar="INPUT", required=False, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Asset to write (.vtu). Default: INPUT's stem + .vtu here.")
 @click.option("--spec", type=click.Path(dir_okay=False), help="Build spec (TOML) with the same options; flags override it.")
-@click.option("--units", type=click.Choice(["m", "cm", "mm", "in"]), help="Units of INPUT and of lengths in flags (default m).")
+@click.option("--units", type=click.Choice(list(LENGTH_UNITS)), help="Units of INPUT and of lengths in flags (default m).")
 @click.option("--core", type=click.Path(dir_okay=False), help="Inner surface carved out as a rigid core (e = 1).")
 @click.option("--bonded", multiple=True, metavar="SELECTOR", help="Faces glued to a rigid backing (e = 1). Repeatable.")
 @click.option("--insulated", multiple=True, metavar="SELECTOR", help="Faces with zero flux. Repeatable.")

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import click
 
-from fieldgen.errors import FieldgenError
+from fieldgen.errors import FieldgenError, OptionError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -21,9 +21,15 @@ def fail(message: str, code: int = EXIT_FAILED) -> None:
 
 @contextmanager
 def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
-    """Turn a FieldgenError into its message on stderr and exit ``code``; Ctrl-C exits 130."""
+    """Turn a FieldgenError into its message on stderr and exit ``code``; Ctrl-C exits 130.
+
+    An OptionError always exits 2 (usage): an option or value was refused before any work on
+    it was done, whatever stage found it (a selector that matches no face, a skin thicker than
+    the part, a missing optional extra)."""
     try:
         yield
+    except OptionError as exc:
+        fail(str(exc), EXIT_USAGE)
     except FieldgenError as exc:
         fail(str(exc), code)
     except KeyboardInterrupt:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from fieldgen.units import LENGTH_UNITS
+
 from .common import EXIT_USAGE, fail, json_option, print_json, reported_errors
 
 
@@ -50,13 +52,18 @@ def _modulus(ctx, param, value):
     return value
 
 
-def _load(path: str, modulus: float | None, flag: str):
+def _load(path: str, modulus: float | None, units: str | None, side: str):
     from fieldgen.runtime.bodies import load_body
 
-    if Path(path).suffix.lower() == ".vtk" and modulus is None:
+    flag = f"--modulus-{side}"
+    suffix = Path(path).suffix.lower()
+    if suffix == ".vtk" and modulus is None:
         fail(f"{path}: a legacy .vtk tet mesh has no pressure field of its own; Drake's field "
              f"p0 = E·d/max d needs the modulus E. Pass {flag} E in Pa (e.g. {flag} 1e5).", EXIT_USAGE)
-    kwargs = {"modulus": modulus} if Path(path).suffix.lower() == ".vtk" else {}
+    if units is not None and suffix in (".vtu", ".vtk"):
+        fail(f"{path}: --units-{side} applies to rigid surface meshes; assets and .vtk tet meshes are in "
+             f"metres. Drop --units-{side}.", EXIT_USAGE)
+    kwargs = {"modulus": modulus} if suffix == ".vtk" else {"units": units or "m"} if suffix != ".vtu" else {}
     return load_body(path, **kwargs)
 
 
@@ -166,6 +173,9 @@ def summary_text(data: dict) -> str:
 @click.option("--modulus-a", type=float, callback=_modulus, metavar="E",
               help="Pa; required when A is a legacy .vtk tet mesh (Drake's field E·d/max d).")
 @click.option("--modulus-b", type=float, callback=_modulus, metavar="E", help="Pa; as --modulus-a, for B.")
+@click.option("--units-a", type=click.Choice(list(LENGTH_UNITS)), help="Units of A when it is a rigid surface mesh "
+              "(default m).")
+@click.option("--units-b", type=click.Choice(list(LENGTH_UNITS)), help="Units of B, as --units-a.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Time N queries after one warm-up; report the median.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="SURFACE",
@@ -175,11 +185,11 @@ def summary_text(data: dict) -> str:
                    "bodies (FILE_bodies.vtp) see-through; pvpython FILE.py --screenshot out.png for a picture.")
 @json_option
 def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation, face_rule, modulus_a, modulus_b,
-                    repeat, output, paraview, as_json):
+                    units_a, units_b, repeat, output, paraview, as_json):
     """Contact surface, force and torque between A and B.
 
     A and B are fieldgen assets (.vtu), legacy .vtk tet meshes (give --modulus-a/-b) or closed rigid
-    surface meshes (STL, OBJ, PLY, ...; metres). Force and torque act on B (world frame, torque
+    surface meshes (STL, OBJ, PLY, ...; metres unless --units-a/-b). Force and torque act on B (world frame, torque
     about the world origin); A receives the opposite.
 
     Example: fieldgen contact pad.vtu box.stl --pose-b 0,0,0.004,0,0,0 --json
@@ -190,8 +200,8 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
         fail(f"--paraview {paraview}: the script shows the contact surface file, so it needs -o SURFACE.vtp "
              "as well.", EXIT_USAGE)
     with reported_errors():
-        body_a = _load(a, modulus_a, "--modulus-a")
-        body_b = _load(b, modulus_b, "--modulus-b")
+        body_a = _load(a, modulus_a, units_a, "a")
+        body_b = _load(b, modulus_b, units_b, "b")
     from fieldgen.runtime.bodies import RigidBody
 
     if isinstance(body_a, RigidBody) and isinstance(body_b, RigidBody):

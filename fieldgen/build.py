@@ -60,11 +60,13 @@ class BuildOptions:
     # ----------------------------------------------------------------- checks
     def checked(self) -> "BuildOptions":
         """Return self after checking values that need no geometry; OptionError otherwise."""
-        from .surface import UNIT_SCALE
+        from .units import length_scale
 
-        if self.units not in UNIT_SCALE:
-            raise OptionError(f"unknown units {self.units!r}", fix=f"use one of {', '.join(UNIT_SCALE)}")
+        length_scale(self.units, what="--units")
         law = self.resolved_law()
+        if self.k is not None and not (math.isfinite(self.k) and 0.0 <= self.k < 1.0):
+            raise OptionError(f"--k must be in [0, 1) (0 <= K < 1), got {self.k}",
+                              fix="give the hyperbolic stiffening with 0 <= K < 1 (K -> 1 makes p0(1) = M0/(1-K) unbounded)")
         if law in ("linear", "hyperbolic") and self.modulus is None:
             raise OptionError(f"the {law} law needs a modulus", fix="give --modulus M0 in Pa (e.g. --modulus 1e5)")
         if law == "table" and self.table is None:

@@ -25,7 +25,8 @@ from scipy.spatial import cKDTree
 
 from fieldgen.errors import InputError, OptionError
 
-UNIT_SCALE = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254}
+from .units import LENGTH_UNITS as UNIT_SCALE  # the one table (fieldgen.units); name kept for callers
+from .units import length_scale
 
 #: Vertices closer than this fraction of the bounding-box diagonal are one vertex.
 MERGE_TOLERANCE = 1e-8
@@ -747,9 +748,7 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
     Raises InputError for unreadable, empty, open, non-manifold, self-intersecting or
     zero-volume input; OptionError for unknown units.
     """
-    if units not in UNIT_SCALE:
-        raise OptionError(f"unknown units {units!r}",
-                          fix=f"Use one of {', '.join(UNIT_SCALE)}")
+    length_scale(units)
     path_text = str(path)
     data = _read_bytes(path_text)
     sha = hashlib.sha256(data).hexdigest()

@@ -169,7 +169,7 @@ def test_skin_thicker_than_the_part_is_refused(tmp_path, meshes):
     out = tmp_path / "riser.vtu"
     result = run("build", meshes / "idler_riser.STL", "--units", "in", "--skin", "0.5",
                  "--modulus", "1e6", "-o", out)
-    assert result.exit_code != 0
+    assert result.exit_code == 2
     message = result.stderr
     assert "idler_riser.STL" in message and "thicker than the part" in message
     assert "deepest point is 0.12" in message and " in below the free surface" in message

@@ -20,10 +20,10 @@ import numpy as np
 from fieldgen.errors import InputError, OptionError
 from fieldgen.mesh import boundary_faces_of, p1_gradients, tet_volumes
 from fieldgen.runtime.bvh import BVH, build_bvh
+from fieldgen.units import length_scale
 
 CORE_EXTENT = 1.0 - 1e-9   #: a vertex with e >= this lies on the rigid core
 
-_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254, "inch": 0.0254, "ft": 0.3048}
 
 
 def characteristic_length_of(points: np.ndarray, tets: np.ndarray, extent: np.ndarray) -> float:
@@ -204,24 +204,14 @@ class RigidBody:
     @classmethod
     def from_mesh(cls, path, units: str = "m", *, mu_static: float = 0.0, mu_dynamic: float | None = None,
                   name: str | None = None) -> "RigidBody":
-        """Rigid body from any surface trimesh reads; ``units`` of the file (m, cm, mm, in, ft).
-        A closed mesh wound inward is flipped so normals point out."""
-        import trimesh
+        """Rigid body from a surface mesh file (read, seams merged and wound outward by
+        :func:`fieldgen.surface.load_surface`, the one surface reader); ``units`` of the file
+        (:data:`fieldgen.units.LENGTH_UNITS`). Closedness is checked by :func:`load_body`."""
+        from fieldgen.surface import load_surface
 
-        if units not in _UNITS:
-            raise OptionError(f"unknown units {units!r}", path=path, fix=f"Use one of {sorted(_UNITS)}")
-        try:
-            mesh = trimesh.load(str(path), force="mesh", process=True)
-        except Exception as exc:  # trimesh raises many types for unreadable files
-            raise InputError(f"cannot read the surface mesh ({type(exc).__name__}: {exc})", path=path,
-                             fix="Export it as STL, OBJ or PLY") from None
-        if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
-            raise InputError("the file holds no triangles (0 faces)", path=path,
-                             fix="Export the surface as a triangle mesh")
-        if mesh.is_watertight and mesh.volume < 0:
-            mesh.invert()
-        vertices = np.asarray(mesh.vertices, dtype=np.float64) * _UNITS[units]
-        return cls(vertices, np.asarray(mesh.faces, dtype=np.int64), float(mu_static),
+        length_scale(units, path=path)
+        surface = load_surface(path, units, require_closed=False)
+        return cls(np.array(surface.vertices), np.array(surface.faces, dtype=np.int64), float(mu_static),
                    float(mu_static if mu_dynamic is None else mu_dynamic), name or Path(path).stem)
 
 
