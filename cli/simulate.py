@@ -59,6 +59,9 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
             from fieldgen.runtime.sim_output import write_outputs
 
             summary["outputs"] = write_outputs(out_dir, scene, result)
+        for w in summary["warnings"]:     # once per (pair, kind), whatever --quiet says
+            click.echo(f"warning: {w['pair'][0]} / {w['pair'][1]} ({w['kind']}, first at t = {w['first_time']:.6g} s): "
+                       f"{w['message']}", err=True)
         if as_json:
             print_json(summary)
         elif not quiet:

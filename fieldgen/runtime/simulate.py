@@ -47,6 +47,7 @@ from fieldgen.errors import BuildError, OptionError
 from fieldgen.progress import Progress
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.contact_surface import ContactSurface, compute_contact_surface
+from fieldgen.runtime.contact_warnings import ContactWarningLog, collecting, set_time, watched
 from fieldgen.runtime.pose import SpatialVelocity
 from fieldgen.runtime.rigid_body import (
     RigidBodyState,
@@ -201,8 +202,7 @@ def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: 
             gi, gj = bi.geometry, bj.geometry
             chi, mu = combined_dissipation(gi, gj), combined_friction(gi, gj)
             if isinstance(gi, CompliantBody) or isinstance(gj, CompliantBody):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with watched((bi.name, bj.name)):   # kept once per (pair, kind) by simulate()
                     surface = compute_contact_surface(gi, poses[i], gj, poses[j], "polygon",
                                                       face_rule=scene.face_rule)
                 if surface.n_faces == 0:
@@ -676,6 +676,8 @@ class SimulationResult:
     final_states: list = field(default_factory=list)
     #: velocity integrator: total wall seconds per stage (contact query, assembly, solve, pose update)
     stage_seconds: dict = field(default_factory=dict)
+    #: contact warnings, the first of each (pair, kind): {"pair", "kind", "message", "first_time"}
+    warnings: list = field(default_factory=list)
 
     @property
     def simulated_seconds(self) -> float:
@@ -698,6 +700,7 @@ class SimulationResult:
             "final_states": {name: {"position": s.position.tolist(), "quaternion": s.quaternion.tolist(),
                                     "velocity": s.velocity.tolist(), "angular_velocity": s.angular_velocity.tolist()}
                              for name, s in zip(self.body_names, self.final_states)},
+            "warnings": [dict(w) for w in self.warnings],
         }
 
 
@@ -738,10 +741,14 @@ def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str = 
         raise OptionError(f"duration {duration} s and dt {dt} s must be positive", fix="use e.g. --duration 1 --dt 1e-3")
     n_steps = int(np.ceil(duration / dt - 1e-9))
     progress = progress or Progress(enabled=False)
-    with threadpool_limits(1):
+    with threadpool_limits(1), collecting(ContactWarningLog()) as log:
         if integrator == "velocity":
-            return _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, stiction_velocity, stop)
-        return _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop)
+            result = _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, stiction_velocity,
+                                   stop)
+        else:
+            result = _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop)
+    result.warnings = log.as_list()
+    return result
 
 
 def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, stiction_velocity, stop):
@@ -755,6 +762,7 @@ def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, s
     steps = 0
     for k in range(n_steps):
         record = k % record_every == 0
+        set_time(t)
         new_states, info = velocity_step(scene, states, t, dt, stiction_velocity=stiction_velocity,
                                          keep_surfaces=record and record_surfaces)
         if record:
@@ -770,6 +778,7 @@ def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, s
         if stop is not None and stop(t, states):
             break
     wall = time.perf_counter() - start
+    set_time(t)
     if rec.times[-1] != t:
         rec.add(t, states, scene_contacts(scene, states, keep_surfaces=True).surfaces if record_surfaces else None)
     result = rec.result(contacts, steps, wall, "velocity", dt, states)
@@ -812,8 +821,7 @@ def contact_wrenches(scene: Scene, states: list[RigidBodyState], *, keep_surface
                 continue
             if not (isinstance(bi.geometry, CompliantBody) or isinstance(bj.geometry, CompliantBody)):
                 continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with watched((bi.name, bj.name)):
                 surface = compute_contact_surface(bi.geometry, poses[i], bj.geometry, poses[j], "triangle",
                                                   face_rule=scene.face_rule)
             if surface.n_faces == 0:
@@ -848,6 +856,7 @@ def _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress,
     evaluations = [0]
 
     def rhs(t, y):
+        set_time(t)
         st = _unpack(scene, y, states, t)
         wrench, _ = contact_wrenches(scene, st)
         evaluations[0] += 1
@@ -884,6 +893,7 @@ def _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress,
                 y = sol.y[:, -1].copy()
                 steps += 1
         t = t1
+        set_time(t)
         states = _unpack(scene, y, states, t)
         y = _pack(scene, states) if y.size else y        # quaternion renormalised
         wrench_surfaces = None
