@@ -6,7 +6,11 @@ Precedence: defaults < spec < item keys; paths are relative to the file that nam
 
 The cache is the assets themselves: each asset stores the sha256 ``cache_key`` of what it was
 built from (input bytes and name, the resolved options with the bytes of the files they name,
-the fieldgen version). An item is current when the asset at its output carries the item's key.
+the versions of fieldgen and of the libraries its bytes depend on) and, under ``cache``, those
+components themselves, so a stale asset says which part changed (:func:`describe_changes`).
+An item is current when the asset at its output carries the item's key. On Dask, the workers'
+versions must equal this machine's (checked before any build, and again by each build), since
+the key is computed here.
 
 Each build runs in its own worker process (local pool of persistent workers, or one isolated
 process per item on a Dask worker), single-threaded, with its own scratch folder, so workers
@@ -244,14 +248,64 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def cache_key(item: BatchItem) -> str:
-    """sha256 hex of :func:`cache_description` in canonical JSON; InputError if a file is unreadable."""
-    text = json.dumps(cache_description(item), sort_keys=True, separators=(",", ":"), allow_nan=False)
+def key_of(description: dict[str, Any]) -> str:
+    """sha256 hex of a :func:`cache_description` in canonical JSON."""
+    text = json.dumps(description, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def stale_reason(output: str, key: str) -> str | None:
-    """None when the asset at ``output`` is complete and carries ``key``; else why it is stale."""
+def cache_key(item: BatchItem) -> str:
+    """sha256 hex of :func:`cache_description` in canonical JSON; InputError if a file is unreadable."""
+    return key_of(cache_description(item))
+
+
+def build_versions() -> dict[str, str]:
+    """fieldgen's version and :func:`library_versions`: what a worker must share with the client."""
+    return {"fieldgen": __version__, **library_versions()}
+
+
+def _worker_versions() -> dict[str, str]:
+    """:func:`build_versions` as a Dask worker reports it (run there by ``client.run``)."""
+    return {"fieldgen": __version__, **library_versions()}
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict) and "sha256" in value:
+        return f"{value.get('name', '')} sha256 {str(value['sha256'])[:12]}".strip()
+    return json.dumps(value, sort_keys=True)
+
+
+def describe_changes(stored: dict[str, Any] | None, current: dict[str, Any]) -> str:
+    """Which components of the cache key differ between ``stored`` (the asset's ``cache``
+    metadata) and ``current`` (:func:`cache_description`), e.g. ``"numpy 2.4.6 -> 2.4.7"``."""
+    if not isinstance(stored, dict):
+        return "input, options or versions changed (the asset does not record its cache components)"
+    changes = []
+    if stored.get("schema") != current.get("schema"):
+        changes.append(f"cache schema {stored.get('schema')} -> {current.get('schema')}")
+    old_tool, new_tool = stored.get("tool") or {}, current.get("tool") or {}
+    if old_tool.get("version") != new_tool.get("version"):
+        changes.append(f"fieldgen {old_tool.get('version')} -> {new_tool.get('version')}")
+    old_libs, new_libs = stored.get("libraries") or {}, current.get("libraries") or {}
+    for name in sorted(set(old_libs) | set(new_libs)):
+        if old_libs.get(name) != new_libs.get(name):
+            changes.append(f"{name} {old_libs.get(name, 'not recorded')} -> {new_libs.get(name, 'not recorded')}")
+    old_in, new_in = stored.get("input") or {}, current.get("input") or {}
+    if old_in.get("name") != new_in.get("name"):
+        changes.append(f"input name {old_in.get('name')} -> {new_in.get('name')}")
+    if old_in.get("sha256") != new_in.get("sha256"):
+        changes.append(f"input bytes changed (sha256 {str(old_in.get('sha256'))[:12]} -> "
+                       f"{str(new_in.get('sha256'))[:12]})")
+    old_opt, new_opt = stored.get("options") or {}, current.get("options") or {}
+    for name in sorted(set(old_opt) | set(new_opt)):
+        if old_opt.get(name) != new_opt.get(name):
+            changes.append(f"option {name} {_short(old_opt.get(name))} -> {_short(new_opt.get(name))}")
+    return "; ".join(changes) or "the cache key differs (its recorded components are equal: the asset was edited)"
+
+
+def stale_reason(output: str, key: str, description: dict[str, Any] | None = None) -> str | None:
+    """None when the asset at ``output`` is complete and carries ``key``; else why it is stale
+    (with ``description``, the components that changed: :func:`describe_changes`)."""
     from .asset import read_metadata
 
     if not os.path.exists(output):
@@ -269,7 +323,9 @@ def stale_reason(output: str, key: str) -> str | None:
     if stored is None:
         return "built without a cache key"
     if stored != key:
-        return "input, options or fieldgen version changed"
+        if description is None:
+            return "input, options or versions changed"
+        return describe_changes(metadata.get("cache"), description)
     return None
 
 
@@ -416,14 +472,16 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _payload(item: BatchItem, key: str) -> dict[str, Any]:
-    """What a worker needs, with absolute paths (workers run in their own scratch folders)."""
+def _payload(item: BatchItem, key: str, description: dict[str, Any]) -> dict[str, Any]:
+    """What a worker needs, with absolute paths (workers run in their own scratch folders), the
+    key's components (stored in the asset) and the versions the key assumes."""
     options = item.options.to_dict()
     for name in ("core", "table"):
         if options.get(name) is not None:
             options[name] = os.path.abspath(options[name])
     return {"index": item.index, "input": os.path.abspath(item.input), "output": os.path.abspath(item.output),
-            "options": options, "cache_key": key}
+            "options": options, "cache_key": key, "cache": description,
+            "versions": {"fieldgen": description["tool"]["version"], **description["libraries"]}}
 
 
 def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = False, check: bool = False,
@@ -452,17 +510,18 @@ def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = Fals
         remove_stale_temporaries(outputs)
 
     results: dict[int, ItemResult] = {}
-    pending: list[tuple[BatchItem, str, str]] = []
+    pending: list[tuple[BatchItem, str, str, dict]] = []
     for item in manifest.items:
         began = time.perf_counter()
         try:
-            key = cache_key(item)
+            description = cache_description(item)
+            key = key_of(description)
         except FieldgenError as exc:
             results[item.index] = ItemResult(item.index, item.input, item.output, "failed",
                                              time.perf_counter() - began, None, str(exc))
             notify(results[item.index])
             continue
-        reason = "forced (--force)" if force else stale_reason(item.output, key)
+        reason = "forced (--force)" if force else stale_reason(item.output, key, description)
         if reason is None:
             results[item.index] = ItemResult(item.index, item.input, item.output, "cached",
                                              time.perf_counter() - began, key)
@@ -472,10 +531,10 @@ def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = Fals
                                              time.perf_counter() - began, key, reason=reason)
             notify(results[item.index])
         else:
-            pending.append((item, key, reason))
+            pending.append((item, key, reason, description))
 
     if pending:
-        by_index = {item.index: (item, key, reason) for item, key, reason in pending}
+        by_index = {item.index: (item, key, reason) for item, key, reason, _ in pending}
 
         def finished(answer: dict[str, Any]) -> None:
             item, key, reason = by_index[answer["index"]]
@@ -484,7 +543,7 @@ def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = Fals
                                              float(answer.get("seconds", 0.0)), key, answer.get("error"), reason)
             notify(results[item.index])
 
-        payloads = [_payload(item, key) for item, key, _ in pending]
+        payloads = [_payload(item, key, description) for item, key, _, description in pending]
         try:
             if executor == "local":
                 _run_local(payloads, min(jobs, len(payloads)), finished)
@@ -659,11 +718,18 @@ def build_payload(payload: dict[str, Any]) -> dict[str, Any]:
     began = time.perf_counter()
     answer: dict[str, Any] = {"index": payload["index"], "error": None}
     try:
+        differ = version_differences(payload.get("versions") or build_versions(), build_versions())
+        if differ:
+            raise OptionError(f"this worker has {differ}; the cache key was computed with the client's versions",
+                              path=payload["input"],
+                              fix="install the same versions on every Dask worker as on the client")
         options = options_from_mapping(payload["options"], origin="batch payload")
+        metadata = {"cache_key": payload["cache_key"]}
+        if payload.get("cache") is not None:
+            metadata["cache"] = payload["cache"]
         try:
             with threadpool_limits(1):
-                result = build(payload["input"], payload["output"], options,
-                               extra_metadata={"cache_key": payload["cache_key"]})
+                result = build(payload["input"], payload["output"], options, extra_metadata=metadata)
         except _Stop:
             discard_unvalidated(payload["output"], payload["cache_key"])
             raise
@@ -753,6 +819,23 @@ def _dask_requirements(scheduler: str | None):
     return distributed
 
 
+def version_differences(client: dict[str, str], worker: dict[str, str]) -> str:
+    """``"numpy 2.4.7 (client 2.4.6), fieldgen 0.2.0 (client 0.1.0)"``, or "" when equal."""
+    return ", ".join(f"{name} {worker.get(name, 'absent')} (client {client.get(name, 'absent')})"
+                     for name in sorted(set(client) | set(worker)) if client.get(name) != worker.get(name))
+
+
+def check_worker_versions(client: dict[str, str], workers: dict[str, dict[str, str]]) -> None:
+    """OptionError naming each worker whose versions differ from the client's."""
+    wrong = [f"{address} has {differ}" for address, versions in sorted(workers.items())
+             if (differ := version_differences(client, versions))]
+    if wrong:
+        raise OptionError("Dask workers run other versions than this client, so the cache keys computed here "
+                          "would not describe the assets they build: " + "; ".join(wrong),
+                          fix="install the same fieldgen and library versions on every worker as here "
+                              "(pip freeze on both sides), or use --executor local")
+
+
 def _run_dask(payloads: Sequence[dict], scheduler: str | None, finished: Callable[[dict], None]) -> None:
     """Run payloads on an existing Dask distributed cluster (files on a shared filesystem)."""
     distributed = _dask_requirements(scheduler)
@@ -761,6 +844,11 @@ def _run_dask(payloads: Sequence[dict], scheduler: str | None, finished: Callabl
     except (OSError, TimeoutError) as exc:
         raise OptionError(f"cannot connect to the Dask scheduler at {scheduler} ({exc})",
                           fix="check the address and that the scheduler is running") from None
+    try:
+        check_worker_versions(build_versions(), client.run(_worker_versions))
+    except BaseException:
+        client.close()
+        raise
     name = f"fieldgen-batch-cancel-{os.getpid()}-{time.time_ns()}"
     futures, event = [], None
     try:
