@@ -22,6 +22,11 @@ from .mesh import min_dihedral_angles, p1_gradients, tet_volumes
 GRADIENT_RTOL = 1e-6          # of max |grad p| (the contract)
 LENGTH_RTOL = 1e-6            # characteristic length and dissipation (the contract)
 ANGLE_ATOL = 1e-6             # degrees
+#: Every metadata key the README's asset-format section lists (``expansion_rate`` is optional:
+#: only when the dissipation comes from an expansion rate).
+DOCUMENTED_METADATA = ("schema", "units", "law", "characteristic_length", "dissipation", "friction",
+                       "boundary", "extent_solution", "layer_tolerance", "max_interpolation_error",
+                       "mesh", "source", "tool", "deterministic")
 LAW_RTOL = 1e-9               # of max pressure: the builder applies the same law to the same e
 
 
@@ -176,7 +181,7 @@ def check_schema(s: _State) -> str:
     meta = s.need_metadata()
     if meta.get("schema") != SCHEMA:
         raise ValueError(f"schema is {meta.get('schema')!r}, expected {SCHEMA!r}")
-    required = list(REQUIRED_METADATA) + ["units", "mesh", "tool"]
+    required = list(dict.fromkeys([*REQUIRED_METADATA, *DOCUMENTED_METADATA]))
     missing = [key for key in required if key not in meta]
     if missing:
         raise ValueError(f"{len(missing)} required key(s) missing: {', '.join(missing)}")
@@ -191,9 +196,11 @@ def check_schema(s: _State) -> str:
         absent = [name for name in inner if name not in value]
         if absent:
             problems.append(f"{key} lacks {', '.join(absent)}")
-    for key in ("boundary", "mesh"):
+    for key in ("boundary", "mesh", "extent_solution"):
         if not isinstance(meta[key], dict):
             problems.append(f"{key} is not an object")
+    if not isinstance(meta["deterministic"], bool):
+        problems.append(f"deterministic is {meta['deterministic']!r}, not true or false")
     if isinstance(meta.get("tool"), dict) and meta["tool"].get("name") != "fieldgen":
         problems.append(f"tool.name is {meta['tool'].get('name')!r}")
     if isinstance(meta.get("units"), dict):
@@ -201,7 +208,7 @@ def check_schema(s: _State) -> str:
                  for name, unit in UNITS.items() if meta["units"].get(name, unit) != unit]
         if wrong:
             problems.append("units " + "; ".join(wrong))
-    for key in ("characteristic_length", "dissipation", "max_interpolation_error"):
+    for key in ("characteristic_length", "dissipation", "max_interpolation_error", "layer_tolerance"):
         _number(meta, key)
     if "expansion_rate" in meta:
         _number(meta, "expansion_rate")
@@ -323,6 +330,49 @@ def check_zero_pressure_surface(s: _State) -> str:
                          f"pressure != 0 (largest |p| {np.abs(p[bad]).max():.6g} Pa at vertex "
                          f"{bad[np.argmax(np.abs(p[bad]))]})")
     return f"{surface.size} of {boundary.size} boundary vertices have e = 0 and p = 0"
+
+
+def check_no_flat_zero_tets(s: _State) -> str:
+    """No tet has all four vertices on the e = 0 boundary: its pressure would be 0 throughout,
+    a flat wedge of the contact surface that carries no force (the builder splits such tets)."""
+    s.need_arrays()
+    tets = s.need_tets()
+    e = s.array("extent")
+    on_surface = np.zeros(len(e), dtype=bool)
+    boundary = np.unique(s.boundary_faces().ravel())
+    on_surface[boundary[e[boundary] == 0.0]] = True
+    flat = np.flatnonzero(on_surface[tets].all(axis=1))
+    if flat.size:
+        raise ValueError(f"{flat.size} of {len(tets)} tets have all four vertices on the e = 0 boundary "
+                         f"(first: tet {flat[0]}, vertices {tets[flat[0]].tolist()}): zero pressure throughout; "
+                         "rebuild the asset (fieldgen build splits them)")
+    return f"no tet lies wholly on the e = 0 boundary ({int(on_surface.sum())} surface vertices)"
+
+
+def check_interpolation_error(s: _State) -> str:
+    """The layering met its tolerance: max_interpolation_error <= layer_tolerance (Pa, both >= 0)."""
+    meta = s.need_metadata()
+    error = _number(meta, "max_interpolation_error")
+    tolerance = _number(meta, "layer_tolerance")
+    if error < 0 or tolerance <= 0:
+        raise ValueError(f"max_interpolation_error {error:.6g} Pa must be >= 0 and layer_tolerance "
+                         f"{tolerance:.6g} Pa > 0")
+    if error > tolerance:
+        raise ValueError(f"max_interpolation_error {error:.6g} Pa exceeds layer_tolerance {tolerance:.6g} Pa: "
+                         "the pressure is not represented to the stated tolerance")
+    return f"max interpolation error {error:.4g} Pa <= layer tolerance {tolerance:.4g} Pa"
+
+
+def check_friction(s: _State) -> str:
+    """Friction coefficients are >= 0 and the dynamic one does not exceed the static one."""
+    meta = s.need_metadata()
+    static = _number(meta, "friction", "static")
+    dynamic = _number(meta, "friction", "dynamic")
+    if static < 0 or dynamic < 0:
+        raise ValueError(f"friction static {static:g} and dynamic {dynamic:g} must be >= 0")
+    if dynamic > static:
+        raise ValueError(f"friction dynamic {dynamic:g} exceeds static {static:g} (mu_dynamic <= mu_static)")
+    return f"mu_static {static:g} >= mu_dynamic {dynamic:g}"
 
 
 def check_pressure_gradient(s: _State) -> str:
@@ -483,6 +533,7 @@ CHECKS: tuple[tuple[str, Callable[[_State], str]], ...] = (
     ("extent_range", check_extent_range),
     ("pressure_nonnegative", check_pressure_sign),
     ("zero_pressure_surface", check_zero_pressure_surface),
+    ("no_flat_zero_tets", check_no_flat_zero_tets),
     ("pressure_gradient", check_pressure_gradient),
     ("min_dihedral_angle", check_min_dihedral_angle),
     ("characteristic_length", check_characteristic_length),
@@ -490,6 +541,8 @@ CHECKS: tuple[tuple[str, Callable[[_State], str]], ...] = (
     ("dissipation", check_dissipation),
     ("field_data", check_field_data),
     ("pressure_law", check_pressure_law),
+    ("interpolation_error", check_interpolation_error),
+    ("friction", check_friction),
 )
 
 

@@ -51,6 +51,10 @@ def slab_metadata(length: float, **extra) -> dict:
         "friction": {"static": 0.6, "dynamic": 0.5},
         "boundary": {"bonded": ["z<0.001"], "insulated": [], "problem": "laplace"},
         "max_interpolation_error": 0.0,
+        "layer_tolerance": 1000.0,
+        "extent_solution": {"problem": "laplace", "solver": "direct", "relative_residual": 0.0,
+                            "max_violation": 0.0},
+        "deterministic": True,
         "source": {"file": "box.stl", "sha256": "0" * 64},
     }
     meta.update(extra)
