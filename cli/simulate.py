@@ -46,6 +46,10 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
         duration = float(duration if duration is not None else settings.get("duration", 1.0))
         dt = float(dt if dt is not None else settings.get("dt", 1e-3))
         integrator = integrator or settings.get("integrator", "velocity")
+        for flag, value in (("--duration", duration), ("--dt", dt)):
+            if not (math.isfinite(value) and value > 0):
+                raise OptionError(f"{flag} must be a positive number of seconds, got {value}",
+                                  fix="use e.g. --duration 1 --dt 1e-3")
         if record_every is None:
             record_every = max(1, math.ceil(duration / dt / 200))
         if record_every < 1:

@@ -108,6 +108,17 @@ class BuildOptions:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise OptionError(f"--{name.replace('_', '-')} must be >= 0, got {value}", fix="give a friction coefficient")
+        if self.drake_vtk is not None and not str(self.drake_vtk).lower().endswith(".vtk"):
+            raise OptionError(f"--drake-vtk {self.drake_vtk!r} does not end in .vtk (Drake reads compliant tet "
+                              "meshes only from legacy .vtk files)", fix="name it FILE.vtk")
+        from .selectors import parse_selector
+
+        for flag, selectors in (("--bonded", self.bonded), ("--insulated", self.insulated)):
+            for text in selectors:
+                try:
+                    parse_selector(str(text))
+                except OptionError as exc:
+                    raise OptionError(f"{flag}: {exc.defect}", fix=exc.fix) from None
         if self.mu_dynamic > self.mu_static:
             raise OptionError(f"--mu-dynamic ({self.mu_dynamic}) exceeds --mu-static ({self.mu_static})",
                               fix="kinetic friction cannot exceed static friction; swap or lower them")
