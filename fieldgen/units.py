@@ -7,7 +7,7 @@ from __future__ import annotations
 from .errors import OptionError
 
 #: metres per unit
-LENGTH_UNITS: dict[str, float] = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254, "ft": 0.3048}
+LENGTH_UNITS: dict[str, float] = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254}
 
 
 def length_scale(units: str, *, path=None, what: str = "units") -> float:
@@ -15,4 +15,4 @@ def length_scale(units: str, *, path=None, what: str = "units") -> float:
     if isinstance(units, str) and units in LENGTH_UNITS:
         return LENGTH_UNITS[units]
     raise OptionError(f"unknown {what} {units!r}", path=path,
-                      fix=f"use one of {', '.join(LENGTH_UNITS)} (metres, centimetres, millimetres, inches, feet)")
+                      fix=f"use one of {', '.join(LENGTH_UNITS)} (metres, centimetres, millimetres, inches)")

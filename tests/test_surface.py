@@ -197,12 +197,11 @@ def test_inch_and_cm_scale(tmp_path):
     path = _write(tmp_path / "cube.stl", trimesh.creation.box((2, 2, 2)))
     assert load_surface(path, "in").volume == pytest.approx(8 * 0.0254 ** 3, rel=1e-12)
     assert load_surface(path, "cm").volume == pytest.approx(8e-6, rel=1e-12)
-    assert load_surface(path, "ft").volume == pytest.approx(8 * (12 * 0.0254) ** 3, rel=1e-12)
-    assert UNIT_SCALE == {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254, "ft": 0.3048}
+    assert UNIT_SCALE == {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254}
 
 
 def test_unknown_units_refused(meshes):
-    with pytest.raises(OptionError, match="unknown units 'furlong'.*m, cm, mm, in, ft"):
+    with pytest.raises(OptionError, match="unknown units 'furlong'.*m, cm, mm, in"):
         load_surface(meshes / "fandisk.obj", "furlong")
 
 
