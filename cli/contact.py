@@ -63,8 +63,11 @@ def _load(path: str, modulus: float | None, units: str | None, side: str):
     if units is not None and suffix in (".vtu", ".vtk"):
         fail(f"{path}: --units-{side} applies to rigid surface meshes; assets and .vtk tet meshes are in "
              f"metres. Drop --units-{side}.", EXIT_USAGE)
-    kwargs = {"modulus": modulus} if suffix == ".vtk" else {"units": units or "m"} if suffix != ".vtu" else {}
-    return load_body(path, **kwargs)
+    if suffix == ".vtk":
+        return load_body(path, modulus=modulus)
+    if suffix == ".vtu":
+        return load_body(path)
+    return load_body(path, units=units or "m")
 
 
 def _vector(values) -> list[float]:

@@ -33,10 +33,10 @@ def test_each_format_is_parsed_in_one_module(pattern):
     assert users == {READERS[pattern]}
 
 
-@pytest.mark.parametrize("name, units", [("box.STL", "mm"), ("fandisk.obj", "m"), ("bunny.ply", "m")])
+@pytest.mark.parametrize("name, units", [("unit_sphere.STL", "mm"), ("fandisk.obj", "m"), ("torus.STL", "mm")])
 def test_runtime_rigid_body_reads_like_the_builder(meshes, name, units):
-    """The same vertices and faces (seams merged, wound outward, in metres) for both paths."""
-    surface = load_surface(meshes / name, units, require_closed=False)
+    """A closed, outward part: the same vertices and faces (seams merged, in metres) both ways."""
+    surface = load_surface(meshes / name, units)
     body = RigidBody.from_mesh(meshes / name, units)
     assert np.array_equal(body.vertices, surface.vertices)
     assert np.array_equal(body.faces, surface.faces)

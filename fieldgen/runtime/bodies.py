@@ -204,15 +204,28 @@ class RigidBody:
     @classmethod
     def from_mesh(cls, path, units: str = "m", *, mu_static: float = 0.0, mu_dynamic: float | None = None,
                   name: str | None = None) -> "RigidBody":
-        """Rigid body from a surface mesh file (read, seams merged and wound outward by
-        :func:`fieldgen.surface.load_surface`, the one surface reader); ``units`` of the file
-        (:data:`fieldgen.units.LENGTH_UNITS`). Closedness is checked by :func:`load_body`."""
-        from fieldgen.surface import load_surface
+        """Rigid body from a surface mesh file, read by :func:`fieldgen.surface.read_triangles` (the
+        one surface reader) in ``units`` (:data:`fieldgen.units.LENGTH_UNITS`); seams merged as the
+        builder merges them, degenerate faces dropped, and a closed mesh wound inward as a whole is
+        flipped so normals point out (each shell keeps its own winding otherwise: overlapping
+        shells stay solid). Closedness is checked by :func:`load_body`."""
+        from fieldgen.surface import MERGE_TOLERANCE, merge_close_vertices, read_triangles
 
-        length_scale(units, path=path)
-        surface = load_surface(path, units, require_closed=False)
-        return cls(np.array(surface.vertices), np.array(surface.faces, dtype=np.int64), float(mu_static),
-                   float(mu_static if mu_dynamic is None else mu_dynamic), name or Path(path).stem)
+        scale = length_scale(units, path=path)
+        vertices, faces, _, _ = read_triangles(path)
+        if len(faces) == 0:
+            raise InputError("the file holds no triangles (0 faces)", path=path,
+                             fix="Export the surface as a triangle mesh")
+        used = vertices[np.unique(faces)]
+        diag = float(np.linalg.norm(used.max(axis=0) - used.min(axis=0)))
+        vertices, faces, _ = merge_close_vertices(vertices, faces, MERGE_TOLERANCE * diag)
+        faces = faces[(faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 2] != faces[:, 0])]
+        if open_edges(faces) == (0, 0):
+            a, b, c = vertices[faces[:, 0]], vertices[faces[:, 1]], vertices[faces[:, 2]]
+            if np.sum(a * np.cross(b, c)) < 0:
+                faces = faces[:, ::-1]
+        return cls(np.ascontiguousarray(vertices * scale), np.ascontiguousarray(faces, dtype=np.int64),
+                   float(mu_static), float(mu_static if mu_dynamic is None else mu_dynamic), name or Path(path).stem)
 
 
 def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs) -> CompliantBody | RigidBody:
