@@ -137,3 +137,10 @@ def test_scene_refuses(units, plate_files, tmp_path):
         load_scene(scene)
     result = run("simulate", scene, "--duration", "0.001")
     assert result.exit_code == 2 and repr(units) in result.stderr
+
+
+def test_contact_units_only_for_rigid_meshes(plate_files, meshes):
+    """Assets and .vtk tet meshes are SI: a unit for them is refused, not silently ignored."""
+    result = run("contact", meshes / "yellow_bell_pepper_no_stem_low.vtk", plate_files["m"], "--modulus-a", "1e5",
+                 "--units-a", "mm")
+    assert result.exit_code == 2 and "--units-a applies to rigid surface meshes" in result.stderr
