@@ -170,7 +170,6 @@ def test_cli_velocity_is_linear_first(foam_ball, plate):
     assert spin["force"][2] == pytest.approx(rest["force"][2], rel=1e-12)
 
 
-
 def test_paraview_script_for_one_query(foam_ball, plate, tmp_path):
     """--paraview writes the script (run in ParaView by tests/test_paraview.py) and the bodies at
     their poses beside it; without -o it is a usage error."""
