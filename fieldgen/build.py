@@ -406,6 +406,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
 
     stats.update({
         "tets_before_layering": mesh.n_tets,
+        "tets_added_by_layering": int(layered.tets_added),
         "tets_split_zero_pressure": int(split),
         "layer_levels": int(len(layered.levels)),
     })
@@ -491,7 +492,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         stage_seconds={k: round(v, 6) for k, v in progress.stage_seconds.items()},
         volume=float(stats.get("volume", 0.0)), pressure_max=float(np.max(layered.pressure)),
         repairs=list(surface.repairs), warnings=warnings,
-        extra={"layer_levels": int(len(layered.levels)), "law": law.kind,
+        extra={"layer_levels": int(len(layered.levels)), "tets_added_by_layering": int(layered.tets_added),
+               "law": law.kind,
                "deterministic": not options.robust,
                **({"skin_volume_fraction": float(skin.volume_fraction)} if skin is not None else {}),
                **({"drake": drake} if drake is not None else {})},

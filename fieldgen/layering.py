@@ -5,7 +5,8 @@ The error of linear interpolation of ``p0`` over a tet spanning ``Δe`` is about
 ``p0''·Δe²/8`` (docs/model.md §2.4). Refining isotropically cannot reach useful tolerances for steep
 laws, but thin layers between extent levels can, and flat tets are fine for the runtime.
 
-Method:
+Method (the steps 1-3 below describe slicing by levels, kept as :func:`slice_by_levels`; the
+build uses step 4, :func:`refine_for_law`, which splits only the edges the law needs split):
 
 1. :func:`extent_levels` picks levels ``0 < e_1 < ... < e_K < 1`` greedily so that on each
    interval ``[a, b]`` the oscillation of ``g = p0 − chord`` (``max g − min g``, sampled) is
@@ -413,18 +414,188 @@ def max_interpolation_error(points, tets, extent, pressure, law: ModulusLaw, *,
 
 
 # ----------------------------------------------------------------------------------------------
-# 4. the stage
+# 4. selective layering: split only the edges whose extent range the law cannot take linearly
+
+#: Samples per edge when measuring the chord oscillation of the law over the edge's extent range
+#: (the sampled oscillation underestimates by about 1/(EDGE_SAMPLES - 1)^2 relative, which the
+#: TOLERANCE_MARGIN covers).
+EDGE_SAMPLES = 33
+#: Safety stop on the rounds of edge splitting (each splits an independent set of edges).
+MAX_ROUNDS = 400
+
+_TET_EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
+
+
+def edge_oscillation(law: ModulusLaw, lo: np.ndarray, hi: np.ndarray, *, samples: int = EDGE_SAMPLES) -> np.ndarray:
+    """Chord oscillation of ``p0`` over each extent range ``[lo, hi]`` (vectorised
+    :func:`chord_oscillation`): a bound on the interpolation error of any tet whose vertex
+    extents lie in the range, and for a convex or concave law exactly the error along an edge."""
+    if law.kind == "table":   # piecewise cubic: its curvature jumps at the knots, so sample finer
+        samples = 4 * (samples - 1) + 1
+    t = np.linspace(0.0, 1.0, samples)
+    out = np.zeros(len(lo))
+    chunk = max(1, 4_000_000 // samples)
+    for start in range(0, len(lo), chunk):
+        a, b = lo[start:start + chunk, None], hi[start:start + chunk, None]
+        p = law.pressure(a + (b - a) * t)
+        g = p - (p[:, :1] + (p[:, -1:] - p[:, :1]) * t)
+        out[start:start + len(a)] = g.max(axis=1) - g.min(axis=1)
+    return out
+
+
+def _mesh_edges(tets: np.ndarray, n: int):
+    """Unique edges (sorted pairs, lexicographic) and each tet's six edge ids."""
+    pairs = np.sort(tets[:, _TET_EDGES], axis=2)                      # (t, 6, 2)
+    keys = pairs[:, :, 0] * n + pairs[:, :, 1]
+    unique, inverse = np.unique(keys.ravel(), return_inverse=True)
+    return np.column_stack([unique // n, unique % n]), inverse.reshape(-1, 6)
+
+
+def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: np.ndarray,
+                   tolerance: float) -> tuple[TetMesh, np.ndarray, int]:
+    """Split only the edges whose extent range the law cannot take linearly (D 5.1.2).
+
+    An edge needs splitting when its extent range contains a level strictly inside and the chord
+    oscillation of ``p0`` over that range exceeds the tolerance (times TOLERANCE_MARGIN). A tet's
+    interpolation error is bounded by the oscillation over its own range, which is the range of
+    its edge joining its lowest and highest extents, so once no edge needs splitting every tet
+    is within the tolerance; tets whose edges all pass are kept exactly as they were.
+
+    Each round splits an independent set of the edges that need it (no two in one tet: the edge
+    of largest oscillation in every tet containing it, ties broken by edge order), each at the
+    median level strictly inside its range, by bisection: every tet around the edge becomes two,
+    and so does every boundary triangle on it (same marker, same winding). Bisection is
+    conforming by construction and touches only the tets around the edge, all of which need the
+    split too (their range contains the edge's). New vertices carry exactly a level, and an edge
+    with no level strictly inside lies between two consecutive levels, where the oscillation is
+    within the tolerance (:func:`extent_levels`). Returns (mesh, extent, rounds). Deterministic:
+    children follow their parent.
+    """
+    target = TOLERANCE_MARGIN * tolerance
+    points = np.asarray(mesh.points, dtype=np.float64)
+    tets = np.asarray(mesh.tets, dtype=np.int64)
+    faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
+    markers = np.asarray(mesh.boundary_markers, dtype=np.int64)
+    extent = np.asarray(extent, dtype=np.float64)
+    rounds = 0
+    if not len(levels):
+        return TetMesh(points, tets, faces, markers), extent, rounds
+    active = np.ones(len(tets), dtype=bool)         # tets that may still hold an edge to split
+    tets = tets.copy()
+    origin = np.arange(len(tets))                   # the input tet each tet comes from
+    face_origin = np.arange(len(faces))
+    while True:
+        n = len(points)
+        candidates = np.flatnonzero(active)
+        if not len(candidates):
+            break
+        edges, tet_edges = _mesh_edges(tets[candidates], n)
+        lo = np.minimum(extent[edges[:, 0]], extent[edges[:, 1]])
+        hi = np.maximum(extent[edges[:, 0]], extent[edges[:, 1]])
+        first = np.searchsorted(levels, lo + ON_LEVEL, side="right")          # levels strictly inside
+        last = np.searchsorted(levels, hi - ON_LEVEL, side="left") - 1
+        needs = np.flatnonzero(last >= first)
+        osc = edge_oscillation(law, lo[needs], hi[needs])
+        needs, osc = needs[osc > target], osc[osc > target]
+        # Tets with no edge that needs splitting stay as they are from now on (their edges only
+        # ever shrink in range when a neighbour splits them).
+        flagged = np.zeros(len(edges), dtype=bool)
+        flagged[needs] = True
+        holds = flagged[tet_edges].any(axis=1)
+        if not np.any(holds):
+            break
+        rounds += 1
+        if rounds > MAX_ROUNDS:
+            raise BuildError(f"layering did not settle after {MAX_ROUNDS} rounds of edge splits",
+                             fix="raise --layer-tolerance; this is a fieldgen bug if it persists")
+        # Independent set: rank the edges that need it (oscillation, then edge order) and take the
+        # edges that rank highest in every tet containing them. Largest oscillation first is
+        # longest-edge bisection in the law's metric: a split never lengthens an edge of the tet
+        # (the new vertex's extent lies between its edge's ends), which is why the loop ends; a
+        # ranking by anything else (tried: a hash of the edge) can refine forever.
+        priority = np.full(len(edges), -1, dtype=np.int64)
+        priority[needs[np.lexsort((needs, osc))]] = np.arange(len(needs))
+        tet_best = priority[tet_edges].max(axis=1)                               # (t,)
+        loses = np.zeros(len(edges), dtype=bool)
+        mismatch = (priority[tet_edges] >= 0) & (priority[tet_edges] != tet_best[:, None])
+        loses[tet_edges[mismatch]] = True
+        chosen = np.flatnonzero(flagged & ~loses)
+        # Split points: the median level strictly inside each chosen edge's range.
+        level = levels[(first[chosen] + last[chosen]) // 2]
+        a, b = edges[chosen, 0], edges[chosen, 1]
+        t = (level - extent[a]) / (extent[b] - extent[a])
+        new_points = points[a] + t[:, None] * (points[b] - points[a])
+        new_ids = n + np.arange(len(chosen))
+        split_of_edge = np.full(len(edges), -1, dtype=np.int64)
+        split_of_edge[chosen] = new_ids
+        # Tets: each candidate tet holds at most one chosen edge.
+        local = split_of_edge[tet_edges]                                         # (t, 6)
+        which = np.argmax(local >= 0, axis=1)
+        split = local[np.arange(len(local)), which] >= 0
+        rows = candidates[split]
+        i, j = _TET_EDGES[which[split], 0], _TET_EDGES[which[split], 1]
+        m = local[split, which[split]]
+        child_a, child_b = tets[rows].copy(), tets[rows].copy()
+        child_a[np.arange(len(rows)), j] = m        # keeps vertex i's end
+        child_b[np.arange(len(rows)), i] = m        # keeps vertex j's end
+        active[candidates[~holds]] = False
+        tets[rows] = child_a                        # in place; the other child is appended
+        tets = np.concatenate([tets, child_b])
+        origin = np.concatenate([origin, origin[rows]])
+        active = np.concatenate([active, active[rows]])
+        # Boundary triangles on a chosen edge (at most one per triangle).
+        faces, markers, face_origin = _split_faces(faces, markers, face_origin, edges[chosen], new_ids, n)
+        points = np.concatenate([points, new_points])
+        extent = np.concatenate([extent, level])
+    # Children follow their input tet (face), in the order they were made.
+    tets = tets[np.argsort(origin, kind="stable")]
+    order = np.argsort(face_origin, kind="stable")
+    return TetMesh(points, tets, faces[order], markers[order]), extent, rounds
+
+
+def _split_faces(faces, markers, origin, edges, new_ids, n):
+    """Bisect the boundary triangles that contain one of ``edges`` at its new vertex."""
+    keys = edges[:, 0] * n + edges[:, 1]
+    order = np.argsort(keys)
+    keys, new_ids = keys[order], new_ids[order]
+    rows, children_a, children_b = [], [], []
+    for i, j in ((0, 1), (1, 2), (2, 0)):
+        u, v = faces[:, i], faces[:, j]
+        key = np.minimum(u, v) * n + np.maximum(u, v)
+        pos = np.clip(np.searchsorted(keys, key), 0, max(len(keys) - 1, 0))
+        hit = np.flatnonzero(keys[pos] == key) if len(keys) else np.zeros(0, dtype=np.int64)
+        if not len(hit):
+            continue
+        m = new_ids[pos[hit]]
+        ca, cb = faces[hit].copy(), faces[hit].copy()
+        ca[:, j] = m
+        cb[:, i] = m
+        rows.append(hit)
+        children_a.append(ca)
+        children_b.append(cb)
+    if not rows:
+        return faces, markers, origin
+    rows = np.concatenate(rows)
+    faces = faces.copy()
+    faces[rows] = np.concatenate(children_a)
+    return (np.concatenate([faces, np.concatenate(children_b)]), np.concatenate([markers, markers[rows]]),
+            np.concatenate([origin, origin[rows]]))
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. the stage
 
 def layer(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw,
           tolerance: float | None = None) -> LayeringResult:
     """Layer ``mesh`` so linear interpolation of ``p0`` is within ``tolerance`` Pa of ``law``
-    (default 1% of max p0; D 5.1.2). A linear law needs no slicing."""
+    (default 1% of max p0; D 5.1.2), splitting only where the law needs it
+    (:func:`refine_for_law`). A linear law needs no splitting."""
     tol = 0.01 * law.max_pressure if tolerance is None else _check_tolerance(tolerance, law)
     extent = _check_extent(mesh, extent)
     levels = extent_levels(law, tol)
-    sliced, new_extent = slice_by_levels(mesh, extent, levels)
+    refined, new_extent, _ = refine_for_law(mesh, snap_to_levels(extent, levels), law, levels, tol)
     pressure = law.pressure(new_extent)
-    error = max_interpolation_error(sliced.points, sliced.tets, new_extent, pressure, law)
-    return LayeringResult(mesh=sliced, extent=new_extent, pressure=pressure, levels=levels,
+    error = max_interpolation_error(refined.points, refined.tets, new_extent, pressure, law)
+    return LayeringResult(mesh=refined, extent=new_extent, pressure=pressure, levels=levels,
                           max_interpolation_error=error,
-                          tets_added=sliced.n_tets - mesh.n_tets)
+                          tets_added=refined.n_tets - mesh.n_tets)

@@ -11,7 +11,7 @@ import pytest
 from scipy.spatial import cKDTree
 
 from fieldgen.errors import BuildError, OptionError
-from fieldgen.layering import (ON_LEVEL, SNAP_FRACTION, snap_to_levels, extent_levels, layer, max_interpolation_error,
+from fieldgen.layering import (ON_LEVEL, chord_oscillation, SNAP_FRACTION, snap_to_levels, extent_levels, layer, max_interpolation_error,
                                slice_by_levels)
 from fieldgen.mesh import (FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, orient_positive,
                            p1_gradients, tet_volumes)
@@ -134,7 +134,10 @@ def characteristic_length(points, tets, extent):
     return volumes.sum() / (grad * volumes).sum()
 
 
-def assert_valid_slicing(before: TetMesh, extent_before, after: TetMesh, extent_after, levels):
+def assert_valid_slicing(before: TetMesh, extent_before, after: TetMesh, extent_after, levels, law=None):
+    """A valid cut of ``before``; with ``law``, the layering's criterion instead of full slicing:
+    a tet may straddle a level only if the law's chord oscillation over its range is within the
+    default tolerance (checked with the scalar chord_oscillation, 257 samples)."""
     # vertices within SNAP_FRACTION of a layer of a level were moved onto it, no further
     snapped = snap_to_levels(extent_before, levels)
     moved = snapped != extent_before
@@ -168,8 +171,15 @@ def assert_valid_slicing(before: TetMesh, extent_before, after: TetMesh, extent_
     # every tet's vertex extents lie between two consecutive levels
     e = extent_after[after.tets]
     lo, hi = e.min(axis=1), e.max(axis=1)
+    straddles = np.zeros(len(lo), dtype=bool)
     for level in levels:
-        assert not np.any((lo < level - ON_LEVEL) & (hi > level + ON_LEVEL))
+        straddles |= (lo < level - ON_LEVEL) & (hi > level + ON_LEVEL)
+    if law is None:
+        assert not np.any(straddles)
+    else:
+        tol = 0.01 * law.max_pressure
+        for a, b in set(zip(lo[straddles].tolist(), hi[straddles].tolist())):
+            assert chord_oscillation(law, a, b) <= tol
     # extent unchanged as a function: sample inside original tets, locate in the sliced mesh
     rng = np.random.default_rng(2024)
     parent = rng.integers(0, before.n_tets, size=3000)
@@ -303,8 +313,9 @@ def check_layering(mesh, extent, law):
 def test_hyperbolic_on_slab_meets_default_tolerance():
     mesh = slab_mesh()
     extent = 1.0 - mesh.points[:, 2] / SLAB[2]
-    result = check_layering(mesh, extent, hyperbolic_law(1e5, 0.9))
-    assert_valid_slicing(mesh, extent, result.mesh, result.extent, result.levels)
+    law = hyperbolic_law(1e5, 0.9)
+    result = check_layering(mesh, extent, law)
+    assert_valid_slicing(mesh, extent, result.mesh, result.extent, result.levels, law=law)
 
 
 def test_hyperbolic_on_ball_meets_default_tolerance(ball):

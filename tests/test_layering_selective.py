@@ -1,0 +1,127 @@
+"""Layering splits only where the law needs it (D 5.1.2): edges whose extent range the law cannot
+take linearly are bisected at extent levels; every other tet is kept as it was.
+
+Checked on the foam ball example and on a skinned part, with the hyperbolic law at k = 0.8 and
+the default tolerance (1% of max p0), against the slicing of every tet by every level (what the
+layering did before) and against the tolerance, measured by dense independent sampling.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+from click.testing import CliRunner
+
+import fieldgen.layering
+from fieldgen.asset import read_metadata
+from fieldgen.build import BuildOptions, build, options_from_spec
+from fieldgen.cli.main import main
+from fieldgen.layering import chord_oscillation, slice_by_levels, snap_to_levels
+from fieldgen.mesh import tet_volumes
+
+from fieldgen.mesh import boundary_faces_of
+from fieldgen.modulus import hyperbolic_law
+from test_layering import SLAB, face_use_counts, oriented_face_set, sampled_error, slab_mesh
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build_and_capture(monkeypatch, *args, **kwargs):
+    """Run ``build`` and keep what went into and came out of the layering stage."""
+    captured = {}
+    original = fieldgen.layering.layer
+
+    def spy(mesh, extent, law, tolerance=None):
+        result = original(mesh, extent, law, tolerance)
+        captured.update(mesh=mesh, extent=extent, law=law, result=result)
+        return result
+
+    monkeypatch.setattr(fieldgen.layering, "layer", spy)
+    return build(*args, **kwargs), captured
+
+
+def check_selective(captured, report, out):
+    mesh, extent, law, result = captured["mesh"], captured["extent"], captured["law"], captured["result"]
+    tol = 0.01 * law.max_pressure
+    # The tolerance holds, by an independent dense sampling of the asset's own tets.
+    assert report.max_interpolation_error <= tol
+    dense = sampled_error(result.mesh.points, result.mesh.tets, result.extent, result.pressure, law,
+                          samples=32, seed=77)
+    assert dense <= tol
+    # Reported in --json's data and in the asset.
+    meta = read_metadata(out)
+    assert report.extra["tets_added_by_layering"] == result.tets_added == report.tets - mesh.n_tets
+    assert meta["mesh"]["tets_added_by_layering"] == result.tets_added
+    assert meta["mesh"]["tets_before_layering"] == mesh.n_tets
+    # Tets that need nothing are kept exactly: every input tet whose extent range the law takes
+    # within the tolerance (scalar chord_oscillation, 257 samples) is still in the output.
+    snapped = snap_to_levels(extent, result.levels)
+    e = snapped[mesh.tets]
+    oscillation = np.array([chord_oscillation(law, a, b)
+                            for a, b in zip(e.min(axis=1).tolist(), e.max(axis=1).tolist())])
+    fine, needs = oscillation <= 0.99 * tol, oscillation > tol
+    kept = {tuple(row) for row in np.sort(result.mesh.tets, axis=1).tolist()}
+    unchanged = np.array([tuple(row) in kept for row in np.sort(mesh.tets, axis=1).tolist()])
+    # A tet containing an edge that needs a split has a range at least that edge's, so it needs
+    # the split too: bisection never touches a tet that is fine.
+    assert np.all(unchanged[fine])
+    assert not np.any(unchanged[needs])                # no tet that needed a split is left as it was
+    # Fewer tets than slicing every tet by every level (the previous layering).
+    sliced, _ = slice_by_levels(mesh, extent, result.levels)
+    print(f"tets before {mesh.n_tets}, added {result.tets_added}, slicing would add {sliced.n_tets - mesh.n_tets}")
+    return result.tets_added, sliced.n_tets - mesh.n_tets
+
+
+def test_bisection_keeps_the_mesh_conforming_and_the_extent_function():
+    mesh = slab_mesh()
+    extent = 1.0 - mesh.points[:, 2] / SLAB[2]
+    law = hyperbolic_law(1e5, 0.8)
+    result = fieldgen.layering.layer(mesh, extent, law)
+    after = result.mesh
+    volumes = tet_volumes(after.points, after.tets)
+    assert np.all(volumes > 0)
+    assert abs(volumes.sum() - tet_volumes(mesh.points, mesh.tets).sum()) <= 1e-12 * volumes.sum()
+    assert set(face_use_counts(after.tets).tolist()) <= {1, 2}
+    assert oriented_face_set(boundary_faces_of(after.tets)) == oriented_face_set(after.boundary_faces)
+    # The extent is still the slab's linear field at every vertex, new ones included.
+    np.testing.assert_allclose(result.extent, 1.0 - after.points[:, 2] / SLAB[2], atol=1e-12)
+    assert result.max_interpolation_error <= 0.01 * law.max_pressure
+
+
+def test_foam_ball_k08_adds_at_most_the_tets_it_starts_with(tmp_path, monkeypatch):
+    options, source, _ = options_from_spec(ROOT / "assets" / "foam_ball.toml")
+    options = dataclasses.replace(options, law="hyperbolic", k=0.8)
+    out = tmp_path / "ball.vtu"
+    report, captured = build_and_capture(monkeypatch, source, out, options)
+    added, sliced_added = check_selective(captured, report, out)
+    before = captured["mesh"].n_tets
+    assert added <= before                      # tets after <= 2 x tets before (measured 1.33 x)
+    assert added < 0.5 * sliced_added           # slicing every tet by every level: 3.1 x
+
+
+@pytest.mark.slow
+def test_skinned_ball_k08_meets_the_tolerance_with_fewer_tets(tmp_path, monkeypatch):
+    b, t = 0.03, 0.008
+    trimesh.creation.icosphere(subdivisions=3, radius=b).export(tmp_path / "ball.stl")
+    out = tmp_path / "skin.vtu"
+    report, captured = build_and_capture(monkeypatch, tmp_path / "ball.stl", out,
+                                         BuildOptions(skin=t, modulus=1e6, law="hyperbolic", k=0.8))
+    added, sliced_added = check_selective(captured, report, out)
+    assert added < 0.75 * sliced_added
+
+
+def test_json_reports_tets_added_by_layering(tmp_path):
+    out = tmp_path / "ball.vtu"
+    result = CliRunner().invoke(main, ["build", "--spec", str(ROOT / "assets" / "foam_ball.toml"), "-o", str(out),
+                                       "--law", "hyperbolic", "--k", "0.5", "--json", "--quiet"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    meta = read_metadata(out)
+    assert report["tets_added_by_layering"] == meta["mesh"]["tets_added_by_layering"] > 0
+    assert report["tets"] == meta["mesh"]["tets_before_layering"] + report["tets_added_by_layering"]
