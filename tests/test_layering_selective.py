@@ -91,6 +91,10 @@ def test_bisection_keeps_the_mesh_conforming_and_the_extent_function():
     # The extent is still the slab's linear field at every vertex, new ones included.
     np.testing.assert_allclose(result.extent, 1.0 - after.points[:, 2] / SLAB[2], atol=1e-12)
     assert result.max_interpolation_error <= 0.01 * law.max_pressure
+    again = fieldgen.layering.layer(mesh, extent, law)          # deterministic, array for array
+    for name in ("points", "tets", "boundary_faces", "boundary_markers"):
+        assert np.array_equal(getattr(again.mesh, name), getattr(after, name))
+    assert np.array_equal(again.extent, result.extent)
 
 
 def test_foam_ball_k08_adds_at_most_the_tets_it_starts_with(tmp_path, monkeypatch):
