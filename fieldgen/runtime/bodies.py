@@ -23,6 +23,10 @@ from fieldgen.runtime.bvh import BVH, build_bvh
 from fieldgen.units import length_scale
 
 CORE_EXTENT = 1.0 - 1e-9   #: a vertex with e >= this lies on the rigid core
+#: tangential compliance (D 6.2.3) when an asset gives none: k = K̄ p, c = C̄ p; a point slides
+#: after a stretch μ/K̄ (50 µm at μ = 0.5) and the spring's time constant is C̄/K̄ = 1 ms
+DEFAULT_TANGENTIAL_STIFFNESS = 1.0e4      # K̄, 1/m
+DEFAULT_TANGENTIAL_DAMPING = 10.0         # C̄, s/m
 
 
 
@@ -55,6 +59,8 @@ class CompliantBody:
     modulus: float = 0.0
     name: str = "compliant"
     core_faces: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    tangential_stiffness: float = DEFAULT_TANGENTIAL_STIFFNESS   #: K̄, 1/m (D 6.2.3)
+    tangential_damping: float = DEFAULT_TANGENTIAL_DAMPING       #: C̄, s/m
     bvh: BVH = field(init=False, repr=False)
     core_tets: np.ndarray = field(init=False, repr=False)   #: (t,) bool, tet has a core face
     core_pressure: float = field(init=False, repr=False)    #: smallest p0 on the core (inf if none)
@@ -125,6 +131,7 @@ class CompliantBody:
         """Body from an Asset (points, tets, extent, pressure, pressure_gradient, metadata)."""
         meta = dict(getattr(asset, "metadata", {}) or {})
         friction = meta.get("friction", {}) or {}
+        tangential = meta.get("tangential", {}) or {}
         law = meta.get("law", {}) or {}
         points = np.asarray(asset.points, dtype=np.float64)
         tets = np.asarray(asset.tets, dtype=np.int64)
@@ -139,6 +146,8 @@ class CompliantBody:
             mu_s = float(friction.get("static", 0.0))
             mu_d = float(friction.get("dynamic", mu_s))
             modulus = float(law.get("modulus", pressure.max() if pressure.size else 0.0))
+            k_bar = float(tangential.get("stiffness", DEFAULT_TANGENTIAL_STIFFNESS))
+            c_bar = float(tangential.get("damping", DEFAULT_TANGENTIAL_DAMPING))
         except (TypeError, ValueError) as exc:
             raise InputError(f"asset metadata has a non-numeric value ({exc})", path=path,
                              fix="Rebuild the asset with fieldgen") from None
@@ -146,7 +155,7 @@ class CompliantBody:
         core = boundary[np.all(extent[boundary] >= CORE_EXTENT, axis=1)]
         label = name or (Path(path).stem if path is not None else "compliant")
         return cls(points, tets, pressure, np.asarray(gradient, dtype=np.float64), chi, mu_s, mu_d,
-                   length, modulus, label, core)
+                   length, modulus, label, core, k_bar, c_bar)
 
     @classmethod
     def from_drake_vtk(cls, path, modulus: float, *, dissipation: float = 0.0, mu_static: float = 0.0,
@@ -183,6 +192,8 @@ class RigidBody:
     mu_static: float = 0.0
     mu_dynamic: float = 0.0
     name: str = "rigid"
+    tangential_stiffness: float = float("inf")   #: rigid: the pair takes the other body's K̄
+    tangential_damping: float = float("inf")
     bvh: BVH = field(init=False, repr=False)
     face_normals: np.ndarray = field(init=False, repr=False)   #: (f, 3) unit outward normals
 

@@ -61,6 +61,7 @@ from fieldgen.runtime.time_stepping import step as lcp_step
 from fieldgen.runtime.wrench import combined_dissipation, combined_friction, compute_wrench
 
 INTEGRATORS = ("velocity", "continuous")
+FRICTION_MODELS = ("regularised", "compliant")   # compliant: D 6, fieldgen.runtime.tangential_sim
 DEFAULT_STICTION_VELOCITY = 1e-7
 
 
@@ -728,15 +729,23 @@ class _Recorder:
 def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str = "velocity", *,
              record_every: int = 1, record_surfaces: bool = False, progress: Progress | None = None,
              stiction_velocity: float = DEFAULT_STICTION_VELOCITY, rtol: float = 1e-6, atol: float = 1e-9,
-             stop=None) -> SimulationResult:
+             stop=None, friction: str = "regularised") -> SimulationResult:
     """Simulate ``scene`` for ``duration`` seconds.
 
     ``dt``: the fixed step (velocity) or the output interval (continuous). Every
     ``record_every``-th step is recorded (always the first and last). ``stop(t, states)``
     may end the run early by returning True. ``rtol``/``atol`` are Radau's tolerances.
+    ``friction="compliant"`` (continuous only): tangentially compliant Coulomb friction (D 6).
     """
     if integrator not in INTEGRATORS:
         raise OptionError(f"unknown integrator {integrator!r}", fix=f"use one of {INTEGRATORS}")
+    # --- tangential compliance (D 6): its own continuous loop in tangential_sim
+    if friction not in FRICTION_MODELS:
+        raise OptionError(f"unknown friction model {friction!r}", fix=f"use one of {FRICTION_MODELS}")
+    if friction == "compliant" and integrator != "continuous":
+        raise OptionError("compliant friction (a friction spring per contact) runs only in the continuous "
+                          "integrator", fix="use --integrator continuous with --friction compliant")
+    # ---
     if not (duration > 0 and dt > 0 and np.isfinite(duration) and np.isfinite(dt)):
         raise OptionError(f"duration {duration} s and dt {dt} s must be positive", fix="use e.g. --duration 1 --dt 1e-3")
     n_steps = int(np.ceil(duration / dt - 1e-9))
@@ -745,6 +754,14 @@ def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str = 
         if integrator == "velocity":
             result = _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, stiction_velocity,
                                    stop)
+        elif friction == "compliant":      # tangential compliance (D 6): its own continuous loop
+            from fieldgen.runtime.tangential_sim import check_pairs, contact_pairs, run_compliant
+
+            try:
+                check_pairs(scene, contact_pairs(scene))
+            except ValueError as exc:
+                raise OptionError(str(exc), fix="set tangential_stiffness and tangential_damping > 0") from None
+            result = run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop)
         else:
             result = _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop)
     result.warnings = log.as_list()

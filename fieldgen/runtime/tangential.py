@@ -62,12 +62,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from fieldgen.runtime.bodies import DEFAULT_TANGENTIAL_DAMPING, DEFAULT_TANGENTIAL_STIFFNESS  # noqa: F401
 from fieldgen.runtime.contact_surface import ContactSurface
-
-#: defaults when neither body gives tangential constants: a point slides after μ/K̄ = 50 µm at
-#: μ = 0.5, and τ = C̄ / K̄ = 1 ms.
-DEFAULT_TANGENTIAL_STIFFNESS = 1.0e4      # 1/m
-DEFAULT_TANGENTIAL_DAMPING = 10.0         # s/m
 #: eigenvalues of K̄ below this fraction of its largest are its null space
 NULL_SPACE_TOLERANCE = 1e-12
 
@@ -97,6 +93,11 @@ def point_friction(stretch, *, tangential_velocity, pressure, mu: float, stiffne
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = v_t - np.where(sliding[..., None], excess / c[..., None], 0.0)
     return t_f, rate, sliding, t_s
+
+
+def _cross(a, b) -> np.ndarray:
+    """a × b of two 3-vectors (np.cross costs ~10x more at this size)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 # --------------------------------------------------------------------------- quadrature
@@ -240,7 +241,7 @@ def friction_wrench(surface: ContactSurface | Quadrature, state=None, *, linear_
     quad = surface if isinstance(surface, Quadrature) else surface_quadrature(surface)
     points = np.ascontiguousarray(quad.points, dtype=np.float64)
     weights = np.ascontiguousarray(quad.weights, dtype=np.float64)
-    pressures = np.ascontiguousarray(quad.pressures, dtype=np.float64)
+    pressures = np.maximum(np.ascontiguousarray(quad.pressures, dtype=np.float64), 0.0)   # round-off below 0
     normals = np.ascontiguousarray(quad.normals, dtype=np.float64)
     centre, K, total = _centre_and_stiffness(points, weights, pressures, normals, float(stiffness))
     scaling = stiffness_scaling(K) if total > 0 else None
@@ -259,7 +260,7 @@ def friction_wrench(surface: ContactSurface | Quadrature, state=None, *, linear_
     S = scaling.scale
     deformation = (scaling.inv_sqrt_bar @ s) / S                       # Δ = S⁻¹ K̄^{−1/2} s
     spring = -S * (scaling.sqrt_bar @ s)                               # f_Δ = −K Δ
-    V = np.concatenate([omega, v_ref + np.cross(omega, centre - ref)])  # twist about c
+    V = np.concatenate([omega, v_ref + _cross(omega, centre - ref)])  # twist about c
     out = _tractions(points, weights, pressures, normals, centre, deformation, V, float(mu), float(stiffness),
                      float(damping))
     force, torque_c, e, slide_weight, n_sliding = out[0:3], out[3:6], out[6:12], out[12], int(out[13])
@@ -277,7 +278,7 @@ def friction_wrench(surface: ContactSurface | Quadrature, state=None, *, linear_
         raise ValueError("with zero tangential damping (τ = 0) the unloaded part of the spring would relax "
                          "instantly; give a positive damping")
     energy = 0.5 * float(s @ s)
-    return TangentialResult(force, torque_c + np.cross(centre, force), torque_c, centre, spring[3:], spring[:3],
+    return TangentialResult(force, torque_c + _cross(centre, force), torque_c, centre, spring[3:], spring[:3],
                             rate, energy, float(slide_weight / total), "slide" if n_sliding else "stick",
                             deformation, K, tau, energy_rate=float(s @ rate))
 
@@ -342,7 +343,7 @@ def _tractions(q, w, p, n, c, D, V, mu, kbar, cbar):
     v = np.empty(3)
     t = np.empty(3)
     for i in range(q.shape[0]):
-        if p[i] == 0.0 or w[i] == 0.0:
+        if not (p[i] > 0.0) or w[i] == 0.0:
             continue
         rx, ry, rz = q[i, 0] - c[0], q[i, 1] - c[1], q[i, 2] - c[2]
         _stretch_matrix(rx, ry, rz, n[i, 0], n[i, 1], n[i, 2], b)

@@ -97,9 +97,11 @@ def combined_friction(body_a, body_b) -> float:
 
 def compute_wrench(surface: ContactSurface, body_a, body_b, *, V_WA: SpatialVelocity | None = None,
                    V_WB: SpatialVelocity | None = None, X_WA=None, X_WB=None,
-                   stiction_velocity: float = DEFAULT_STICTION_VELOCITY) -> ContactWrench:
+                   stiction_velocity: float = DEFAULT_STICTION_VELOCITY, mu: float | None = None) -> ContactWrench:
     """Net wrench on B (and A) from ``surface``; ``V_WA``/``V_WB`` are SpatialVelocity values
-    in W (None = at rest). Poses default to the ones the surface was computed at."""
+    in W (None = at rest). Poses default to the ones the surface was computed at. ``mu``
+    overrides the pair's friction coefficient (0: normal and damping tractions only, e.g. when
+    friction comes from ``tangential.friction_wrench``)."""
     XA = surface.X_WA if X_WA is None else as_matrix(X_WA)
     XB = surface.X_WB if X_WB is None else as_matrix(X_WB)
     VA = as_spatial_velocity(V_WA, "V_WA").vector   # [v; ω]
@@ -107,7 +109,7 @@ def compute_wrench(surface: ContactSurface, body_a, body_b, *, V_WA: SpatialVelo
     if not stiction_velocity > 0:
         raise ValueError(f"stiction_velocity must be > 0 m/s, got {stiction_velocity}")
     chi = combined_dissipation(body_a, body_b)
-    mu = combined_friction(body_a, body_b)
+    mu = combined_friction(body_a, body_b) if mu is None else float(mu)
     fan = surface.representation == "polygon"
     out = _integrate(surface.vertices, surface.face_offsets, surface.face_vertices, surface.normals,
                      surface.areas, surface.centroids, surface.vertex_pressure, surface.centroid_pressure,
