@@ -35,6 +35,10 @@ _NUMBER = click.FLOAT
 @click.option("--dissipation", type=_NUMBER, help="Hunt-Crossley dissipation chi in s/m, given directly.")
 @click.option("--mu-static", type=_NUMBER, help="Static friction coefficient (default 0.5).")
 @click.option("--mu-dynamic", type=_NUMBER, help="Dynamic friction coefficient (default 0.5).")
+@click.option("--tangential-stiffness", type=_NUMBER, metavar="KBAR",
+              help="Friction spring K̄ in 1/m: k = K̄·p, slides after μ/K̄ (default 1e4; --friction compliant).")
+@click.option("--tangential-damping", type=_NUMBER, metavar="CBAR",
+              help="Friction damper C̄ in s/m: c = C̄·p, time constant C̄/K̄ (default 10).")
 @click.option("--drake-vtk", type=click.Path(dir_okay=False),
               help="Also write the tet mesh as a legacy .vtk Drake loads, and FILE.sdf with matching drake: properties.")
 @click.option("--skin", type=_NUMBER, metavar="THICKNESS",

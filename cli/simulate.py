@@ -13,6 +13,9 @@ from .common import EXIT_USAGE, fail, json_option, print_json, quiet_option, rep
 @click.option("--dt", type=float, default=None, help="Time step (velocity) or output interval (continuous), s.")
 @click.option("--integrator", type=click.Choice(["velocity", "continuous"]), default=None,
               help="velocity: M22 fixed-step (default); continuous: Radau with error control.")
+@click.option("--friction", type=click.Choice(["regularised", "compliant"]), default=None,
+              help="regularised (default) or compliant: a friction spring per contact with exact Coulomb "
+                   "friction (continuous integrator only; scene [simulate] friction = ...).")
 @click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Write trajectories.csv, .pvd time series and a ParaView script view.py here.")
 @click.option("--face-rule", type=click.Choice(["all", "drake"]), default=None,
@@ -21,7 +24,8 @@ from .common import EXIT_USAGE, fail, json_option, print_json, quiet_option, rep
 @click.option("--record-every", type=int, default=None, help="Record every N-th step (default: ~200 frames).")
 @json_option
 @quiet_option
-def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, record_every, as_json, quiet):
+def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, record_every, friction, as_json,
+                     quiet):
     """Simulate SCENE_FILE (TOML) and write trajectories and contact surfaces.
 
     Example: fieldgen simulate assets/scenes/coin.toml --duration 0.5 -o out --json
@@ -45,20 +49,35 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
     with reported_errors():
         duration = float(duration if duration is not None else settings.get("duration", 1.0))
         dt = float(dt if dt is not None else settings.get("dt", 1e-3))
-        integrator = integrator or settings.get("integrator", "velocity")
         for flag, value in (("--duration", duration), ("--dt", dt)):
             if not (math.isfinite(value) and value > 0):
                 raise OptionError(f"{flag} must be a positive number of seconds, got {value}",
                                   fix="use e.g. --duration 1 --dt 1e-3")
+        # --- tangential compliance (D 6): --friction / [simulate] friction
+        friction = friction or settings.get("friction", "regularised")
+        if friction not in ("regularised", "compliant"):
+            fail(f"{scene_file}: [simulate] friction = {friction!r} is not a friction model. Use "
+                 "\"regularised\" or \"compliant\".", EXIT_USAGE)
+        integrator = integrator or settings.get("integrator", "continuous" if friction == "compliant" else "velocity")
+        if friction == "compliant" and integrator != "continuous":
+            fail("compliant friction integrates a friction spring per contact and runs only in the continuous "
+                 "integrator. Use --integrator continuous (the default with --friction compliant).", EXIT_USAGE)
+        # ---
         if record_every is None:
             record_every = max(1, math.ceil(duration / dt / 200))
         if record_every < 1:
             raise OptionError(f"--record-every must be >= 1, got {record_every}", fix="use --record-every 10")
         progress = Progress(enabled=not quiet)
         result = simulate(scene, duration, dt, integrator, record_every=record_every,
-                          record_surfaces=out_dir is not None, progress=progress)
+                          record_surfaces=out_dir is not None, progress=progress, friction=friction)
         summary = result.summary()
         summary["face_rule"] = scene.face_rule
+        summary["friction"] = friction
+        if getattr(result, "tangential", None):
+            summary["tangential"] = [{"body_a": r["body_a"], "body_b": r["body_b"], "status": r["status"],
+                                      "sliding_fraction": r["sliding_fraction"], "spring_energy": r["energy"],
+                                      "spring_force": [float(x) for x in r["spring_force"]]}
+                                     for r in result.tangential[-1]]
         if out_dir is not None:
             from fieldgen.runtime.sim_output import write_outputs
 

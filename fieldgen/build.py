@@ -56,6 +56,8 @@ class BuildOptions:
     drake_vtk: str | None = None            #: also write a Drake-loadable legacy .vtk (+ .sdf)
     skin: float | None = None               #: skin thickness over a rigid interior, input units
     robust: bool = False                    #: mesh open/self-intersecting input with fTetWild
+    tangential_stiffness: float | None = None   #: K̄, 1/m: friction spring k = K̄ p (D 6.2.3)
+    tangential_damping: float | None = None     #: C̄, s/m: friction damper c = C̄ p
 
     # ----------------------------------------------------------------- checks
     def checked(self) -> "BuildOptions":
@@ -119,6 +121,11 @@ class BuildOptions:
                     parse_selector(str(text))
                 except OptionError as exc:
                     raise OptionError(f"{flag}: {exc.defect}", fix=exc.fix) from None
+        for name in ("tangential_stiffness", "tangential_damping"):      # D 6.2.3
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise OptionError(f"--{name.replace('_', '-')} must be a positive number, got {value}",
+                                  fix="give K̄ in 1/m (e.g. 1e4) and C̄ in s/m (e.g. 10): k = K̄·p, c = C̄·p")
         if self.mu_dynamic > self.mu_static:
             raise OptionError(f"--mu-dynamic ({self.mu_dynamic}) exceeds --mu-static ({self.mu_static})",
                               fix="kinetic friction cannot exceed static friction; swap or lower them")
@@ -146,6 +153,18 @@ class BuildOptions:
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(BuildOptions))
 PATH_OPTIONS = ("core", "table", "drake_vtk")
 LIST_OPTIONS = ("bonded", "insulated")
+
+
+def _tangential_metadata(options: BuildOptions) -> dict[str, Any]:
+    """``{"tangential": {"stiffness": K̄, "damping": C̄}}`` when either was given (D 6.2.3), else
+    nothing (assets without it use the runtime's defaults)."""
+    if options.tangential_stiffness is None and options.tangential_damping is None:
+        return {}
+    from fieldgen.runtime.bodies import DEFAULT_TANGENTIAL_DAMPING, DEFAULT_TANGENTIAL_STIFFNESS
+
+    k = DEFAULT_TANGENTIAL_STIFFNESS if options.tangential_stiffness is None else options.tangential_stiffness
+    c = DEFAULT_TANGENTIAL_DAMPING if options.tangential_damping is None else options.tangential_damping
+    return {"tangential": {"stiffness": float(k), "damping": float(c)}}
 
 
 def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLike | None = None,
@@ -419,6 +438,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         "characteristic_length": float(length),
         "dissipation": float(chi),
         "friction": {"static": float(options.mu_static), "dynamic": float(options.mu_dynamic)},
+        **_tangential_metadata(options),
         "boundary": boundary_description(options, surface, core, markers),
         "extent_solution": {"problem": solution.problem, "solver": solution.solver,
                             "iterations": int(solution.iterations),
@@ -437,6 +457,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         "deterministic": not options.robust,  # fTetWild's output differs from run to run
         "mesher": mesher,
     }
+    if "tangential" in metadata:      # D 6.2.3: units of the friction spring's material constants
+        metadata["units"].update({"tangential_stiffness": "1/m", "tangential_damping": "s/m"})
     if skin is not None:
         metadata["skin"] = skin_description(skin)
         metadata["boundary"]["problem"] = "laplace"  # the interior under the skin is rigid, e = 1

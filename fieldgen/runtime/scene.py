@@ -35,6 +35,8 @@ TOML (``load_scene``)::
     mu_static = 0.2                          # override the geometry's friction
     mu_dynamic = 0.2
     dissipation = 0.0                        # override the geometry's χ (s/m)
+    tangential_stiffness = 1e4               # override K̄ (1/m) of --friction compliant (D 6.2.3)
+    tangential_damping = 10.0                # override C̄ (s/m)
     wrench = [[t, fx, fy, fz, tx, ty, tz], ...]   # piecewise-constant external wrench
     motion = [[t, vx, vy, vz, wx, wy, wz], ...]   # kinematic bodies: piecewise-constant twist
 """
@@ -275,6 +277,13 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
             setattr(geometry, key, float(table[key]))
     if "mu_static" in table and "mu_dynamic" not in table:
         geometry.mu_dynamic = float(table["mu_static"])
+    for key in ("tangential_stiffness", "tangential_damping"):     # friction spring, D 6.2.3
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (np.isfinite(value) and value > 0):
+                raise InputError(f"body {name!r}: {key} must be a positive number, got {value!r}", path=path,
+                                 fix="give K̄ in 1/m (e.g. 1e4) and C̄ in s/m (e.g. 10)")
+            setattr(geometry, key, float(value))
     mass = None
     if kind == "dynamic":
         if "density" in table:

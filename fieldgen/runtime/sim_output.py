@@ -4,6 +4,10 @@
   mass), quaternion (w, x, y, z), velocity, angular velocity (world).
 - ``contact_surfaces.pvd``: one ``.vtp`` per recorded time with every contact polygon in the
   world frame, point data ``pressure`` (p0, Pa), cell data ``area`` and ``normal``.
+- ``tangential.csv`` (``--friction compliant`` only): one row per recorded time and contact
+  pair: time, body_a, body_b, status (none | stick | slide), sliding_fraction (share of the
+  normal force on sliding points), spring_energy (J), the spring wrench f_Δ and the friction
+  wrench f_c on body_b (N, and N·m about the world origin).
 - ``bodies.pvd``: one ``.vtp`` per recorded time with each body's surface mesh at its pose,
   cell data ``body`` (the scene index).
 - ``view.py``: a ParaView script that loads both series, colours the contact polygons by
@@ -35,6 +39,24 @@ def write_trajectories(path, result) -> None:
                 row = np.concatenate([result.positions[k, b], result.quaternions[k, b], result.velocities[k, b],
                                       result.angular_velocities[k, b]])
                 out.writerow([repr(float(t)), name] + [repr(float(x)) for x in row])
+
+
+TANGENTIAL_COLUMNS = ["time", "body_a", "body_b", "status", "sliding_fraction", "spring_energy",
+                      "spring_fx", "spring_fy", "spring_fz", "spring_tx", "spring_ty", "spring_tz",
+                      "friction_fx", "friction_fy", "friction_fz", "friction_tx", "friction_ty", "friction_tz"]
+
+
+def write_tangential(path, result) -> None:
+    """CSV of every contact pair's friction spring at the recorded times (module docstring)."""
+    with open(path, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(TANGENTIAL_COLUMNS)
+        for rows in result.tangential:
+            for r in rows:
+                numbers = np.concatenate([r["spring_force"], r["spring_torque"], r["friction_force"], r["friction_torque"]])
+                out.writerow([repr(float(r["time"])), r["body_a"], r["body_b"], r["status"],
+                              repr(float(r["sliding_fraction"])), repr(float(r["energy"]))]
+                             + [repr(float(x)) for x in numbers])
 
 
 def _polydata(points, offsets, connectivity, point_data=(), cell_data=()):
@@ -148,6 +170,9 @@ def write_outputs(out_dir, scene: Scene, result) -> dict:
     out = Path(out_dir)
     (out / "frames").mkdir(parents=True, exist_ok=True)
     write_trajectories(out / "trajectories.csv", result)
+    tangential = getattr(result, "tangential", None)
+    if tangential is not None:
+        write_tangential(out / "tangential.csv", result)
     surfaces = body_surfaces(scene)
     contact_entries, body_entries = [], []
     for k, t in enumerate(result.times):
@@ -170,8 +195,11 @@ def write_outputs(out_dir, scene: Scene, result) -> dict:
                                [t for t, _ in contact_entries],
                                [[s for _, _, s in frame] for frame in result.surfaces],
                                fallback_bounds=first_bounds if len(result.times) else None)
-    return {"trajectories": str(out / "trajectories.csv"), "bodies": str(out / "bodies.pvd"),
-            "contact_surfaces": str(out / "contact_surfaces.pvd"), "paraview": script}
+    paths = {"trajectories": str(out / "trajectories.csv"), "bodies": str(out / "bodies.pvd"),
+             "contact_surfaces": str(out / "contact_surfaces.pvd"), "paraview": script}
+    if tangential is not None:
+        paths["tangential"] = str(out / "tangential.csv")
+    return paths
 
 
 def write_view_script(path, contact_pvd, bodies_pvd, times, frames, fallback_bounds=None) -> str:

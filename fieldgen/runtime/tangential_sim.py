@@ -86,7 +86,8 @@ def compliant_wrenches(scene, states, springs, pairs, *, keep_surfaces=False, re
         gi, gj = bi.geometry, bj.geometry
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            surface = compute_contact_surface(gi, poses[i], gj, poses[j], "triangle")
+            surface = compute_contact_surface(gi, poses[i], gj, poses[j], "triangle",
+                                              face_rule=getattr(scene, "face_rule", "all"))
         si, sj = states[i], states[j]
         Rj = poses[j][:3, :3]
         s_world = _block_rotate(Rj, springs[k])
