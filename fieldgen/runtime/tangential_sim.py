@@ -126,6 +126,28 @@ def compliant_wrenches(scene, states, springs, pairs, *, keep_surfaces=False, re
     return out, rates, surfaces
 
 
+def _body_box(geometry) -> np.ndarray:
+    """(8, 3) corners of the geometry's bounding box in its body frame."""
+    pts = geometry.points if isinstance(geometry, CompliantBody) else geometry.vertices
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    return np.array([[(lo, hi)[(c >> a) & 1][a] for a in range(3)] for c in range(8)])
+
+
+def _may_touch(scene, states, boxes, pair, horizon: float) -> bool:
+    """Whether the world bounding boxes of a pair, each grown by how far its corners can travel
+    in ``horizon`` seconds at the current speeds plus 1 mm, overlap."""
+    lo, hi = [], []
+    for b in pair:
+        body, s = scene.bodies[b], states[b]
+        X = body.pose(s)
+        corners = boxes[b] @ X[:3, :3].T + X[:3, 3]
+        reach = np.linalg.norm(corners - s.position, axis=1).max()
+        grow = (np.linalg.norm(s.velocity) + np.linalg.norm(s.angular_velocity) * reach) * horizon + 1e-3
+        lo.append(corners.min(axis=0) - grow)
+        hi.append(corners.max(axis=0) + grow)
+    return bool(np.all(lo[0] <= hi[1]) and np.all(lo[1] <= hi[0]))
+
+
 def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop):
     """``simulate(..., integrator="continuous", friction="compliant")``: see the module doc."""
     from scipy.integrate import solve_ivp
@@ -137,23 +159,31 @@ def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, r
            for i, b in enumerate(scene.bodies) for c in scene.bodies[i + 1:]):
         warnings.warn("the continuous integrator models pressure-field contact only: contacts between two "
                       "rigid geometries are ignored", stacklevel=3)
-    pairs = contact_pairs(scene)
-    check_pairs(scene, pairs)
-    n_pairs = len(pairs)
+    all_pairs = contact_pairs(scene)
+    check_pairs(scene, all_pairs)
     states = [replace(b.state) for b in scene.bodies]
-    springs = np.zeros((n_pairs, 6))
+    stored = {pair: np.zeros(6) for pair in all_pairs}     # each pair's s in its B frame
+    boxes = [_body_box(b.geometry) for b in scene.bodies]
+    pairs: list = []                                       # the pairs integrated this interval
     rec = _Recorder(scene, record_surfaces)
     tangential = []
 
-    def record(t, st, sp, want_surfaces):
+    def record(t, st, want_surfaces):
         rows = []
+        sp = np.array([stored[p] for p in pairs]).reshape(len(pairs), 6)
         _, _, surfaces = compliant_wrenches(scene, st, sp, pairs, keep_surfaces=want_surfaces, records=rows)
         for row in rows:
             row["time"] = float(t)
         tangential.append(rows)
         return surfaces
 
-    rec.add(0.0, states, record(0.0, states, springs, record_surfaces))
+    def select_pairs(st):
+        """Pairs whose bounding boxes may meet within this interval, or whose spring has not decayed."""
+        pairs[:] = [p for p in all_pairs if np.any(np.abs(stored[p]) > 1e-15)
+                    or _may_touch(scene, st, boxes, p, 2.0 * dt)]
+
+    select_pairs(states)
+    rec.add(0.0, states, record(0.0, states, record_surfaces))
     breaks = sorted({float(x) for b in scene.bodies for sch in (b.wrench, b.motion) if sch is not None
                      for x in sch.breakpoints() if 0 < x < n_steps * dt})
     evaluations = [0]
@@ -161,7 +191,7 @@ def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, r
 
     def rhs(t, y):
         st = _unpack(scene, y[:n_body], states, t)
-        wrench, rates = compliant_wrenches(scene, st, y[n_body:].reshape(n_pairs, 6), pairs)[:2]
+        wrench, rates = compliant_wrenches(scene, st, y[n_body:].reshape(len(pairs), 6), pairs)[:2]
         evaluations[0] += 1
         out = []
         for b, s, w in zip(scene.bodies, st, wrench):
@@ -193,11 +223,12 @@ def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, r
     contacts = []
     bar = progress.bar(n_steps, "simulate")
     start = time.perf_counter()
-    y = np.concatenate([_pack(scene, states) if n_body else np.zeros(0), springs.ravel()])
     t = 0.0
     steps = 0
     for k in range(n_steps):
         t1 = (k + 1) * dt
+        select_pairs(states)
+        y = np.concatenate([_pack(scene, states) if n_body else np.zeros(0)] + [stored[p] for p in pairs])
         if n_body:
             stops = [t] + [x for x in breaks if t < x < t1] + [t1]
             for a, b in zip(stops[:-1], stops[1:]):
@@ -209,11 +240,11 @@ def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, r
                 steps += 1
         t = t1
         states = _unpack(scene, y[:n_body], states, t)
-        y = np.concatenate([_pack(scene, states) if n_body else np.zeros(0), y[n_body:]])  # unit quaternions
-        springs = y[n_body:].reshape(n_pairs, 6)
+        for m, p in enumerate(pairs):
+            stored[p] = y[n_body + 6 * m:n_body + 6 * m + 6].copy()
         last = k == n_steps - 1
         if (k + 1) % record_every == 0 or last:
-            surfaces = record(t, states, springs, record_surfaces)
+            surfaces = record(t, states, record_surfaces)
             contacts.append(sum(s.n_faces for _, _, s in surfaces) if record_surfaces else 0)
             rec.add(t, states, surfaces)
         else:
@@ -222,12 +253,12 @@ def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, r
             bar.advance(max(1, n_steps // 100), f"t={t:.3f} s")
         if stop is not None and stop(t, states):
             if rec.times[-1] != t:
-                rec.add(t, states, record(t, states, springs, record_surfaces))
+                rec.add(t, states, record(t, states, record_surfaces))
             break
     wall = time.perf_counter() - start
     result = rec.result(contacts, steps, wall, "continuous", dt, states)
     result.rhs_evaluations = evaluations[0]
     result.tangential = tangential
-    result.final_springs = springs.copy()
+    result.final_springs = {(scene.bodies[i].name, scene.bodies[j].name): s.copy() for (i, j), s in stored.items()}
     result.friction = "compliant"
     return result
