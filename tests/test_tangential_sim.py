@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 from fieldgen.errors import OptionError
-from fieldgen.mesh import box_grid
 from fieldgen.runtime import primitives as prim
-from fieldgen.runtime.bodies import CompliantBody
 from fieldgen.runtime.rigid_body import RigidBodyState, box_mass_properties
 from fieldgen.runtime.scene import Scene, SceneBody, Schedule
 from fieldgen.runtime.simulate import simulate
@@ -78,42 +76,6 @@ def test_box_starts_sliding_at_the_friction_angle():
     assert all(r[0]["status"] == "slide" for r in res.tangential[first + 2:])   # and it keeps sliding
 
 
-def layered_box(name, cells=2):
-    """A cube compliant on its top and bottom faces: p0 = E·(distance to the nearer of the two)/
-    (SIDE/2), a function of height alone (exact on the grid), insulated sides."""
-    g = np.linspace(-SIDE / 2, SIDE / 2, 2 * cells + 1)
-    points, tets = box_grid(g, g, g)
-    depth = SIDE / 2 - np.abs(points[:, 2])
-    body = CompliantBody.from_arrays(points, tets, E * depth / (SIDE / 2), dissipation=CHI, mu_static=MU, name=name)
-    body.tangential_stiffness, body.tangential_damping = KBAR, CBAR
-    return body
-
-
-def test_three_box_stack_stays_exactly_at_rest():
-    """Slab, compliant cube, rigid cube, compliant cube, under gravity tilted 10° (μ = 0.5):
-    after settling nothing moves (no creep)."""
-    geometries = [layered_box("box0"), prim.rigid_box([SIDE] * 3, mu_static=MU, name="box1"), layered_box("box2")]
-    bodies = [SceneBody("slab", slab(), "fixed")]
-    # static overlaps: slab (E/H) in series with a cube half (E/(SIDE/2)) per unit area
-    k_slab, k_half = E / H, E / (SIDE / 2)
-    weight = MASS * G * np.cos(np.radians(10)) / (SIDE * SIDE)
-    sink = [3 * weight * (1 / k_slab + 1 / k_half), 2 * weight / k_half, weight / k_half]
-    z = 0.0
-    for k, geometry in enumerate(geometries):
-        z += SIDE / 2 - sink[k] if k == 0 else SIDE - sink[k]
-        bodies.append(SceneBody(geometry.name, geometry, "dynamic", box_mass_properties(MASS, np.array([SIDE] * 3)),
-                                RigidBodyState(np.array([0, 0, z]), np.array([1.0, 0, 0, 0]))))
-    scene = Scene(bodies, tilted(10))
-    res = simulate(scene, 2.75, 0.25, "continuous", friction="compliant", rtol=1e-6, atol=1e-10)
-    settled = res.times >= 0.75 - 1e-9
-    assert res.times[-1] - res.times[settled][0] >= 2.0 - 1e-9
-    for b in (1, 2, 3):
-        p = res.positions[settled, b]
-        assert np.linalg.norm(p - p[0], axis=1).max() < 1e-9
-        assert np.abs(res.positions[-1, b, :2]).max() < 5e-3        # still stacked
-    assert [r["status"] for r in res.tangential[-1] if r["status"] != "none"] == ["stick"] * 3
-
-
 def box_energy(res, k, slab_modulus=E):
     """Kinetic + gravity + the slab's elastic energy ∫ p0 dV over the overlap (exact for the
     flat bottom face of a box over a slab with p0 = E·depth/H) + the springs' ½ sᵀs."""
@@ -138,7 +100,7 @@ def test_sliding_box_never_gains_energy():
     """No normal damping (χ = 0): a box thrown along the slab slides, sticks and rocks; its total
     energy (kinetic + gravity + elastic + spring) never increases beyond the integration error."""
     scene = resting_box_scene(0, chi=0.0, velocity=(0.05, 0.02, 0))
-    res = simulate(scene, 0.15, 0.002, "continuous", friction="compliant", rtol=1e-9, atol=1e-13)
+    res = simulate(scene, 0.03, 0.003, "continuous", friction="compliant", rtol=1e-8, atol=1e-12)
     res.gravity_used = scene.gravity
     energy = np.array([box_energy(res, k) for k in range(len(res.times))])
     status = [r[0]["status"] for r in res.tangential]
