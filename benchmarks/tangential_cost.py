@@ -6,7 +6,7 @@ Prints, for the scene (default assets/scenes/compliant_incline.toml):
 - per right-hand-side evaluation: the contact wrenches of all bodies with regularised friction
   (``simulate.contact_wrenches``) and with friction springs (``tangential_sim.compliant_wrenches``),
   in ms, from the scene's initial state (best of several runs);
-- per run of ``--duration`` simulated seconds: wall time, Radau steps (one per output interval
+- per run of ``--duration`` simulated seconds: wall time, Radau calls (one per output interval
   and schedule break), right-hand-side evaluations and wall ms per evaluation, for both models,
   and the box's drift after the first half (regularised friction creeps; compliant does not).
 
@@ -54,7 +54,7 @@ def main() -> None:
     reg = best_ms(lambda: contact_wrenches(scene, states))
     com = best_ms(lambda: compliant_wrenches(scene, states, springs, pairs))
     print(f"per RHS evaluation: regularised {reg:.3f} ms, compliant {com:.3f} ms ({com / reg:.2f} x)")
-    print("| friction | wall s | Radau steps | RHS evaluations | ms per RHS | drift after t/2 (m) | load |")
+    print("| friction | wall s | Radau calls | RHS evaluations | ms per RHS | drift after t/2 (m) | load |")
     print("|---|---|---|---|---|---|---|")
     for friction in ("regularised", "compliant"):
         start = time.perf_counter()
