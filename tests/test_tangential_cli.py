@@ -86,3 +86,25 @@ def test_cli_writes_tangential_csv(tmp_path):
     rows = (out / "tangential.csv").read_text().splitlines()
     assert rows[0].startswith("time,body_a,body_b,status,sliding_fraction,spring_energy,spring_fx")
     assert len(rows) == 1 + 3 and rows[-1].split(",")[3] in ("stick", "slide")
+
+
+def test_fieldgen_build_stores_and_refuses_tangential_constants(tmp_path):
+    import trimesh
+
+    from fieldgen.asset import read_asset
+
+    cube = tmp_path / "cube.stl"
+    trimesh.creation.box(extents=[0.02, 0.02, 0.02]).export(cube)
+    out = tmp_path / "box.vtu"
+    ok = CliRunner().invoke(main, ["build", str(cube), "--modulus", "1e5", "--bonded", "normal:0,0,-1",
+                                   "--tangential-stiffness", "2e3", "--tangential-damping", "12", "-o", str(out),
+                                   "--quiet"])
+    assert ok.exit_code == 0, ok.output
+    meta = read_asset(out).metadata
+    assert meta["tangential"] == {"stiffness": 2e3, "damping": 12.0}
+    assert meta["units"]["tangential_stiffness"] == "1/m" and meta["units"]["tangential_damping"] == "s/m"
+    body = CompliantBody.from_asset(out)
+    assert (body.tangential_stiffness, body.tangential_damping) == (2e3, 12.0)
+    bad = CliRunner().invoke(main, ["build", str(cube), "--modulus", "1e5",
+                                    "--tangential-stiffness", "0", "-o", str(tmp_path / "bad.vtu")])
+    assert bad.exit_code == 2 and "--tangential-stiffness" in bad.output
