@@ -366,3 +366,39 @@ def test_sliding_never_adds_energy():
         assert total <= 1e-9 * scale
         slid += res.status == "slide"
     assert slid > 50
+
+
+def test_invariant_to_rotation_translation_and_units():
+    """D 6.2.4 requirement 2: turning and moving the whole contact (surface, velocities, state)
+    turns the results, and measuring lengths in mm instead of m leaves the state, energy and
+    status unchanged (K̄ per length, C̄ per velocity rescale; s is in √J)."""
+    from scipy.spatial.transform import Rotation
+
+    from fieldgen.runtime.tangential import Quadrature
+
+    rng = np.random.default_rng(11)
+    quad = surface_quadrature(random_surface(rng))
+    s = rng.normal(size=6) * 0.02
+    v, w = rng.normal(size=3) * 1e-3, rng.normal(size=3) * 0.1
+    kw = dict(mu=0.4, stiffness=3e3, damping=2.0)
+    base = friction_wrench(quad, s, linear_velocity=v, angular_velocity=w, **kw)
+    R = Rotation.from_rotvec([0.3, -1.1, 0.7]).as_matrix()
+    shift = np.array([0.5, -0.2, 1.0])
+    moved = Quadrature(quad.points @ R.T + shift, quad.weights, quad.pressures, quad.normals @ R.T)
+    # the same material velocity field: v(x) = v + ω × x, seen at the moved points
+    res = friction_wrench(moved, np.concatenate([R @ s[:3], R @ s[3:]]), linear_velocity=R @ v - np.cross(R @ w, shift),
+                          angular_velocity=R @ w, **kw)
+    np.testing.assert_allclose(res.force, R @ base.force, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res.torque_about_centre, R @ base.torque_about_centre, rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(res.rate, np.concatenate([R @ base.rate[:3], R @ base.rate[3:]]), rtol=1e-9,
+                               atol=1e-9 * np.abs(base.rate).max())
+    assert res.status == base.status and res.energy == pytest.approx(base.energy)
+    # units: lengths × 1000 (mm), pressures in N/mm² (× 1e-6), K̄ in 1/mm, C̄ in s/mm
+    L = 1e3
+    mm = Quadrature(quad.points * L, quad.weights * L ** 2, quad.pressures * 1e-6, quad.normals)
+    res = friction_wrench(mm, s * np.sqrt(L), linear_velocity=v * L, angular_velocity=w, mu=0.4,
+                          stiffness=3e3 / L, damping=2.0 / L)
+    np.testing.assert_allclose(res.force, base.force, rtol=1e-9)               # N either way
+    np.testing.assert_allclose(res.deformation[3:], base.deformation[3:] * L, rtol=1e-7)
+    np.testing.assert_allclose(res.deformation[:3], base.deformation[:3], rtol=1e-7, atol=1e-12)
+    assert res.energy == pytest.approx(base.energy * L) and res.status == base.status
