@@ -75,6 +75,7 @@ def test_cli_refuses_compliant_friction_with_the_velocity_integrator(tmp_path):
     assert run.exit_code == 2 and "sticky" in run.output
 
 
+@pytest.mark.slow
 def test_cli_writes_tangential_csv(tmp_path):
     out = tmp_path / "out"
     run = CliRunner().invoke(main, ["simulate", str(SCENES / "compliant_incline.toml"), "--duration", "0.1",
@@ -88,6 +89,7 @@ def test_cli_writes_tangential_csv(tmp_path):
     assert len(rows) == 1 + 3 and rows[-1].split(",")[3] in ("stick", "slide")
 
 
+@pytest.mark.slow
 def test_fieldgen_build_stores_and_refuses_tangential_constants(tmp_path):
     import trimesh
 

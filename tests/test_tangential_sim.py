@@ -46,6 +46,7 @@ def test_velocity_integrator_refuses_compliant_friction():
         simulate(resting_box_scene(10), 0.01, 1e-3, "velocity", friction="compliant")
 
 
+@pytest.mark.slow
 def test_box_on_incline_stays_exactly_at_rest():
     """20° < atan 0.5 = 26.6°: after settling the box does not move (no creep), held by the spring
     alone (friction = spring force = m g sin θ, sticking)."""
@@ -60,6 +61,7 @@ def test_box_on_incline_stays_exactly_at_rest():
     np.testing.assert_allclose(last["spring_force"], last["friction_force"], rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_box_starts_sliding_at_the_friction_angle():
     """Settle at 24°, then tilt by 0.25° every 50 ms from 25.5° and find the tilt at which the
     contact first slides (the sudden load at t = 0 makes it slip once while settling)."""
@@ -96,6 +98,7 @@ def box_energy(res, k, slab_modulus=E):
     return kinetic + potential + elastic + spring
 
 
+@pytest.mark.slow
 def test_sliding_box_never_gains_energy():
     """No normal damping (χ = 0): a box thrown along the slab slides, sticks and rocks; its total
     energy (kinetic + gravity + elastic + spring) never increases beyond the integration error."""
