@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from fieldgen.errors import OptionError
+from fieldgen.mesh import box_grid
 from fieldgen.runtime import primitives as prim
+from fieldgen.runtime.bodies import CompliantBody
 from fieldgen.runtime.rigid_body import RigidBodyState, box_mass_properties
 from fieldgen.runtime.scene import Scene, SceneBody, Schedule
 from fieldgen.runtime.simulate import simulate
@@ -76,6 +78,43 @@ def test_box_starts_sliding_at_the_friction_angle():
     angle = steps[np.searchsorted(times, res.times[first] - 1e-9) - 1]    # the tilt held when it slid
     assert angle == pytest.approx(np.degrees(np.arctan(MU)), abs=0.5)
     assert all(r[0]["status"] == "slide" for r in res.tangential[first + 2:])   # and it keeps sliding
+
+
+def layered_box(name):
+    """A compliant cube, p0 = E·(distance to the nearer of its top and bottom faces)/(SIDE/2):
+    a function of height alone, exact on the 2×2×2-cell grid."""
+    g = np.linspace(-SIDE / 2, SIDE / 2, 3)
+    points, tets = box_grid(g, g, g)
+    body = CompliantBody.from_arrays(points, tets, E * (SIDE / 2 - np.abs(points[:, 2])) / (SIDE / 2),
+                                     dissipation=300.0, mu_static=MU, name=name)
+    body.tangential_stiffness, body.tangential_damping = 1e4, 100.0
+    return body
+
+
+@pytest.mark.slow
+def test_three_box_stack_stays_exactly_at_rest():
+    """Compliant, rigid and compliant cubes stacked on the slab under gravity tilted 10°: once the
+    damped stack has settled (3 s), nothing moves by 1e-9 m for 2 s. About 2 minutes here."""
+    base = prim.compliant_slab([0.4, 0.4, H], E, cells=(4, 4), layers=1, dissipation=300.0, mu_static=MU,
+                               name="slab")
+    base.tangential_stiffness, base.tangential_damping = 1e4, 100.0
+    geometries = [layered_box("box0"), prim.rigid_box([SIDE] * 3, mu_static=MU, name="box1"), layered_box("box2")]
+    weight = MASS * G * np.cos(np.radians(10)) / (SIDE * SIDE)
+    k_half = E / (SIDE / 2)
+    sink = [3 * weight * (H / E + 1 / k_half), 2 * weight / k_half, weight / k_half]   # static overlaps
+    bodies, z = [SceneBody("slab", base, "fixed")], 0.0
+    for k, geometry in enumerate(geometries):
+        z += SIDE / 2 - sink[k] if k == 0 else SIDE - sink[k]
+        bodies.append(SceneBody(geometry.name, geometry, "dynamic", box_mass_properties(MASS, np.array([SIDE] * 3)),
+                                RigidBodyState(np.array([0, 0, z]), np.array([1.0, 0, 0, 0]))))
+    res = simulate(Scene(bodies, tilted(10)), 5.0, 0.25, "continuous", friction="compliant", rtol=1e-6, atol=1e-10)
+    rest = res.times >= 3.0 - 1e-9
+    assert res.times[-1] - res.times[rest][0] >= 2.0 - 1e-9
+    for b in (1, 2, 3):
+        p = res.positions[rest, b]
+        assert np.linalg.norm(p - p[0], axis=1).max() < 1e-9
+        assert np.abs(res.positions[-1, b, :2]).max() < 5e-3        # still stacked
+        assert np.linalg.norm(res.velocities[-1, b]) < 1e-8
 
 
 def box_energy(res, k, slab_modulus=E):
