@@ -136,7 +136,7 @@ def classify_boundary(points: np.ndarray, faces: np.ndarray, surface_vertices: n
 
 def robust_tetrahedralize(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,
                           options: RobustOptions = RobustOptions(), *,
-                          path: str | None = None) -> tuple[TetMesh, dict]:
+                          path: str | None = None, progress=None) -> tuple[TetMesh, dict]:
     """Mesh what the (possibly open or self-intersecting) surface encloses; carry the markers over.
 
     ``vertices`` (n, 3) m, ``faces`` (m, 3), ``markers`` (m,) FREE/RIGID/INSULATED per input face.

@@ -184,8 +184,16 @@ def _tetgen_worker(folder: str) -> None:
     generator = tetgen.TetGen(data["vertices"], data["faces"].astype(np.int32), data["markers"].astype(np.int32))
     for point in data["holes"]:
         generator.add_hole([float(x) for x in point])
+    switches = str(data["switches"])
+    if "background_sizes" in data.files:
+        # A size field (target edge length at the vertices of a background tet mesh, TetGen's -m).
+        generator._tetgen.load_bgmesh_from_arrays(
+            np.ascontiguousarray(data["background_points"], dtype=np.float64),
+            np.ascontiguousarray(data["background_tets"], dtype=np.int32),
+            np.ascontiguousarray(data["background_sizes"], dtype=np.float64))
+        switches = switches[:-1] + "mQ" if switches.endswith("Q") else switches + "m"
     try:
-        generator.tetrahedralize(switches=str(data["switches"]))
+        generator.tetrahedralize(switches=switches)
     except RuntimeError as error:
         with open(os.path.join(folder, "error.txt"), "w") as handle:
             handle.write(str(error))
@@ -194,7 +202,8 @@ def _tetgen_worker(folder: str) -> None:
              trifaces=generator.trifaces, trimarkers=generator.triface_markers)
 
 
-def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, while_waiting=None):
+def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, while_waiting=None,
+                background=None):
     """Run TetGen in a child process inside a temporary folder with its output captured; map failures.
 
     ``while_waiting()`` (optional) runs in this process while TetGen runs in its own.
@@ -203,8 +212,10 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, 
     from pathlib import Path
 
     with tempfile.TemporaryDirectory(prefix="fieldgen-tetgen-") as folder:
+        extra = {} if background is None else {
+            "background_points": background[0], "background_tets": background[1], "background_sizes": background[2]}
         np.savez(os.path.join(folder, "input.npz"), vertices=vertices, faces=faces, markers=markers,
-                 holes=np.asarray(holes, dtype=np.float64).reshape(-1, 3), switches=np.array(switches))
+                 holes=np.asarray(holes, dtype=np.float64).reshape(-1, 3), switches=np.array(switches), **extra)
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[1])
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -262,7 +273,7 @@ def _face_keys(faces: np.ndarray, n: int, limit: int = 2 ** 21) -> np.ndarray:
 
 def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=None,
                    options: MeshingOptions = MeshingOptions(), timeout: float = 3600.0,
-                   while_waiting=None) -> TetMesh:
+                   while_waiting=None, background=None) -> TetMesh:
     """Mesh the volume inside ``faces`` and outside the core with TetGen (D 5.1.1).
 
     ``vertices`` (n, 3) in m, ``faces`` (m, 3) wound outward, ``markers`` (m,) FREE/RIGID/INSULATED
@@ -273,7 +284,8 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     exactly zero pressure. Deterministic (TetGen is; ordering is derived from its output).
     TetGen runs in a child process (``timeout`` in s) so a crash or hang cannot take the caller down;
     ``while_waiting()`` (optional, no arguments) runs meanwhile in this process (the build warms
-    its later imports there).
+    its later imports there). ``background`` (points (k, 3), tets (j, 4), sizes (k,), m) is a size
+    field: TetGen refines until edges are about as long as the sizes interpolated there (its -m).
     """
     vertices = np.asarray(vertices, dtype=np.float64)
     faces = np.asarray(faces, dtype=np.int64)
@@ -301,7 +313,7 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
         all_markers = np.concatenate([markers, np.full(len(cf), RIGID, dtype=np.int64)])
 
     nodes, elements, trifaces, trimarkers = _run_tetgen(all_vertices, all_faces, all_markers, holes,
-                                                        switches, timeout, while_waiting)
+                                                        switches, timeout, while_waiting, background)
     if elements.ndim != 2 or elements.shape[1] != 4 or len(elements) == 0:
         raise BuildError(f"TetGen returned {len(elements)} tets", fix="check that the surface encloses a volume")
 
