@@ -57,6 +57,7 @@ class BuildOptions:
     skin: float | None = None               #: skin thickness over a rigid interior, input units
     robust: bool = False                    #: mesh open/self-intersecting input with fTetWild
     accuracy: float = 0.01                  #: relative discretisation error the mesh is sized for
+    threads: int | None = None              #: fTetWild's threads with --robust (None/0: every core)
 
     # ----------------------------------------------------------------- checks
     def checked(self) -> "BuildOptions":
@@ -91,6 +92,10 @@ class BuildOptions:
                 and 0 < self.accuracy <= 0.5):
             raise OptionError(f"--accuracy must be a relative error in (0, 0.5], got {self.accuracy}",
                               fix="give e.g. --accuracy 0.01 for 1%")
+        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
+                                         or self.threads < 0):
+            raise OptionError(f"--threads must be a whole number >= 0, got {self.threads!r}",
+                              fix="give e.g. --threads 2 (0 = every core)")
         if self.skin is not None and self.core is not None:
             raise OptionError("--skin and --core both given",
                               fix="give one: --skin makes everything deeper than THICKNESS a rigid interior, "
@@ -189,6 +194,11 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
         if not isinstance(value, bool):
             raise OptionError(f"option 'robust' must be true or false, got {value!r}", path=origin,
                               fix="write robust = true")
+        return value
+    if key == "threads":
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise OptionError(f"option 'threads' must be a whole number, got {value!r}", path=origin,
+                              fix="write e.g. threads = 2")
         return value
     if key in ("units", "law"):
         if value is not None and not isinstance(value, str):
@@ -355,7 +365,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
 
                 whole, parameters = robust_tetrahedralize(
                     surface.vertices, surface.faces, markers,
-                    RobustOptions(edge_length=_robust_edge_length(meshing_now), threads=default_threads()),
+                    RobustOptions(edge_length=_robust_edge_length(meshing_now), threads=default_threads() if options.threads is None else int(options.threads)),
                     path=input_path, progress=progress)
                 mesher.clear()
                 mesher.update(parameters)
