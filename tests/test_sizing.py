@@ -205,3 +205,22 @@ def test_default_sized_build_stays_within_the_tet_limits(meshes, tmp_path, name,
     report = json.loads(result.stdout)
     assert report["tets"] <= 300_000
     assert "error_estimate" in read_metadata(out)
+
+
+def test_accuracy_sized_build_is_byte_identical_across_thread_counts(meshes, tmp_path):
+    """The sizing passes (TetGen, seeded AMG solves, the seeded background jitter) do not depend
+    on the thread count: same bytes."""
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for threads in ("1", "2"):
+        out = tmp_path / f"t{threads}.vtu"
+        env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads)
+        proc = subprocess.run([sys.executable, "-m", "fieldgen.cli.main", "build", str(meshes / "unit_sphere.STL"),
+                               "--modulus", "1e5", "--accuracy", "0.05", "-o", str(out), "--quiet"],
+                              env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
