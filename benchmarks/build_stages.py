@@ -55,7 +55,8 @@ PARTS = [
     ("idler_riser.STL", "mm", {"bonded": ("normal:0,0,-1",), "modulus": 1e6, "dissipation": 1.0}),
 ]
 
-STAGES = ("load", "tetrahedralize", "refine", "extent", "layering", "damping", "statistics", "write", "validate")
+STAGES = ("load", "tetrahedralize", "skin", "refine", "extent", "error estimate", "sizing", "layering", "damping",
+          "statistics", "write", "validate")
 
 
 # --------------------------------------------------------------------------- cases
@@ -123,10 +124,12 @@ def child(case_json: str) -> None:
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss   # the TetGen process
     from fieldgen.asset import read_metadata
 
-    before = read_metadata(case["output"])["mesh"].get("tets_before_layering", result.tets)
+    meta = read_metadata(case["output"])
+    before = meta["mesh"].get("tets_before_layering", result.tets)
     print(json.dumps({"wall": wall, "tets_before_layering": before, "stage_seconds": result.stage_seconds, "tets": result.tets,
                       "vertices": result.vertices, "size_bytes": os.path.getsize(case["output"]),
-                      "maxrss_kb": own, "tetgen_maxrss_kb": children, "warnings": result.warnings}))
+                      "maxrss_kb": own, "tetgen_maxrss_kb": children, "warnings": result.warnings,
+                      "error_estimate": meta.get("error_estimate")}))
 
 
 # --------------------------------------------------------------------------- parent side

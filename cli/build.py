@@ -25,6 +25,9 @@ _NUMBER = click.FLOAT
 @click.option("--insulated", multiple=True, metavar="SELECTOR", help="Faces with zero flux. Repeatable.")
 @click.option("--max-volume", type=_NUMBER, help="Largest tet volume (input units cubed).")
 @click.option("--edge-length", type=_NUMBER, help="Target tet edge length (input units).")
+@click.option("--accuracy", type=_NUMBER,
+              help="Without --edge-length/--max-volume: relative error of the field the mesh is sized for "
+                   "(default 0.01); the estimate is recorded as error_estimate.")
 @click.option("--radius-edge", type=_NUMBER, help="TetGen radius-edge quality bound (default 1.414).")
 @click.option("--law", type=click.Choice(["linear", "hyperbolic", "table"]), help="Modulus law (inferred from --k/--table).")
 @click.option("--modulus", type=_NUMBER, help="Modulus scale M0 in Pa.")
@@ -45,6 +48,8 @@ _NUMBER = click.FLOAT
               help="Compliant skin THICKNESS (input units) over a rigid interior (e = 1), measured from the free faces.")
 @click.option("--robust", is_flag=True, default=None,
               help="Mesh open, non-manifold or self-intersecting input with fTetWild (the optional extra 'robust'; the error names the pip command).")
+@click.option("--threads", type=click.IntRange(min=0),
+              help="fTetWild's threads with --robust (default: every core; 0 = every core).")
 @json_option
 @quiet_option
 def build_command(input_path, output, spec, as_json, quiet, **flags):
@@ -78,6 +83,11 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
             f"L = {result.characteristic_length:.6g} m, dissipation = {result.dissipation:.6g} s/m, "
             f"max interpolation error = {result.max_interpolation_error:.4g} Pa"
         , err=True)
+        if "error_estimate" in result.extra:
+            estimate = result.extra["error_estimate"]
+            click.echo(f"estimated discretisation error: extent {100 * estimate['extent']:.2f}%, pressure "
+                       f"{100 * estimate['pressure']:.2f}%, L {100 * estimate['characteristic_length']:.2f}%",
+                       err=True)
         if "skin_volume_fraction" in result.extra:
             click.echo(f"skin: {100 * result.extra['skin_volume_fraction']:.1f}% of the volume is skin, "
                        "the rest a rigid interior", err=True)

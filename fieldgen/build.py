@@ -58,6 +58,8 @@ class BuildOptions:
     robust: bool = False                    #: mesh open/self-intersecting input with fTetWild
     tangential_stiffness: float | None = None   #: K̄, 1/m: friction spring k = K̄ p (D 6.2.3)
     tangential_damping: float | None = None     #: C̄, s/m: friction damper c = C̄ p
+    accuracy: float = 0.01                  #: relative discretisation error the mesh is sized for
+    threads: int | None = None              #: fTetWild's threads with --robust (None/0: every core)
 
     # ----------------------------------------------------------------- checks
     def checked(self) -> "BuildOptions":
@@ -88,6 +90,14 @@ class BuildOptions:
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise OptionError(f"--{name.replace('_', '-')} must be a positive number, got {value}",
                                   fix="give a finite value greater than zero")
+        if not (isinstance(self.accuracy, (int, float)) and math.isfinite(self.accuracy)
+                and 0 < self.accuracy <= 0.5):
+            raise OptionError(f"--accuracy must be a relative error in (0, 0.5], got {self.accuracy}",
+                              fix="give e.g. --accuracy 0.01 for 1%")
+        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
+                                         or self.threads < 0):
+            raise OptionError(f"--threads must be a whole number >= 0, got {self.threads!r}",
+                              fix="give e.g. --threads 2 (0 = every core)")
         if self.skin is not None and self.core is not None:
             raise OptionError("--skin and --core both given",
                               fix="give one: --skin makes everything deeper than THICKNESS a rigid interior, "
@@ -203,6 +213,11 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
         if not isinstance(value, bool):
             raise OptionError(f"option 'robust' must be true or false, got {value!r}", path=origin,
                               fix="write robust = true")
+        return value
+    if key == "threads":
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise OptionError(f"option 'threads' must be a whole number, got {value!r}", path=origin,
+                              fix="write e.g. threads = 2")
         return value
     if key in ("units", "law"):
         if value is not None and not isinstance(value, str):
@@ -342,7 +357,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         progress.message(f"repaired {input_path}: {repair}")
 
     edge_length = None if options.edge_length is None else options.edge_length * scale
-    if options.skin is not None:
+    by_accuracy = options.edge_length is None and options.max_volume is None and not options.robust
+    if options.skin is not None and not by_accuracy:
         # The cut at depth = skin needs tets smaller than the skin: min(user's, skin/2).
         edge_length = min(edge_length or math.inf, 0.5 * options.skin * scale)
     meshing = MeshingOptions(
@@ -351,37 +367,71 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         radius_edge=options.radius_edge,
     )
     mesher: dict[str, Any] = {"mesher": "TetGen", "switches": meshing.switches()}
-    with progress.stage("tetrahedralize"):
-        if options.robust:
-            from .robust import NONDETERMINISTIC_WARNING, RobustOptions, default_threads, robust_tetrahedralize
+    # TetGen keeps the input's FREE faces in place, so the skin's depth is measured from them;
+    # fTetWild moves them, so there from its own.
+    exposed = None if options.robust else (surface.vertices, surface.faces[markers == FREE])
 
-            mesh, mesher = robust_tetrahedralize(
-                surface.vertices, surface.faces, markers,
-                RobustOptions(edge_length=_robust_edge_length(meshing), threads=default_threads()),
-                path=input_path)
-            warnings.append(NONDETERMINISTIC_WARNING)
-        else:
-            mesh = tetrahedralize(
-                surface.vertices, surface.faces, markers,
-                core_vertices=None if core is None else core.vertices,
-                core_faces=None if core is None else core.faces,
-                options=meshing, while_waiting=warm_imports,
-            )
-    skin = None
-    if options.skin is not None:
-        from .skin import cut_skin
+    def make_mesh(sized_edge=None, background=None, cut=True):
+        """TetGen (or fTetWild), the skin cut and the zero-pressure refinement: the mesh the extent
+        is solved on, the whole part's mesh before the skin cut, the skin and the split count.
+        ``sized_edge`` (m) and ``background`` (a size field) come from the accuracy sizing."""
+        meshing_now = meshing if sized_edge is None else dataclasses.replace(meshing, edge_length=sized_edge)
+        if sized_edge is not None or background is not None:
+            mesher["switches"] = meshing_now.switches()[:-1] + ("mQ" if background is not None else "Q")
+        with progress.stage("tetrahedralize"):
+            if options.robust:
+                from .robust import RobustOptions, default_threads, robust_tetrahedralize
 
-        with progress.stage("skin"):
-            # Depth from the input's FREE faces (the exposed rubber; bonded and insulated faces are
-            # not exposed). TetGen keeps them in place; fTetWild moves them, so there its own.
-            exposed = None if options.robust else (surface.vertices, surface.faces[markers == FREE])
-            skin = cut_skin(mesh, options.skin * scale, free_surface=exposed, path=input_path,
-                            units=options.units, scale=scale)
-            mesh = skin.mesh
+                whole, parameters = robust_tetrahedralize(
+                    surface.vertices, surface.faces, markers,
+                    RobustOptions(edge_length=_robust_edge_length(meshing_now), threads=default_threads() if options.threads is None else int(options.threads)),
+                    path=input_path, progress=progress)
+                mesher.clear()
+                mesher.update(parameters)
+            else:
+                whole = tetrahedralize(
+                    surface.vertices, surface.faces, markers,
+                    core_vertices=None if core is None else core.vertices,
+                    core_faces=None if core is None else core.faces,
+                    options=meshing_now, while_waiting=warm_imports, background=background,
+                )
+        skin_cut = None
+        part = whole
+        if not cut:
+            return part, whole, None, 0
+        if options.skin is not None:
+            from .skin import cut_skin
+
+            with progress.stage("skin"):
+                skin_cut = cut_skin(whole, options.skin * scale, free_surface=exposed, path=input_path,
+                                    units=options.units, scale=scale)
+                part = skin_cut.mesh
+        with progress.stage("refine"):
+            part, count = refine_zero_tets(part)
+        return part, whole, skin_cut, count
+
+    solution = None
+    estimate = None
+    sizing_report: dict[str, Any] | None = None
+    if by_accuracy:
+        from .sizing import mesh_by_accuracy
+
+        sized = mesh_by_accuracy(make_mesh, law, options.accuracy, surface.vertices, _enclosed_volume(surface),
+                                 progress=progress,
+                                 skin=None if options.skin is None else options.skin * scale,
+                                 free_surface=exposed)
+        mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
+        sizing_report = sized.report()
+        mesher["sizing"] = sizing_report
+    else:
+        mesh, _, skin, split = make_mesh()
+    if options.robust:
+        from .robust import NONDETERMINISTIC_WARNING
+
+        warnings.append(NONDETERMINISTIC_WARNING)
+    if skin is not None:
         progress.message(f"skin {options.skin:g} {options.units}: {100 * skin.volume_fraction:.1f}% of the "
                          f"volume is skin, the rest is a rigid interior ({skin.rigid_faces} faces at e = 1)")
-    with progress.stage("refine"):
-        mesh, split = refine_zero_tets(mesh)
     if split:
         progress.message(f"split {split} tets whose four vertices were all on the e = 0 surface")
 
@@ -391,8 +441,9 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     # damping; the boundary faces the validation needs overlap the write.
     pool = ThreadPoolExecutor(max_workers=1)
     early = pool.submit(_quality, mesh) if law.kind == "linear" else None
-    with progress.stage("extent"):
-        solution = solve_extent(mesh)
+    if solution is None:
+        with progress.stage("extent"):
+            solution = solve_extent(mesh)
     if solution.max_violation > 0:   # not expected: the solve upwinds until the bounds hold
         warnings.append(f"discrete maximum principle violated by {solution.max_violation:.3g} "
                         "(extent clipped to [0, 1]); a finer or better-shaped mesh reduces it")
@@ -464,6 +515,9 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         metadata["boundary"]["problem"] = "laplace"  # the interior under the skin is rigid, e = 1
     if options.expansion_rate is not None:
         metadata["expansion_rate"] = float(options.expansion_rate)
+    if estimate is not None:
+        metadata["error_estimate"] = {**estimate.to_metadata(), "accuracy": float(options.accuracy)}
+        metadata["units"]["error_estimate"] = "1 (relative)"
     if extra_metadata:
         metadata.update(extra_metadata)
 
@@ -517,9 +571,16 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         extra={"layer_levels": int(len(layered.levels)), "tets_added_by_layering": int(layered.tets_added),
                "law": law.kind,
                "deterministic": not options.robust,
+               **({"error_estimate": estimate.to_metadata(), "sizing": sizing_report} if estimate is not None else {}),
                **({"skin_volume_fraction": float(skin.volume_fraction)} if skin is not None else {}),
                **({"drake": drake} if drake is not None else {})},
     )
+
+
+def _enclosed_volume(surface) -> float:
+    """Volume (m³) enclosed by a closed, outward-wound surface (divergence theorem)."""
+    tri = surface.vertices[surface.faces]
+    return abs(float(np.einsum("ij,ij->i", tri[:, 0], np.cross(tri[:, 1], tri[:, 2])).sum()) / 6.0)
 
 
 def _same_arrays(a, b) -> bool:

@@ -12,7 +12,6 @@ are not reproducible bit for bit (their metadata says ``deterministic: false``).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -71,42 +70,93 @@ def import_pytetwild(path: str | None = None):
     return pytetwild
 
 
-@contextlib.contextmanager
-def _scratch_directory():
-    """Run the body in a fresh temporary working directory; restore the old one after.
+def _ftetwild_worker(folder: str) -> None:
+    """Child-process side: read ``input.npz`` in ``folder``, run fTetWild there (its log on
+    stdout), write ``output.npz`` or ``error.txt``."""
+    import json
 
-    The working directory is process-wide, so this is for single-threaded callers (the CLI
-    and batch workers are processes of their own).
-    """
-    previous = os.getcwd()
+    pytetwild = import_pytetwild()
+    data = np.load(os.path.join(folder, "input.npz"))
+    kwargs = json.loads(str(data["kwargs"]))
+    try:
+        points, tets = pytetwild.tetrahedralize(np.array(data["vertices"], dtype=np.float64, order="C"),
+                                                np.array(data["faces"], dtype=np.int32, order="C"), **kwargs)
+    except Exception as error:  # the extension raises RuntimeError/ValueError on bad input
+        with open(os.path.join(folder, "error.txt"), "w") as handle:
+            handle.write(str(error))
+        return
+    np.savez(os.path.join(folder, "output.npz"), points=np.asarray(points), tets=np.asarray(tets))
+
+
+def _run_ftetwild(vertices, faces, kwargs: dict, *, path, progress=None, timeout: float = 7200.0):
+    """Run fTetWild in a child process (in a scratch folder: it writes files into the current
+    one), relaying its log lines as progress; return its points and tets."""
+    import json
+    import re
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
     with tempfile.TemporaryDirectory(prefix="fieldgen-ftetwild-") as folder:
-        os.chdir(folder)
+        np.savez(os.path.join(folder, "input.npz"), vertices=vertices, faces=faces,
+                 kwargs=np.array(json.dumps(kwargs)))
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        child = subprocess.Popen([sys.executable, "-u", "-m", "fieldgen.robust", folder], cwd=folder, env=env,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, errors="replace")
+        start = time.monotonic()
+        tail: list[str] = []
         try:
-            yield folder
-        finally:
-            os.chdir(previous)
+            for line in child.stdout:
+                line = line.rstrip()
+                if not line:
+                    continue
+                tail = (tail + [line])[-5:]
+                if progress is not None:
+                    # spdlog's "[date time] [float-tetwild] [info] " prefix carries nothing new.
+                    text = re.sub(r"^(\[[^\]]*\] ){3}", "", line)
+                    progress.message(f"fTetWild [{time.monotonic() - start:6.1f} s] {text[-160:]}")
+                if time.monotonic() - start > timeout:
+                    raise subprocess.TimeoutExpired(child.args, timeout)
+            code = child.wait()
+        except BaseException:
+            child.kill()
+            child.wait()
+            raise
+        error_path = os.path.join(folder, "error.txt")
+        if os.path.exists(error_path):
+            with open(error_path) as handle:
+                failure = handle.read()
+            raise BuildError(f"fTetWild could not mesh the surface ({failure})", path=path,
+                             fix="check that the surface encloses a volume")
+        if code != 0 or not os.path.exists(os.path.join(folder, "output.npz")):
+            raise BuildError(f"fTetWild crashed (exit code {code}): {' | '.join(tail)}", path=path,
+                             fix="check that the surface encloses a volume, or mesh coarser (--edge-length)")
+        with np.load(os.path.join(folder, "output.npz")) as out:
+            return np.array(out["points"], dtype=np.float64), np.array(out["tets"], dtype=np.int64)
 
 
 def ftetwild_mesh(vertices: np.ndarray, faces: np.ndarray, options: RobustOptions = RobustOptions(),
-                  *, path: str | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Run fTetWild on a triangle soup (m); return points, positive tets and the parameters used."""
-    pytetwild = import_pytetwild(path)
-    vertices = np.array(vertices, dtype=np.float64, order="C")     # writable copies: the binding
-    faces = np.array(faces, dtype=np.int32, order="C")             # refuses read-only arrays
+                  *, path: str | None = None, progress=None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Run fTetWild on a triangle soup (m); return points, positive tets and the parameters used.
+
+    fTetWild runs in a child process with its own thread count (``options.threads``; 0 = every
+    core) and its log relayed to ``progress`` (a crash cannot take the build down with it).
+    """
+    import_pytetwild(path)   # a clear message before anything starts
+    vertices = np.array(vertices, dtype=np.float64, order="C")
+    faces = np.array(faces, dtype=np.int32, order="C")
     diagonal = float(np.linalg.norm(vertices.max(axis=0) - vertices.min(axis=0)))
     edge, eps = options.resolved(diagonal)
-    try:
-        # fTetWild writes __tracked_surface.stl into the current directory: give it a scratch one.
-        with _scratch_directory():
-            points, tets = pytetwild.tetrahedralize(
-                vertices, faces, edge_length_abs=edge, epsilon=eps, optimize=True,
-                simplify=options.simplify, num_opt_iter=int(options.optimize_iterations),
-                num_threads=int(options.threads), vtk_ordering=True, quiet=True)
-    except Exception as error:  # the extension raises RuntimeError/ValueError on bad input
-        raise BuildError(f"fTetWild could not mesh the surface ({error})", path=path,
-                         fix="check that the surface encloses a volume") from None
-    points = np.asarray(points, dtype=np.float64)
-    tets = np.asarray(tets, dtype=np.int64).reshape(-1, 4)
+    kwargs = {"edge_length_abs": edge, "epsilon": eps, "optimize": True, "simplify": bool(options.simplify),
+              "num_opt_iter": int(options.optimize_iterations), "num_threads": int(options.threads),
+              "vtk_ordering": True, "quiet": progress is None or not getattr(progress, "enabled", False),
+              "loglevel": 2}
+    points, tets = _run_ftetwild(vertices, faces, kwargs, path=path, progress=progress)
+    tets = tets.reshape(-1, 4)
     if not len(tets):
         raise BuildError("fTetWild found no enclosed volume (0 tets)", path=path,
                          fix="give a surface that encloses a solid; a flat sheet has no inside")
@@ -120,7 +170,7 @@ def ftetwild_mesh(vertices: np.ndarray, faces: np.ndarray, options: RobustOption
                          fix="mesh finer (--edge-length) or repair the surface")
     parameters = {"mesher": "fTetWild (pytetwild)", "edge_length": edge, "epsilon": eps,
                   "optimize_iterations": int(options.optimize_iterations),
-                  "simplify": bool(options.simplify)}
+                  "simplify": bool(options.simplify), "threads": int(options.threads)}
     return points, tets, parameters
 
 
@@ -136,16 +186,22 @@ def classify_boundary(points: np.ndarray, faces: np.ndarray, surface_vertices: n
 
 def robust_tetrahedralize(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,
                           options: RobustOptions = RobustOptions(), *,
-                          path: str | None = None) -> tuple[TetMesh, dict]:
+                          path: str | None = None, progress=None) -> tuple[TetMesh, dict]:
     """Mesh what the (possibly open or self-intersecting) surface encloses; carry the markers over.
 
     ``vertices`` (n, 3) m, ``faces`` (m, 3), ``markers`` (m,) FREE/RIGID/INSULATED per input face.
     Returns the TetMesh (positive tets, outward boundary faces) and the fTetWild parameters used.
     Not deterministic (fTetWild is not).
     """
-    points, tets, parameters = ftetwild_mesh(vertices, faces, options, path=path)
+    points, tets, parameters = ftetwild_mesh(vertices, faces, options, path=path, progress=progress)
     boundary = boundary_faces_of(tets)
     boundary_markers = classify_boundary(points, boundary, np.asarray(vertices, dtype=np.float64),
                                          np.asarray(faces, dtype=np.int64), markers)
     return TetMesh(points=points, tets=tets, boundary_faces=boundary,
                    boundary_markers=boundary_markers), parameters
+
+
+if __name__ == "__main__":  # the fTetWild child process, see _run_ftetwild
+    import sys
+
+    _ftetwild_worker(sys.argv[1])

@@ -184,8 +184,16 @@ def _tetgen_worker(folder: str) -> None:
     generator = tetgen.TetGen(data["vertices"], data["faces"].astype(np.int32), data["markers"].astype(np.int32))
     for point in data["holes"]:
         generator.add_hole([float(x) for x in point])
+    switches = str(data["switches"])
+    if "background_sizes" in data.files:
+        # A size field (target edge length at the vertices of a background tet mesh, TetGen's -m).
+        generator._tetgen.load_bgmesh_from_arrays(
+            np.ascontiguousarray(data["background_points"], dtype=np.float64),
+            np.ascontiguousarray(data["background_tets"], dtype=np.int32),
+            np.ascontiguousarray(data["background_sizes"], dtype=np.float64))
+        switches = switches[:-1] + "mQ" if switches.endswith("Q") else switches + "m"
     try:
-        generator.tetrahedralize(switches=str(data["switches"]))
+        generator.tetrahedralize(switches=switches)
     except RuntimeError as error:
         with open(os.path.join(folder, "error.txt"), "w") as handle:
             handle.write(str(error))
@@ -194,7 +202,8 @@ def _tetgen_worker(folder: str) -> None:
              trifaces=generator.trifaces, trimarkers=generator.triface_markers)
 
 
-def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, while_waiting=None):
+def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, while_waiting=None,
+                background=None):
     """Run TetGen in a child process inside a temporary folder with its output captured; map failures.
 
     ``while_waiting()`` (optional) runs in this process while TetGen runs in its own.
@@ -203,8 +212,10 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, 
     from pathlib import Path
 
     with tempfile.TemporaryDirectory(prefix="fieldgen-tetgen-") as folder:
+        extra = {} if background is None else {
+            "background_points": background[0], "background_tets": background[1], "background_sizes": background[2]}
         np.savez(os.path.join(folder, "input.npz"), vertices=vertices, faces=faces, markers=markers,
-                 holes=np.asarray(holes, dtype=np.float64).reshape(-1, 3), switches=np.array(switches))
+                 holes=np.asarray(holes, dtype=np.float64).reshape(-1, 3), switches=np.array(switches), **extra)
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[1])
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -262,7 +273,7 @@ def _face_keys(faces: np.ndarray, n: int, limit: int = 2 ** 21) -> np.ndarray:
 
 def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=None,
                    options: MeshingOptions = MeshingOptions(), timeout: float = 3600.0,
-                   while_waiting=None) -> TetMesh:
+                   while_waiting=None, background=None) -> TetMesh:
     """Mesh the volume inside ``faces`` and outside the core with TetGen (D 5.1.1).
 
     ``vertices`` (n, 3) in m, ``faces`` (m, 3) wound outward, ``markers`` (m,) FREE/RIGID/INSULATED
@@ -273,7 +284,8 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     exactly zero pressure. Deterministic (TetGen is; ordering is derived from its output).
     TetGen runs in a child process (``timeout`` in s) so a crash or hang cannot take the caller down;
     ``while_waiting()`` (optional, no arguments) runs meanwhile in this process (the build warms
-    its later imports there).
+    its later imports there). ``background`` (points (k, 3), tets (j, 4), sizes (k,), m) is a size
+    field: TetGen refines until edges are about as long as the sizes interpolated there (its -m).
     """
     vertices = np.asarray(vertices, dtype=np.float64)
     faces = np.asarray(faces, dtype=np.int64)
@@ -301,7 +313,7 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
         all_markers = np.concatenate([markers, np.full(len(cf), RIGID, dtype=np.int64)])
 
     nodes, elements, trifaces, trimarkers = _run_tetgen(all_vertices, all_faces, all_markers, holes,
-                                                        switches, timeout, while_waiting)
+                                                        switches, timeout, while_waiting, background)
     if elements.ndim != 2 or elements.shape[1] != 4 or len(elements) == 0:
         raise BuildError(f"TetGen returned {len(elements)} tets", fix="check that the surface encloses a volume")
 
@@ -388,21 +400,68 @@ def _row_counts(flags: np.ndarray) -> np.ndarray:
     return (words * np.uint32(0x01010101)) >> np.uint32(24)
 
 
-def _split_face(points, tets, tet, local_face):
-    """Split one interior face of ``tet`` at its centroid in both tets sharing it."""
-    face = tets[tet, _TET_FACES[local_face]]
-    m = len(points)
-    centroid = points[face].mean(axis=0)
-    members = np.isin(tets, face).sum(axis=1) == 3
-    owners = np.flatnonzero(members)
-    pieces = []
-    for owner in owners:
-        for v in face:
-            piece = tets[owner].copy()
-            piece[piece == v] = m
-            pieces.append(piece)
-    keep = ~members
-    return np.vstack([points, centroid]), np.vstack([tets[keep], np.array(pieces)])
+def _split_faces(points, tets, faces):
+    """Split each face (k, 3) at its centroid in every tet holding it (no tet may hold two).
+
+    Each owner tet becomes three: the centroid replaces one face vertex in each piece.
+    """
+    n = len(points)
+    faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    keys = _face_keys(faces, n)
+    order = np.argsort(keys, kind="stable")
+    ends = np.zeros(n, dtype=bool)
+    ends[faces.ravel()] = True
+    candidates = np.flatnonzero(_row_counts(ends[tets]) >= 3)
+    tet_keys = _face_keys(tets[candidates][:, _TET_FACES].reshape(-1, 3), n).reshape(-1, 4)
+    pos = np.clip(np.searchsorted(keys[order], tet_keys), 0, len(keys) - 1)
+    hit = keys[order][pos] == tet_keys
+    c_idx, local = np.nonzero(hit)
+    owners = candidates[c_idx]
+    centre = n + order[pos[c_idx, local]]
+    pieces = np.repeat(tets[owners], 3, axis=0)
+    pieces[np.arange(len(pieces)), _TET_FACES[local].ravel()] = np.repeat(centre, 3)
+    keep = np.ones(len(tets), dtype=bool)
+    keep[owners] = False
+    return np.vstack([points, points[faces].mean(axis=1)]), np.vstack([tets[keep], pieces])
+
+
+def _split_corner_tets(points, tets, corner, n0, boundary_face_keys):
+    """Split tets with no interior edge: one interior face each (an independent set of faces per
+    round: no tet holds two of them), or the tet's centroid when all four faces are boundary."""
+    local_faces = tets[corner][:, _TET_FACES]                                    # (c, 4, 3)
+    keys = _face_keys(local_faces.reshape(-1, 3), n0).reshape(-1, 4)
+    interior = ~np.isin(keys, boundary_face_keys)
+    has_face = interior.any(axis=1)
+    lone = corner[~has_face]
+    first = np.argmax(interior, axis=1)
+    chosen_faces = np.sort(local_faces[np.arange(len(corner)), first][has_face], axis=1)
+    chosen_faces = np.unique(chosen_faces, axis=0)
+    if len(chosen_faces):
+        # Independent set: a face is kept unless a tet around it holds a lower-ranked chosen face.
+        n = len(points)
+        chosen_keys = _face_keys(chosen_faces, n)
+        ends = np.zeros(n, dtype=bool)
+        ends[chosen_faces.ravel()] = True
+        near = tets[np.flatnonzero(_row_counts(ends[tets]) >= 3)]
+        near_keys = _face_keys(near[:, _TET_FACES].reshape(-1, 3), n).reshape(-1, 4)
+        rank_order = np.argsort(chosen_keys, kind="stable")
+        pos = np.clip(np.searchsorted(chosen_keys[rank_order], near_keys), 0, len(chosen_keys) - 1)
+        hit = chosen_keys[rank_order][pos] == near_keys
+        rank = np.where(hit, rank_order[pos], np.iinfo(np.int64).max)
+        lowest = rank.min(axis=1)
+        t_idx, local = np.nonzero(hit)
+        blocked = np.unique(rank[t_idx, local][rank[t_idx, local] != lowest[t_idx]])
+        accepted = np.setdiff1d(np.arange(len(chosen_faces)), blocked)
+        # Lone tets (if any) wait for the next round: their indices change here.
+        return _split_faces(points, tets, chosen_faces[accepted])
+    if len(lone):
+        m = len(points)
+        centroids = points[tets[lone]].mean(axis=1)
+        pieces = np.repeat(tets[lone], 4, axis=0)
+        pieces[np.arange(len(pieces)), np.tile(np.arange(4), len(lone))] = np.repeat(m + np.arange(len(lone)), 4)
+        points = np.vstack([points, centroids])
+        tets = np.vstack([np.delete(tets, lone, axis=0), pieces])
+    return points, tets
 
 
 def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
@@ -430,7 +489,9 @@ def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
         return np.flatnonzero(_row_counts(flags[tets_now]) == 4)
 
     found = len(zero(len(points), tets))
-    for _ in range(64):
+    # Every round splits at least one edge or all corner tets, so this bound is never reached on
+    # a valid mesh; it only guards against a bug looping forever.
+    for _ in range(max(64, 2 * found + 8)):
         z = zero(len(points), tets)
         if len(z) == 0:
             break
@@ -457,19 +518,10 @@ def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
             edges = np.stack([accepted // n0, accepted % n0], axis=1)
             points, tets = _split_edges(points, tets, edges)
             continue
-        # No interior edge: split an interior face of the first such tet (rare corner case).
-        tet = z[0]
-        fk = _face_keys(tets[tet, _TET_FACES], n0)
-        interior_faces = np.flatnonzero(~np.isin(fk, boundary_face_keys))
-        if len(interior_faces):
-            points, tets = _split_face(points, tets, tet, int(interior_faces[0]))
-        else:
-            centroid = points[tets[tet]].mean(axis=0)
-            m = len(points)
-            pieces = np.repeat(tets[tet][None], 4, axis=0)
-            pieces[np.arange(4), np.arange(4)] = m
-            points = np.vstack([points, centroid])
-            tets = np.vstack([np.delete(tets, tet, axis=0), pieces])
+        # No interior edge left (corner tets, common in fTetWild meshes of thin parts): split one
+        # interior face of every such tet at its centroid, all in one round; a tet with no
+        # interior face (a lone tet) is split at its centroid.
+        points, tets = _split_corner_tets(points, tets, z, n0, boundary_face_keys)
     remaining = len(zero(len(points), tets))
     if remaining:
         raise BuildError(f"{remaining} tets still have all four vertices on the free surface after refinement",

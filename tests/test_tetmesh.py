@@ -273,3 +273,24 @@ def test_face_keys_agree_above_the_integer_limit():
     large = np.isin(_face_keys(queries, 50, limit=0), _face_keys(faces, 50, limit=0))
     assert np.array_equal(small, large) and small[: len(faces[::3])].all()
     assert len(np.unique(_face_keys(faces, 50))) == len(np.unique(_face_keys(faces, 50, limit=0)))
+
+
+def test_refine_many_corner_tets_in_one_mesh():
+    """fTetWild meshes of thin parts leave hundreds of tets whose six edges all lie on the free
+    surface; each is split through an interior face (formerly one per round, 64 rounds at most,
+    which failed with 'N tets still have all four vertices on the free surface')."""
+    from fieldgen.mesh import orient_positive
+
+    base = np.array([[1, 0, 0], [-0.5, 0.8, 0], [-0.5, -0.8, 0], [0, 0, 1], [0, 0, -1]], float)
+    points = np.vstack([base + [3.0 * i, 0, 0] for i in range(150)])
+    tets = np.vstack([np.array([[0, 1, 2, 3], [0, 1, 2, 4]]) + 5 * i for i in range(150)])
+    # Lone tets too (all four faces on the boundary): split at the centroid.
+    lone = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float) + [0, 5.0, 0]
+    tets = np.vstack([tets, [len(points) + np.arange(4)]])
+    points = np.vstack([points, lone])
+    tets = orient_positive(points, tets)
+    faces = boundary_faces_of(tets)
+    mesh = TetMesh(points, tets, faces, np.full(len(faces), FREE))
+    refined, count = refine_zero_tets(mesh)
+    assert count == 301 and refined.n_tets == 150 * 6 + 4
+    check_refined(mesh, refined)

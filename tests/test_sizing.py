@@ -1,0 +1,226 @@
+"""Accuracy-driven sizing and the extent's error estimate (fieldgen.sizing).
+
+The estimate is checked against closed forms (a slab's Poisson extent is a parabola) and, on real
+corpus parts, against the true error measured with a much finer mesh: the coarse asset's extent
+is evaluated at the fine mesh's vertices (VTK's probe filter) and the difference integrated over
+the fine mesh.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import trimesh
+from click.testing import CliRunner
+
+from fieldgen.asset import read_asset, read_metadata
+from fieldgen.build import BuildOptions, build, make_law
+from fieldgen.cli.main import main
+from fieldgen.damping import characteristic_length
+from fieldgen.extent import solve_extent
+from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, tet_volumes
+from fieldgen.modulus import hyperbolic_law, linear_law
+from fieldgen.sizing import estimate_error, red_refine
+from fieldgen.surface import load_surface
+from fieldgen.tetmesh import MeshingOptions, refine_zero_tets, tetrahedralize
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def slab_mesh(edge: float) -> TetMesh:
+    """A 1 x 1 x 0.2 m slab, free top and bottom, insulated sides: e = z (0.2 - z) / 0.01."""
+    box = trimesh.creation.box(extents=(1.0, 1.0, 0.2))
+    box.apply_translation((0, 0, 0.1))
+    markers = np.where(np.abs(box.face_normals[:, 2]) > 0.9, FREE, INSULATED)
+    mesh = tetrahedralize(box.vertices, box.faces, markers, options=MeshingOptions(edge_length=edge))
+    return refine_zero_tets(mesh)[0]
+
+
+def p1_rms(points, tets, values) -> float:
+    """Root-mean-square of a P1 field over a tet mesh (exact P1 mass matrix)."""
+    volume = tet_volumes(points, tets)
+    f = values[tets]
+    integral = np.sum(volume / 20.0 * (np.sum(f * f, axis=1) + np.sum(f, axis=1) ** 2))
+    return float(np.sqrt(integral / volume.sum()))
+
+
+def test_red_refinement_is_conforming_and_keeps_the_boundary():
+    mesh = slab_mesh(0.2)
+    fine = red_refine(mesh).mesh
+    volumes = tet_volumes(fine.points, fine.tets)
+    assert fine.n_tets == 8 * mesh.n_tets and np.all(volumes > 0)
+    assert volumes.sum() == pytest.approx(0.2, rel=1e-12)
+    faces = boundary_faces_of(fine.tets)            # conforming: only the outer faces are single
+    assert len(faces) == 4 * len(mesh.boundary_faces) == len(fine.boundary_faces)
+    key = lambda f: set(map(tuple, np.sort(f, axis=1).tolist()))  # noqa: E731
+    assert key(faces) == key(fine.boundary_faces)
+    assert np.array_equal(fine.points[: mesh.n_points], mesh.points)
+
+
+@pytest.mark.parametrize("edge", [0.1, 0.05])
+def test_estimate_matches_the_slab_closed_form(edge):
+    """Poisson in a slab: e = z (h - z) / (h^2 / 4). True RMS error of the P1 field against the
+    parabola (P1 interpolation of the parabola on the 1:8 refined mesh) vs the estimate."""
+    mesh = slab_mesh(edge)
+    solution = solve_extent(mesh)
+    estimate = estimate_error(mesh, solution.extent, linear_law(1e5))
+    fine = red_refine(mesh)
+    z = fine.mesh.points[:, 2]
+    exact = z * (0.2 - z) / 0.01
+    coarse_on_fine = np.concatenate([solution.extent, 0.5 * solution.extent[fine.edges].sum(axis=1)])
+    true = p1_rms(fine.mesh.points, fine.mesh.tets, exact - coarse_on_fine)
+    assert 0.5 * true <= estimate.extent <= 2.0 * true
+    assert estimate.extent == pytest.approx(true, rel=0.35)
+    exact_length = 0.2 / 2.0     # V / ∫|∇e|: |e'| integrates to 2 (0 -> 1 -> 0) per unit area
+    true_length = abs(characteristic_length(mesh.points, mesh.tets, solution.extent) - exact_length) / exact_length
+    assert 0.5 * true_length <= estimate.characteristic_length <= 2.0 * true_length
+
+
+def test_pressure_estimate_follows_the_law():
+    """Linear law: the pressure error is the extent error (both relative to their maximum); a
+    stiffening law weighs the error near e = 1 by p0'(e) / p0(1) = 1 / (1 - K e)^2 x (1 - K)."""
+    mesh = slab_mesh(0.1)
+    solution = solve_extent(mesh)
+    linear = estimate_error(mesh, solution.extent, linear_law(2e5))
+    stiff = estimate_error(mesh, solution.extent, hyperbolic_law(2e5, 0.8))
+    assert linear.pressure == pytest.approx(linear.extent, rel=1e-9)
+    assert stiff.pressure > linear.pressure
+
+
+def probe(asset, points) -> np.ndarray:
+    """The asset's P1 extent at ``points`` (VTK's probe filter; points it misses: the nearest vertex)."""
+    from scipy.spatial import cKDTree
+    from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray, vtk_to_numpy
+    from vtkmodules.vtkCommonCore import vtkPoints
+    from vtkmodules.vtkCommonDataModel import VTK_TETRA, vtkCellArray, vtkPolyData, vtkUnstructuredGrid
+    from vtkmodules.vtkFiltersCore import vtkProbeFilter
+
+    grid = vtkUnstructuredGrid()
+    vtk_points = vtkPoints()
+    vtk_points.SetData(numpy_to_vtk(np.ascontiguousarray(asset.points), deep=True))
+    grid.SetPoints(vtk_points)
+    cells = vtkCellArray()
+    cells.SetData(numpy_to_vtkIdTypeArray(np.arange(0, 4 * len(asset.tets) + 1, 4, dtype=np.int64), deep=True),
+                  numpy_to_vtkIdTypeArray(np.ascontiguousarray(asset.tets.ravel(), dtype=np.int64), deep=True))
+    grid.SetCells(VTK_TETRA, cells)
+    values = numpy_to_vtk(np.ascontiguousarray(asset.extent), deep=True)
+    values.SetName("extent")
+    grid.GetPointData().AddArray(values)
+    query = vtkPolyData()
+    query_points = vtkPoints()
+    query_points.SetData(numpy_to_vtk(np.ascontiguousarray(points), deep=True))
+    query.SetPoints(query_points)
+    probe_filter = vtkProbeFilter()
+    probe_filter.SetInputData(query)
+    probe_filter.SetSourceData(grid)
+    probe_filter.Update()
+    out = probe_filter.GetOutput().GetPointData()
+    result = vtk_to_numpy(out.GetArray("extent")).astype(np.float64)
+    valid = vtk_to_numpy(out.GetArray(probe_filter.GetValidPointMaskArrayName())).astype(bool)
+    if not valid.all():
+        _, nearest = cKDTree(asset.points).query(points[~valid])
+        result[~valid] = asset.extent[nearest]
+    return result
+
+
+# Real parts (corpus), units, extra options: one Poisson (all faces free), one Laplace (bonded).
+REAL_PARTS = [
+    ("unit_sphere.STL", "m", {}),
+    ("fandisk.obj", "m", {"bonded": ("below:z=-0.7",)}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,units,extra", REAL_PARTS, ids=[p[0] for p in REAL_PARTS])
+def test_error_estimate_within_factor_two_of_a_much_finer_solution(meshes, tmp_path, name, units, extra):
+    """The estimate in the asset's metadata against the error measured with a mesh whose edges
+    are 2.5 x shorter (about 15 x the tets): extent, pressure (hyperbolic law) and L."""
+    options = BuildOptions(units=units, modulus=1e5, law="hyperbolic", k=0.5, accuracy=0.03, **extra)
+    out = tmp_path / "coarse.vtu"
+    build(meshes / name, out, options)
+    meta = read_metadata(out)
+    estimate = meta["error_estimate"]
+    coarse = read_asset(out)
+    last = meta["mesher"]["sizing"]["passes"][-1]
+    # The reference: the same part and boundary, edges 2.5 x shorter, P1 extent.
+    from fieldgen.selectors import assign_conditions, parse_selector
+
+    surface = load_surface(meshes / name, units)
+    markers = assign_conditions(surface, [parse_selector(s, 1.0) for s in extra.get("bonded", ())], [])
+    fine = tetrahedralize(surface.vertices, surface.faces, markers,
+                          options=MeshingOptions(edge_length=last["edge_length"] / 2.5))
+    fine = refine_zero_tets(fine)[0]
+    reference = solve_extent(fine).extent
+    assert fine.n_tets > 8 * meta["mesh"]["tets_before_layering"]
+    on_fine = probe(coarse, fine.points)
+    law = make_law(options)
+    true_extent = p1_rms(fine.points, fine.tets, on_fine - reference)
+    true_pressure = p1_rms(fine.points, fine.tets, law.pressure(np.clip(on_fine, 0, 1)) - law.pressure(reference)) \
+        / law.max_pressure
+    fine_length = characteristic_length(fine.points, fine.tets, reference)
+    true_length = abs(meta["characteristic_length"] - fine_length) / fine_length
+    for what, est, true in (("extent", estimate["extent"], true_extent),
+                            ("pressure", estimate["pressure"], true_pressure)):
+        assert 0.5 * true <= est <= 2.0 * true, (what, est, true)
+    # L's error can be far below the field's (errors of either sign cancel in the integral);
+    # where it is, "within a factor 2" is asked only above the reference's own resolution.
+    assert estimate["characteristic_length"] <= max(2.0 * true_length, 0.2 * estimate["extent"])
+    assert estimate["characteristic_length"] >= 0.5 * true_length - 0.2 * estimate["extent"]
+
+
+def test_accuracy_option_is_checked_and_recorded(meshes, tmp_path):
+    out = tmp_path / "sphere.vtu"
+    assert run("build", meshes / "unit_sphere.STL", "--modulus", "1e5", "--accuracy", "0", "-o", out).exit_code == 2
+    assert run("build", meshes / "unit_sphere.STL", "--modulus", "1e5", "--accuracy", "2", "-o", out).exit_code == 2
+    result = run("build", meshes / "unit_sphere.STL", "--modulus", "1e5", "--accuracy", "0.05", "-o", out,
+                 "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    meta = read_metadata(out)
+    assert meta["error_estimate"]["accuracy"] == 0.05
+    assert meta["error_estimate"]["extent"] == report["error_estimate"]["extent"]
+    passes = meta["mesher"]["sizing"]["passes"]
+    assert passes[-1]["extent"] == meta["error_estimate"]["extent"]
+    assert max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length")) <= 0.05
+    # A size given by hand: no sizing, no estimate.
+    result = run("build", meshes / "unit_sphere.STL", "--modulus", "1e5", "--edge-length", "0.3", "-o", out,
+                 "--json", "--quiet")
+    assert result.exit_code == 0 and "error_estimate" not in read_metadata(out)
+
+
+# Candidate parts a few centimetres across (inch CAD files): default-sized builds.
+CANDIDATES = [("angle_block.STL", "in"), ("idler_riser.STL", "in"), ("featuretype.STL", "in")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,units", CANDIDATES, ids=[c[0] for c in CANDIDATES])
+def test_default_sized_build_stays_within_the_tet_limits(meshes, tmp_path, name, units):
+    out = tmp_path / "part.vtu"
+    result = run("build", meshes / name, "--units", units, "--modulus", "1e6", "-o", out, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["tets"] <= 300_000
+    assert "error_estimate" in read_metadata(out)
+
+
+def test_accuracy_sized_build_is_byte_identical_across_thread_counts(meshes, tmp_path):
+    """The sizing passes (TetGen, seeded AMG solves, the seeded background jitter) do not depend
+    on the thread count: same bytes."""
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for threads in ("1", "2"):
+        out = tmp_path / f"t{threads}.vtu"
+        env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads)
+        proc = subprocess.run([sys.executable, "-m", "fieldgen.cli.main", "build", str(meshes / "unit_sphere.STL"),
+                               "--modulus", "1e5", "--accuracy", "0.05", "-o", str(out), "--quiet"],
+                              env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
