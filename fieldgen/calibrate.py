@@ -487,7 +487,9 @@ def fit_table(model: ForceModel, target: np.ndarray, knots: np.ndarray | None = 
     stores) with ``smoothness`` weighting the squared changes of slope between segments."""
     from scipy.optimize import least_squares, nnls
 
-    knots = default_knots(model) if knots is None else np.asarray(knots, dtype=np.float64)
+    if knots is None or isinstance(knots, (int, np.integer)):
+        knots = default_knots(model) if knots is None else default_knots(model, int(knots))
+    knots = np.asarray(knots, dtype=np.float64)
     knots = knots[knots > 0]
     n = len(knots)
     if n < 1 or np.any(np.diff(knots) <= 0) or knots[-1] > 1.0:

@@ -10,7 +10,7 @@ Indenters (:func:`parse_indenter`), each a closed outward-wound triangle mesh in
 whose tip is the origin and which is pushed along local −z (its body lies in z >= 0):
 
 - ``sphere:R`` — a sphere of radius R with a vertex at the tip; rings of vertices lie exactly on
-  the sphere, closely spaced (``spacing``) over the cap that the depths of interest reach and
+  the sphere, closely spaced (R/100) over the cap that the depths of interest reach and
   coarse beyond, so the facets' sag (spacing²/(8R)) is negligible against the depth;
 - ``paraboloid:R`` — ``z = r²/(2R)``, the surface Hertz's formula assumes (D App. B);
 - ``cylinder:R`` — a flat punch of radius R: a regular polygon whose area equals πR² exactly;
@@ -135,13 +135,14 @@ def _graded_arcs(fine_length: float, total: float, fine: float, coarse: float) -
 
 def sphere_mesh(radius: float, reach: float, spacing: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A sphere of ``radius`` with its tip vertex at the origin and centre at (0, 0, R): rings on
-    the sphere every ``spacing`` of arc (default R/200, at most reach/8 of the contact radius) up to
-    the cap of depth ``reach``, coarser beyond."""
+    the sphere every ``spacing`` of arc (default R/100, at most 1/8 of the contact radius) up to
+    the cap of depth ``reach``, coarser beyond. The facets are inscribed: they sit up to about
+    spacing²/(6R) inside the sphere (R/60000 by default), which reads as that much less depth."""
     R = float(radius)
     reach = min(max(float(reach), 1e-6 * R), 2 * R)
     cap = math.acos(max(-1.0, 1.0 - reach / R)) * R            # arc length of the fine cap
     a = math.sqrt(max(reach * (2 * R - reach), 0.0))
-    fine = spacing or min(R / 200.0, max(a, 1e-9 * R) / 8.0)
+    fine = spacing or min(R / 100.0, max(a, 1e-9 * R) / 8.0)
     s = _graded_arcs(min(cap * 1.1, math.pi * R), math.pi * R, fine, math.pi * R / 24)
     phi = s / R
     profile_r = R * np.sin(phi)
@@ -156,7 +157,7 @@ def paraboloid_mesh(radius: float, reach: float, spacing: float | None = None) -
     R = float(radius)
     top = 1.2 * max(float(reach), 1e-6 * R)
     r_max = math.sqrt(2 * R * top)
-    fine = spacing or min(R / 200.0, r_max / 10.0)
+    fine = spacing or min(R / 100.0, r_max / 10.0)
     r = np.linspace(0.0, r_max, max(3, int(math.ceil(r_max / fine)) + 1))
     z = r * r / (2 * R)
     r = np.append(r, 0.0)
@@ -192,6 +193,24 @@ def plane_mesh(half_width: float, thickness: float) -> tuple[np.ndarray, np.ndar
          (5, 6, 7), (5, 7, 8),                                # top
          (1, 2, 6), (1, 6, 5), (2, 3, 7), (2, 7, 6), (3, 4, 8), (3, 8, 7), (4, 1, 5), (4, 5, 8)]
     return V, np.array(F, dtype=np.int64)
+
+
+def check_indenter_text(text: str, scale: float = 1.0) -> None:
+    """OptionError unless ``text`` is a valid indenter (checked before any work is done)."""
+    kind, sep, arg = str(text).strip().partition(":")
+    kind = kind.strip().lower()
+    if kind == "plane" and not sep:
+        return
+    if kind in ("sphere", "paraboloid", "cylinder"):
+        try:
+            radius = float(arg) * scale
+        except ValueError:
+            radius = float("nan")
+        if not (math.isfinite(radius) and radius > 0):
+            raise OptionError(f"indenter {text!r}: the radius must be a positive number", fix=GRAMMAR)
+        return
+    if kind in KINDS or not os.path.isfile(str(text).strip()):
+        raise OptionError(f"indenter {text!r} is neither a known shape nor an existing file", fix=GRAMMAR)
 
 
 def parse_indenter(text: str, *, scale: float = 1.0, reach: float, part_size: float,
