@@ -61,7 +61,7 @@ FORCE_UNITS = {"N": 1.0, "mN": 1e-3, "kN": 1e3, "lbf": 4.4482216152605}
 FIT_LAWS = ("linear", "hyperbolic", "table")
 MIN_DATA_ROWS = 3
 #: Defect-correction rounds against the layered mesh (nonlinear laws).
-MAX_CORRECTIONS = 4
+MAX_CORRECTIONS = 6
 #: Stop correcting when the layered forces match the fitted ones this closely (relative).
 CORRECTION_TOLERANCE = 2e-4
 DEFAULT_SMOOTHNESS = 1e-4
@@ -708,6 +708,13 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
                 fit = refit
     tol_final = (default_tolerance(fit.law) if relative_tolerance else tolerance) if nonlinear else (
         tolerance if tolerance is not None else None)
+    if nonlinear and tol_final is not None:
+        peak = float(fit.law.pressure(np.array([model.extent_reached(int(np.argmin(depths)))]))[0])
+        if tol_final > 0.1 * peak:
+            warnings.append(f"the layer tolerance {tol_final:.4g} Pa is large against the contact pressures "
+                            f"({peak:.4g} Pa at the shallowest depth): the fitted law is bent to make up for the "
+                            f"layers' interpolation error; --layer-tolerance {0.02 * peak:.3g} keeps it closer "
+                            "to the ideal law (at the cost of more tets)")
     seconds["fit"] = time.perf_counter() - start
 
     # Write the asset with the real build, then measure it.
