@@ -1,8 +1,8 @@
 """How long `fieldgen calibrate` takes: a linear fit on a ~50k-tet part, seconds per stage.
 
-The foam pad of ``assets/foam_pad.toml`` meshed finer (``--edge`` mm, default 1.4 -> about 50k
+The foam pad of ``assets/foam_pad.toml`` meshed finer (``--edge`` mm, default 1.4 -> 43k
 tets), the bundled ``assets/press.csv`` (10 depths), a 10 mm sphere, ``--law linear``; and the
-same with ``--law hyperbolic`` (which adds the layered defect-correction rounds). Stages are those
+same with ``--law table`` (which adds the layered defect-correction rounds). Stages are those
 of ``fieldgen.calibrate.calibrate``: meshing and extent once, the first contact, the contact
 surfaces at the data's depths, the fit, the layered checks (nonlinear laws), the measurement of
 the layered mesh, the final ``fieldgen build`` of the asset, the re-measurement of the written
@@ -38,7 +38,7 @@ STAGES = ("tetrahedralize", "extent", "indenter", "contact surfaces", "fit", "la
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--edge", type=float, default=1.4, help="edge length, mm")
-    parser.add_argument("--laws", default="linear,hyperbolic")
+    parser.add_argument("--laws", default="linear,table")
     args = parser.parse_args(argv)
     options, surface, _ = options_from_spec(ROOT / "assets" / "foam_pad.toml")
     options = dataclasses.replace(options, edge_length=args.edge)
