@@ -9,6 +9,7 @@ whose modulus is 10x off. Closed-form data come from ``fieldgen.halfspace``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
+from fieldgen.asset import read_metadata
 from fieldgen.build import BuildOptions, build, options_from_spec
 from fieldgen.calibrate import (calibrate, force_model, geometry_body, prepare_part, read_data, table_from_values)
 from fieldgen.cli.main import main
@@ -83,11 +85,16 @@ def test_round_trip_linear(tmp_path, pad):
     truth = dataclasses.replace(options, law="linear", modulus=2e5, k=None)
     csv = write_csv(tmp_path / "d.csv", DEPTHS, generate(tmp_path, truth, surface))
     start = dataclasses.replace(options, law="linear", modulus=2e6, k=None)
-    result = run(tmp_path, start, surface, csv, None)
+    result = run(tmp_path, start, surface, csv, None, png=str(tmp_path / "fit.png"))
     assert result.parameters["modulus"] == pytest.approx(2e5, rel=0.01)
     assert result.rms_relative_residual < 0.005
-    meta = CompliantBody.from_asset(tmp_path / "calibrated.vtu")   # readable as a normal asset
-    assert meta.modulus == pytest.approx(result.parameters["modulus"], rel=1e-12)
+    body = CompliantBody.from_asset(tmp_path / "calibrated.vtu")   # readable as a normal asset
+    assert body.modulus == pytest.approx(result.parameters["modulus"], rel=1e-12)
+    record = read_metadata(tmp_path / "calibrated.vtu")["calibration"]
+    assert record["data"]["sha256"] == hashlib.sha256(Path(csv).read_bytes()).hexdigest()
+    assert record["indenter"]["kind"] == "plane" and record["parameters"]["modulus"] == result.parameters["modulus"]
+    assert record["residual"]["rms_relative"] == pytest.approx(result.rms_relative_residual, rel=1e-6, abs=1e-12)
+    assert (tmp_path / "fit.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.slow
