@@ -66,9 +66,9 @@ class Indenter:
 # ----------------------------------------------------------------------------- meshes
 
 def _ring_strip(ring_a: np.ndarray, ring_b: np.ndarray, angles_a: np.ndarray, angles_b: np.ndarray) -> list:
-    """Triangles joining two closed rings of vertex ids (angles increasing from 0, counter-clockwise
-    seen from +z) so that a surface whose outward side faces away from the axis and towards −z …
-    is wound consistently; the caller fixes the orientation at the end."""
+    """Triangles joining two closed rings of vertex ids whose angles increase from 0 (counter-
+    clockwise seen from +z), walking both rings by angle. Every strip is wound the same way, so
+    the closed surface is consistent; ``revolved_mesh`` flips it outward at the end if needed."""
     faces = []
     na, nb = len(ring_a), len(ring_b)
     i = j = 0
