@@ -1,8 +1,8 @@
 """Calibration: the modulus law that makes fieldgen's own contact model reproduce an indentation.
 
 Given a part (a build spec), a rigid indenter pressed along a direction, and a measured loading
-curve (depth, force) — or design targets — find the law ``p0(e)`` (D 5.1.2; MODEL 1) whose built
-asset, under the runtime's contact model (D 5.0.2; MODEL 2–3), gives those forces, and write
+curve (depth, force) — or design targets — find the law ``p0(e)`` (D 5.1.2; docs/model.md 2.3) whose built
+asset, under the runtime's contact model (D 5.0.2; docs/model.md 3.2, 4.5), gives those forces, and write
 that asset with the calibration in its metadata.
 
 How the fit uses the real pipeline without rebuilding per evaluation:

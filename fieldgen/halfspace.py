@@ -1,5 +1,5 @@
 """Halfspace fields that reproduce elasticity, and the closed forms they are checked against
-(D App. B; MODEL.md section 1).
+(D App. B; docs/model.md 2.8).
 
 A rigid object pressed a depth ``d`` into an elastic halfspace (modulus ``E* = E/(1 − ν²)``):
 
@@ -25,7 +25,7 @@ import numpy as np
 
 
 def hertz_force(e_star: float, radius: float, depth) -> np.ndarray:
-    """``(4/3)E*·R^½·d^{3/2}``: a rigid paraboloid of tip radius R on a halfspace (D B.3), N."""
+    """``(4/3)E*·R^½·d^{3/2}``: a rigid paraboloid of tip radius R on a halfspace (D App. B), N."""
     d = np.asarray(depth, dtype=np.float64)
     return 4.0 / 3.0 * e_star * math.sqrt(radius) * d ** 1.5
 
@@ -37,7 +37,7 @@ def sphere_force(e_star: float, radius: float, depth) -> np.ndarray:
 
 
 def flat_punch_force(e_star: float, radius: float, depth) -> np.ndarray:
-    """``2E*·a·d``: a rigid flat cylinder of radius a on a halfspace (D B.1), N."""
+    """``2E*·a·d``: a rigid flat cylinder of radius a on a halfspace (D App. B), N."""
     return 2.0 * e_star * radius * np.asarray(depth, dtype=np.float64)
 
 

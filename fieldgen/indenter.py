@@ -3,7 +3,7 @@
 An indentation test: a rigid object is brought along a direction ``u`` until it first touches
 the part, then pushed a depth ``d`` further; the measured force is the reaction along ``−u``.
 Here the part is a :class:`~fieldgen.runtime.bodies.CompliantBody` (a built asset) and the force
-is the runtime's rigid–compliant contact wrench (D 5.0.2; MODEL 2, 3), so the curve is exactly
+is the runtime's rigid–compliant contact wrench (D 5.0.2; docs/model.md 3.2, 4.5), so the curve is exactly
 what a simulator using the asset would feel.
 
 Indenters (:func:`parse_indenter`), each a closed outward-wound triangle mesh in a local frame

@@ -158,7 +158,7 @@ def slab(tmp_path_factory):
 
 
 def test_flat_punch_data_gives_the_halfspace_modulus(tmp_path, slab):
-    """F = 2E*ad (D B.1) pressed by a flat punch: the linear law's M0 is 2E*H/(pi a) (B.2) within 1%."""
+    """F = 2E*ad (D App. B) pressed by a flat punch: the linear law's M0 is 2E*H/(pi a) within 1%."""
     options, surface = slab
     depths = np.linspace(0.0002, 0.002, 8)
     csv = write_csv(tmp_path / "d.csv", depths * 1e3, flat_punch_force(1e6, 0.005, depths))

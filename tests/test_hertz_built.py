@@ -63,7 +63,7 @@ def test_indenter_meshes_are_closed_and_exact():
 
 
 def test_flat_punch_from_built_asset(slab):
-    """Linear law M0 = 2E*H/(pi a) on the built slab: F = 2E*ad (D B.1-B.2) to 1e-6 (P1 is exact
+    """Linear law M0 = 2E*H/(pi a) on the built slab: F = 2E*ad (D App. B) to 1e-6 (P1 is exact
     for a linear field on this slab and the punch polygon has the disc's area)."""
     folder, surface = slab
     a = 0.005
