@@ -1,0 +1,128 @@
+"""`fieldgen calibrate`: fit the modulus law so fieldgen's contact model reproduces an indentation."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import click
+
+from fieldgen.build import BuildOptions, options_from_mapping, options_from_spec
+from fieldgen.errors import OptionError
+from fieldgen.progress import Progress
+
+from .common import EXIT_USAGE, json_option, print_json, quiet_option, reported_errors
+
+
+def _vector(text: str | None, name: str):
+    if text is None:
+        return None
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != 3 or not all(map(math.isfinite, values)):
+        raise OptionError(f"--{name} {text!r} is not three numbers X,Y,Z", fix=f"give e.g. --{name} 0,0,-1")
+    return values
+
+
+def _knots(text: str | None):
+    if text is None:
+        return None
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise OptionError(f"--knots {text!r} is not a list of extents", fix="give e.g. --knots 0.05,0.1,0.2") from None
+    if len(values) == 1 and values[0] >= 2 and float(values[0]).is_integer():
+        return int(values[0])
+    return values
+
+
+@click.command("calibrate")
+@click.argument("input_path", metavar="INPUT", required=False, type=click.Path(dir_okay=False))
+@click.option("--spec", type=click.Path(dir_okay=False), help="Build spec (TOML) of the part; its law is the start (and, with --target, the shape).")
+@click.option("--indenter", "indenter", required=True,
+              help="sphere:R, paraboloid:R, cylinder:R (flat punch), plane, or a closed rigid mesh file.")
+@click.option("--at", help="X,Y,Z: the indenter's axis passes through this point (default: the part's bounding-box centre).")
+@click.option("--direction", default="0,0,-1", show_default=True, help="X,Y,Z: the direction the indenter is pushed.")
+@click.option("--data", type=click.Path(dir_okay=False), help="CSV depth, force of the loading branch (header optional).")
+@click.option("--target", multiple=True, metavar="DEPTH:FORCE", help="Design point instead of data (repeatable): fit the scale of the spec's law.")
+@click.option("--units", default="m,N", show_default=True,
+              help="LENGTH[,FORCE] of --data, --target, --at and the indenter's radius (m|cm|mm|um|in, N|mN|kN|lbf).")
+@click.option("--law", type=click.Choice(["linear", "hyperbolic", "table"]), help="Law to fit (default: the spec's).")
+@click.option("--knots", help="Table law: a count, or the extents E1,E2,... of the table's points (default 8 up to the deepest extent reached).")
+@click.option("--smoothness", type=float, default=1e-4, show_default=True, help="Table law: weight of the slope-change penalty.")
+@click.option("--layer-tolerance", type=float, help="Layer tolerance of the calibrated asset, Pa (default the spec's, else 1% of max p0).")
+@click.option("--mesh-units", type=click.Choice(["m", "cm", "mm", "in"]), help="Units of INPUT (default: the spec's, else m).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Calibrated asset to write (.vtu).")
+@click.option("--png", type=click.Path(dir_okay=False), help="Also write the fit plot (measured vs predicted force, residuals).")
+@json_option
+@quiet_option
+def calibrate_command(input_path, spec, indenter, at, direction, data, target, units, law, knots, smoothness,
+                      layer_tolerance, mesh_units, output, png, as_json, quiet):
+    """Fit the modulus law of a part so that fieldgen's own contact model reproduces a measured
+    indentation (--data) or design targets (--target), and write the calibrated asset.
+
+    \b
+    Examples:
+      fieldgen calibrate --spec assets/foam_pad.toml --indenter sphere:10 --units mm,N \\
+          --data assets/press.csv --law hyperbolic -o pad_calibrated.vtu --png fit.png --json
+      fieldgen calibrate --spec assets/foam_pad.toml --indenter plane --target 0.002:20 -o pad.vtu
+    """
+    from fieldgen.calibrate import calibrate, parse_targets, parse_units, read_data
+    from fieldgen.indenter import check_indenter_text
+
+    with reported_errors(EXIT_USAGE):
+        options, spec_input = BuildOptions(), None
+        if spec is not None:
+            options, spec_input, _ = options_from_spec(spec)
+        if mesh_units is not None:
+            options = options_from_mapping({"units": mesh_units}, origin="command line", base=options)
+        input_path = input_path or spec_input
+        if input_path is None:
+            raise click.UsageError("no INPUT given (on the command line or as `input` in the spec)")
+        if (data is None) == (not target):
+            raise click.UsageError("give either --data CSV or --target DEPTH:FORCE (not both, not neither)")
+        if target and law is not None:
+            raise click.UsageError("--target fits only the scale of the spec's law; drop --law (set the law in the spec)")
+        length_scale, _, _ = parse_units(units)
+        check_indenter_text(indenter, length_scale)
+        at_point = _vector(at, "at")
+        direction_vector = _vector(direction, "direction")
+        knot_values = _knots(knots)
+        if not (math.isfinite(smoothness) and smoothness >= 0):
+            raise OptionError(f"--smoothness must be >= 0, got {smoothness}", fix="give e.g. --smoothness 1e-4")
+        if layer_tolerance is not None and not (math.isfinite(layer_tolerance) and layer_tolerance > 0):
+            raise OptionError(f"--layer-tolerance must be positive, got {layer_tolerance}", fix="give Pa, e.g. 100")
+        if target:
+            curve = parse_targets(target, units)
+            options.checked()              # the spec's law is the shape that is scaled
+        else:
+            # The law's values are what the fit finds: check every other option.
+            dataclasses.replace(options, law="linear", modulus=1.0, k=None, table=None).checked()
+            kind = law or options.resolved_law()
+            options = dataclasses.replace(options, law=kind)
+    with reported_errors():
+        if not target:
+            curve = read_data(data, units)
+    progress = Progress(enabled=not quiet)
+    with reported_errors():
+        result = calibrate(input_path, output, options, indenter_text=indenter, direction=direction_vector,
+                           at=at_point, data=curve, law_kind=law, targets=bool(target), knots=knot_values,
+                           smoothness=smoothness, layer_tolerance=layer_tolerance, length_scale=length_scale,
+                           png=png, progress=progress)
+    if as_json:
+        print_json(result.to_dict())
+    elif not quiet:
+        click.echo(f"wrote {result.output}: {result.law['kind']} law {_summary(result.parameters)}; force residual "
+                   f"RMS {100 * result.rms_relative_residual:.3f}% ({result.rms_residual:.4g} N), max "
+                   f"{100 * result.max_relative_residual:.3f}%", err=True)
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)
+
+
+def _summary(parameters: dict) -> str:
+    keys = [k for k in ("modulus", "k", "scale") if k in parameters]
+    if not keys:
+        return f"({len(parameters.get('extent', []))} points)"
+    return ", ".join(f"{k} = {parameters[k]:.6g}" for k in keys)

@@ -1,0 +1,247 @@
+"""`fieldgen calibrate`: round trips from data fieldgen generates, elasticity closed forms (D App. B),
+noise, design targets and refusals.
+
+Round-trip data come from an asset built by ``fieldgen build`` with a known law and pressed by the
+runtime (``fieldgen.indenter.Press``), independently of the fit; calibration starts from a spec
+whose modulus is 10x off. Closed-form data come from ``fieldgen.halfspace``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+from click.testing import CliRunner
+
+from fieldgen.asset import read_metadata
+from fieldgen.build import BuildOptions, build, options_from_spec
+from fieldgen.calibrate import (calibrate, force_model, geometry_body, prepare_part, read_data, table_from_values)
+from fieldgen.cli.main import main
+from fieldgen.halfspace import flat_punch_force, flat_punch_modulus, hertz_force, hertz_pressure
+from fieldgen.indenter import Press, parse_indenter
+from fieldgen.modulus import linear_law
+from fieldgen.runtime.bodies import CompliantBody
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "assets" / "foam_pad.toml"
+DEPTHS = np.linspace(0.0003, 0.002, 10)
+SIDES = ("normal:1,0,0", "normal:-1,0,0", "normal:0,1,0", "normal:0,-1,0")
+
+
+@pytest.fixture(scope="module")
+def pad():
+    options, surface, _ = options_from_spec(SPEC)
+    return dataclasses.replace(options, edge_length=4.0), surface
+
+
+def generate(tmp_path, options, surface, indenter="plane", depths=DEPTHS):
+    """Build the pad with ``options`` (the known law) and press it: the data a test fits."""
+    output = tmp_path / "truth.vtu"
+    build(surface, output, options)
+    part = CompliantBody.from_asset(output)
+    lo, hi = part.points.min(axis=0), part.points.max(axis=0)
+    press = Press(part, parse_indenter(indenter, reach=float(depths.max()), part_size=float(np.linalg.norm(hi - lo))),
+                  (0.0, 0.0, -1.0), 0.5 * (lo + hi))
+    return press.forces(depths)
+
+
+def write_csv(path, depths, forces, header=True):
+    with open(path, "w") as handle:
+        if header:
+            handle.write("depth_m,force_N\n")
+        for d, f in zip(depths, forces):
+            handle.write(f"{float(d)!r},{float(f)!r}\n")
+    return path
+
+
+def run(tmp_path, options, surface, csv, law, **kwargs):
+    return calibrate(surface, str(tmp_path / "calibrated.vtu"), options, indenter_text=kwargs.pop("indenter", "plane"),
+                     direction=(0, 0, -1), data=read_data(csv, kwargs.pop("units", None)), law_kind=law, **kwargs)
+
+
+def test_force_model_is_the_runtime_force_for_a_linear_law(pad):
+    """The quadrature of the runtime's contact surface integrates a P1 field exactly: for p0 = M0·e
+    it equals the runtime's force on the unlayered mesh."""
+    options, surface = pad
+    prepared = prepare_part(surface, options)
+    part = geometry_body(prepared.mesh, prepared.extent)
+    press = Press(part, parse_indenter("sphere:0.01", reach=0.002, part_size=0.05), (0, 0, -1), (0.001, 0.0005, 0.0))
+    model = force_model(press, prepared, DEPTHS[::3])
+    body = CompliantBody.from_arrays(prepared.mesh.points, prepared.mesh.tets, 2e5 * prepared.extent,
+                                     extent=prepared.extent)
+    runtime = press.forces(DEPTHS[::3], body)
+    np.testing.assert_allclose(model.exact_forces(linear_law(2e5)), runtime, rtol=1e-9)
+    np.testing.assert_allclose(model.forces(linear_law(2e5)), runtime, rtol=1e-9)
+
+
+def test_round_trip_linear(tmp_path, pad):
+    options, surface = pad
+    truth = dataclasses.replace(options, law="linear", modulus=2e5, k=None)
+    csv = write_csv(tmp_path / "d.csv", DEPTHS, generate(tmp_path, truth, surface))
+    start = dataclasses.replace(options, law="linear", modulus=2e6, k=None)
+    result = run(tmp_path, start, surface, csv, None, png=str(tmp_path / "fit.png"))
+    assert result.parameters["modulus"] == pytest.approx(2e5, rel=0.01)
+    assert result.rms_relative_residual < 0.005
+    body = CompliantBody.from_asset(tmp_path / "calibrated.vtu")   # readable as a normal asset
+    assert body.modulus == pytest.approx(result.parameters["modulus"], rel=1e-12)
+    record = read_metadata(tmp_path / "calibrated.vtu")["calibration"]
+    assert record["data"]["sha256"] == hashlib.sha256(Path(csv).read_bytes()).hexdigest()
+    assert record["indenter"]["kind"] == "plane" and record["parameters"]["modulus"] == result.parameters["modulus"]
+    assert record["residual"]["rms_relative"] == pytest.approx(result.rms_relative_residual, rel=1e-6, abs=1e-12)
+    assert (tmp_path / "fit.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_round_trip_hyperbolic(tmp_path, pad):
+    options, surface = pad
+    truth = dataclasses.replace(options, law="hyperbolic", modulus=2e5, k=0.7)
+    depths = np.linspace(0.0003, 0.004, 12)
+    csv = write_csv(tmp_path / "d.csv", depths, generate(tmp_path, truth, surface, depths=depths), header=False)
+    start = dataclasses.replace(options, law="hyperbolic", modulus=2e6, k=0.07)
+    result = run(tmp_path, start, surface, csv, "hyperbolic")
+    assert result.parameters["modulus"] == pytest.approx(2e5, rel=0.01)
+    assert result.parameters["k"] == pytest.approx(0.7, rel=0.01)
+    assert result.rms_relative_residual < 0.005
+
+
+@pytest.mark.slow
+def test_round_trip_table(tmp_path, pad):
+    """A table law (convex, 4 points over the extents the plane reaches, carried on linearly to
+    e = 1) is recovered at its points when the fit is given the same extents. Both assets use a
+    layer tolerance of 150 Pa: the default (1% of max p0 = 4 kPa, the linear tail makes max p0
+    large) is coarse against the 2-45 kPa in contact, and the data would carry that error."""
+    options, surface = pad
+    knots = np.array([0.04, 0.08, 0.12, 0.16])
+    law = table_from_values(knots, 1e4 * np.array([0.6, 1.5, 2.8, 4.5]))
+    table = tmp_path / "truth.csv"
+    np.savetxt(table, np.column_stack([law.table_extent, law.table_pressure]), delimiter=",", fmt="%.17g")
+    truth = dataclasses.replace(options, law="table", modulus=None, k=None, table=str(table), layer_tolerance=150.0)
+    depths = np.linspace(0.0002, 0.0016, 12)
+    csv = write_csv(tmp_path / "d.csv", depths, generate(tmp_path, truth, surface, depths=depths))
+    start = dataclasses.replace(options, law="table", modulus=None, k=None, table=None)
+    result = run(tmp_path, start, surface, csv, "table", knots=knots, layer_tolerance=150.0)
+    fitted = np.array(result.law["pressure"])[1:len(knots) + 1]
+    np.testing.assert_allclose(np.array(result.law["extent"])[1:len(knots) + 1], knots)
+    np.testing.assert_allclose(fitted, law.table_pressure[1:len(knots) + 1], rtol=0.01)
+    assert result.rms_relative_residual < 0.005
+
+
+@pytest.mark.slow
+def test_noise(tmp_path, pad):
+    """1% Gaussian noise on the force (fixed seed): M0 and K within 3%."""
+    options, surface = pad
+    truth = dataclasses.replace(options, law="hyperbolic", modulus=2e5, k=0.7)
+    depths = np.linspace(0.0003, 0.004, 20)
+    clean = generate(tmp_path, truth, surface, depths=depths)
+    noisy = clean * (1 + 0.01 * np.random.default_rng(12).standard_normal(len(clean)))
+    noisy = np.maximum.accumulate(noisy)          # a loading branch: non-decreasing
+    csv = write_csv(tmp_path / "d.csv", depths, noisy)
+    result = run(tmp_path, dataclasses.replace(options, modulus=2e6, k=0.1), surface, csv, "hyperbolic")
+    assert result.parameters["modulus"] == pytest.approx(2e5, rel=0.03)
+    assert result.parameters["k"] == pytest.approx(0.7, rel=0.03)
+
+
+@pytest.fixture(scope="module")
+def slab(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("slab")
+    box = trimesh.creation.box(extents=(0.032, 0.032, 0.01))
+    box.apply_translation((0.0, 0.0, -0.005))
+    box.export(folder / "slab.stl")
+    options = BuildOptions(bonded=("normal:0,0,-1",), insulated=SIDES, edge_length=0.008, law="linear", modulus=1e4)
+    return options, str(folder / "slab.stl")
+
+
+def test_flat_punch_data_gives_the_halfspace_modulus(tmp_path, slab):
+    """F = 2E*ad (D App. B) pressed by a flat punch: the linear law's M0 is 2E*H/(pi a) within 1%."""
+    options, surface = slab
+    depths = np.linspace(0.0002, 0.002, 8)
+    csv = write_csv(tmp_path / "d.csv", depths * 1e3, flat_punch_force(1e6, 0.005, depths))
+    result = run(tmp_path, options, surface, csv, "linear", indenter="cylinder:5", units="mm,N", length_scale=1e-3)
+    assert result.parameters["modulus"] == pytest.approx(flat_punch_modulus(1e6, 0.01, 0.005), rel=0.01)
+
+
+@pytest.mark.slow
+def test_hertz_data_gives_the_halfspace_field(tmp_path, slab):
+    """Hertz F = (4/3)E*R^1/2 d^3/2 for a paraboloid R = 50 mm: the fitted table reproduces the data
+    within 2% and follows App. B's field (E*/pi) sqrt(H e/R) within 3% over the deeper half of the
+    extents reached (force data integrate the law, so its first points are pinned more loosely)."""
+    options, surface = slab
+    depths = np.linspace(0.00025, 0.002, 8)
+    csv = write_csv(tmp_path / "d.csv", depths, hertz_force(1e6, 0.05, depths))
+    tolerance = 0.02 * float(hertz_pressure(1e6, 0.05, 0.01, 0.05))
+    result = run(tmp_path, options, surface, csv, "table", indenter="paraboloid:0.05", layer_tolerance=tolerance)
+    assert result.max_relative_residual < 0.02
+    e = np.array(result.law["extent"])
+    p = np.array(result.law["pressure"])
+    deep = (e >= 0.1) & (e <= 0.2 + 1e-9)
+    assert deep.sum() >= 3
+    np.testing.assert_allclose(p[deep], hertz_pressure(1e6, 0.05, 0.01, e[deep]), rtol=0.03)
+
+
+@pytest.mark.slow
+def test_design_target_cli(tmp_path):
+    """`--target 0.002:20` on the foam pad spec: the asset carries 20 N +- 0.5% at 2 mm, measured
+    here by pressing the written asset with a plane."""
+    output = tmp_path / "pad.vtu"
+    result = CliRunner().invoke(main, ["calibrate", "--spec", str(SPEC), "--indenter", "plane", "--direction", "0,0,-1",
+                                       "--target", "0.002:20", "-o", str(output), "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    part = CompliantBody.from_asset(output)
+    lo, hi = part.points.min(axis=0), part.points.max(axis=0)
+    press = Press(part, parse_indenter("plane", reach=0.002, part_size=float(np.linalg.norm(hi - lo))), (0, 0, -1),
+                  0.5 * (lo + hi))
+    assert press.force(0.002) == pytest.approx(20.0, rel=0.005)
+    assert report["law"]["kind"] == "hyperbolic" and report["law"]["k"] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("content, reason", [
+    ("", "has no rows"),
+    ("depth,force\n", "has no rows"),
+    ("0.001,1\n-0.001,2\n0.002,3\n0.003,4\n", "row 2 has a negative depth"),
+    ("0.001,1\n0.002,3\n0.003,2.5\n0.004,4\n", "row 3 has force 2.5 N, less than 3 N in row 2"),
+    ("0.001,1\n0.002,3\n0.0015,3.5\n0.004,4\n", "row 3 has depth 0.0015 m"),
+    ("0.001,1\n0.002\n", "row 2"),
+    ("0.001,1\n0.002,2\n", "at least 3"),
+])
+def test_bad_data_is_refused(tmp_path, content, reason):
+    csv = tmp_path / "bad.csv"
+    csv.write_text(content)
+    output = tmp_path / "out.vtu"
+    result = CliRunner().invoke(main, ["calibrate", "--spec", str(SPEC), "--indenter", "plane", "--data", str(csv),
+                                       "-o", str(output)])
+    assert result.exit_code == 1, result.output
+    assert reason in result.output and str(csv) in result.output
+    assert not output.exists() and os.listdir(tmp_path) == ["bad.csv"]
+
+
+def test_indenter_that_never_touches(tmp_path):
+    csv = write_csv(tmp_path / "d.csv", [0.001, 0.002, 0.003], [1.0, 2.0, 3.0])
+    output = tmp_path / "out.vtu"
+    result = CliRunner().invoke(main, ["calibrate", "--spec", str(SPEC), "--indenter", "sphere:0.005", "--at",
+                                       "0.1,0.1,0.02", "--data", str(csv), "-o", str(output), "--png",
+                                       str(tmp_path / "fit.png")])
+    assert result.exit_code == 1, result.output
+    assert "never touches the part" in result.output
+    assert sorted(os.listdir(tmp_path)) == ["d.csv"]
+
+
+@pytest.mark.parametrize("args", [
+    ["--indenter", "sphere:-1"], ["--indenter", "cone:3"], ["--direction", "0,0"], ["--units", "furlong"],
+    ["--target", "0.002"], ["--target", "0.002:20", "--law", "linear"],
+])
+def test_usage_errors(tmp_path, args):
+    base = ["calibrate", "--spec", str(SPEC), "-o", str(tmp_path / "out.vtu")]
+    if "--indenter" not in args:
+        base += ["--indenter", "plane"]
+    if "--target" not in args:
+        base += ["--target", "0.002:20"]
+    result = CliRunner().invoke(main, base + args)
+    assert result.exit_code == 2, result.output
+    assert not (tmp_path / "out.vtu").exists()
