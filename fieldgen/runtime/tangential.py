@@ -2,12 +2,12 @@
 
 Point model (D 6.1). A massless shell is tied to body B by a spring ``k`` and a damper ``c``
 in parallel and rubs on body A with Coulomb friction. With ``δ`` the stretch (B relative to
-the shell) and ``v_T`` the tangential velocity of B relative to A (D 6.3–6.6)::
+the shell) and ``v_T`` the tangential velocity of B relative to A (D eqs. 6.3–6.6)::
 
     t_s = −k δ − c v_T                       traction if the shell sticks
     t_f = t_s            if |t_s| <= μ p     (stick)
     t_f = t̂_s μ p        otherwise           (slide)
-    δ̇ = −τ⁻¹ (t_f / k + δ) = v_T − (t_f − t_s)/c,   τ = c / k        (D 6.4)
+    δ̇ = −τ⁻¹ (t_f / k + δ) = v_T − (t_f − t_s)/c,   τ = c / k        (D eq. 6.4)
 
 ``t_f`` is the friction traction on B (A receives the opposite). The second form of δ̇ is the
 same equation written so that a sticking point never divides by ``c``.
@@ -71,7 +71,7 @@ NULL_SPACE_TOLERANCE = 1e-12
 # --------------------------------------------------------------------------- point model (D 6.1)
 
 def point_friction(stretch, *, tangential_velocity, pressure, mu: float, stiffness, damping):
-    """Coulomb friction through a Kelvin–Voigt shell at one or many points (D 6.3–6.6).
+    """Coulomb friction through a Kelvin–Voigt shell at one or many points (D eqs. 6.3–6.6).
 
     ``stretch`` δ and ``tangential_velocity`` v_T: (3,) or (m, 3); ``pressure`` p, ``stiffness`` k
     and ``damping`` c: scalars or (m,) (per unit area, or force units for a point contact with

@@ -6,7 +6,7 @@ that friction is the spatial friction spring of :mod:`fieldgen.runtime.tangentia
 exact Coulomb friction instead of the regularised law.
 
 Contact state. Every pair of bodies that can touch (at least one dynamic, at least one
-compliant) owns six ODE states ``s`` (D 6.21), stored in the body frame of its second body B
+compliant) owns six ODE states ``s`` (D eq. 6.21), stored in the body frame of its second body B
 (the pair's order in the scene), so the spring turns with B. The state exists from the start
 at zero, so it is "created" at first touch; while the pair is apart the rate is ``−s/τ``
 (6.26), so a lost contact's spring decays with τ; it is identified by the two bodies, never
