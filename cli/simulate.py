@@ -36,11 +36,11 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
     from fieldgen.errors import FieldgenError, OptionError
     from fieldgen.progress import Progress
     from fieldgen.runtime.scene import load_scene
-    from fieldgen.runtime.simulate import simulate
+    from fieldgen.runtime.simulate import check_integrator, simulate
 
     try:
         scene, settings = load_scene(scene_file)
-    except OptionError as exc:      # a value refused before any work (e.g. [simulate] face_rule)
+    except OptionError as exc:      # a value refused before any work (unknown key, [simulate] face_rule)
         fail(str(exc), EXIT_USAGE)
     except FieldgenError as exc:
         fail(str(exc))
@@ -67,6 +67,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
             record_every = max(1, math.ceil(duration / dt / 200))
         if record_every < 1:
             raise OptionError(f"--record-every must be >= 1, got {record_every}", fix="use --record-every 10")
+        check_integrator(scene, integrator, path=scene_file)      # OptionError: exit 2, before any step
         progress = Progress(enabled=not quiet)
         result = simulate(scene, duration, dt, integrator, record_every=record_every,
                           record_surfaces=out_dir is not None, progress=progress, friction=friction)

@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import __version__
 from .errors import FieldgenError, InputError, OptionError
+from .tables import check_keys
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -120,10 +121,7 @@ def read_manifest(path: str | os.PathLike, *, output_dir: str | os.PathLike | No
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"not valid TOML ({exc})", path=where, fix="fix the manifest's syntax") from None
     folder = Path(where).parent
-    unknown = sorted(set(data) - {"defaults", "asset"})
-    if unknown:
-        raise ManifestError(f"unknown top-level key(s) {', '.join(map(repr, unknown))}", path=where,
-                            fix="a manifest has a [defaults] table and an [[asset]] array only")
+    check_keys(data, ("defaults", "asset"), path=where, where="top level", error=ManifestError)
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise ManifestError("[defaults] is not a table", path=where, fix="write [defaults] followed by key = value lines")

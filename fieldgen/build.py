@@ -184,12 +184,10 @@ def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLi
     Unknown keys and wrongly typed values raise OptionError naming ``origin``.
     """
     merged = dataclasses.asdict(base or BuildOptions())
+    from .tables import check_keys
+
+    check_keys(values, OPTION_NAMES, path=origin, noun="option")
     for key, value in values.items():
-        if key not in OPTION_NAMES:
-            close = [n for n in OPTION_NAMES if n.split("_")[0] == key.split("_")[0]]
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise OptionError(f"unknown option {key!r}", path=origin,
-                              fix=f"{hint}known options: {', '.join(OPTION_NAMES)}")
         merged[key] = _coerce(key, value, origin, base_dir)
     return BuildOptions(**merged)
 

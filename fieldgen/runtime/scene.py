@@ -57,6 +57,7 @@ from fieldgen.errors import InputError, OptionError
 from fieldgen.runtime.bodies import CompliantBody, RigidBody, load_body
 from fieldgen.runtime.pose import rotation_from_rpy
 from fieldgen.runtime.rigid_body import MassProperties, RigidBodyState, mass_properties_from_mesh
+from fieldgen.runtime.scene_schema import check_scene_table
 
 KINDS = ("dynamic", "fixed", "kinematic")
 
@@ -339,6 +340,7 @@ def load_scene(path, *, cache_dir: str | os.PathLike | None = None) -> tuple[Sce
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"not valid TOML ({exc})", path=path, fix="fix the TOML syntax") from None
+    check_scene_table(data, path=path)      # unknown keys, types, ranges: SceneError (usage)
     bodies = data.get("body", [])
     if not isinstance(bodies, list) or not bodies:
         raise InputError("the scene has no [[body]] tables", path=path, fix="add at least one [[body]]")

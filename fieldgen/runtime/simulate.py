@@ -726,6 +726,29 @@ class _Recorder:
                                 integrator, dt, self.surfaces, final)
 
 
+def check_integrator(scene: Scene, integrator: str, *, path=None) -> None:
+    """OptionError unless ``integrator`` can step every contact ``scene`` may contain.
+
+    The continuous integrator integrates pressure-field wrenches (D 5.3): a pair of rigid
+    geometries has no pressure field, so it has no force there and would pass through. Such
+    a scene is refused before the first step, naming the pair, rather than run with the
+    contact dropped; the velocity integrator steps rigid pairs with the LCP."""
+    if integrator not in INTEGRATORS:
+        raise OptionError(f"unknown integrator {integrator!r}", path=path, fix=f"use one of {INTEGRATORS}")
+    if integrator != "continuous":
+        return
+    for i, b in enumerate(scene.bodies):
+        for c in scene.bodies[i + 1:]:
+            if isinstance(b.geometry, RigidBody) and isinstance(c.geometry, RigidBody) and \
+                    "dynamic" in (b.kind, c.kind):
+                raise OptionError(
+                    f"the continuous integrator has no contact between two rigid geometries, and bodies "
+                    f"{b.name!r} and {c.name!r} are both rigid (one of them dynamic): their contact would be "
+                    f"dropped", path=path,
+                    fix="use --integrator velocity (rigid contacts by the Stewart–Trinkle LCP), or give one of "
+                        "the two a compliant geometry")
+
+
 def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str = "velocity", *,
              record_every: int = 1, record_surfaces: bool = False, progress: Progress | None = None,
              stiction_velocity: float = DEFAULT_STICTION_VELOCITY, rtol: float = 1e-6, atol: float = 1e-9,
@@ -737,8 +760,7 @@ def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str = 
     may end the run early by returning True. ``rtol``/``atol`` are Radau's tolerances.
     ``friction="compliant"`` (continuous only): tangentially compliant Coulomb friction (D 6).
     """
-    if integrator not in INTEGRATORS:
-        raise OptionError(f"unknown integrator {integrator!r}", fix=f"use one of {INTEGRATORS}")
+    check_integrator(scene, integrator)
     # --- tangential compliance (D 6): its own continuous loop in tangential_sim
     if friction not in FRICTION_MODELS:
         raise OptionError(f"unknown friction model {friction!r}", fix=f"use one of {FRICTION_MODELS}")
@@ -860,11 +882,6 @@ def contact_wrenches(scene: Scene, states: list[RigidBodyState], *, keep_surface
 def _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop):
     from scipy.integrate import solve_ivp
 
-    if any(isinstance(b.geometry, RigidBody) and isinstance(c.geometry, RigidBody) and
-           (b.kind == "dynamic" or c.kind == "dynamic")
-           for i, b in enumerate(scene.bodies) for c in scene.bodies[i + 1:]):
-        warnings.warn("the continuous integrator models pressure-field contact only: contacts between two "
-                      "rigid geometries are ignored (use --integrator velocity for them)", stacklevel=3)
     states = [replace(b.state) for b in scene.bodies]
     rec = _Recorder(scene, record_surfaces)
     rec.add(0.0, states, contact_wrenches(scene, states, keep_surfaces=True)[1] if record_surfaces else None)

@@ -1,0 +1,221 @@
+"""What a scene file may contain: every table's keys, their types and ranges.
+
+``check_scene_table`` runs before anything is built or stepped. An unknown key (in the top
+level, ``[simulate]``, a ``[[body]]`` or its ``geometry`` table), a value of the wrong type
+or out of range raises :class:`SceneError` naming the file, the table, the key and, for an
+unknown key, the nearest valid one (the same check as manifests and build specs,
+``fieldgen.tables.check_keys``). ``fieldgen simulate`` exits 2 on it: the scene is refused
+as written, before any work.
+
+The allowed keys are the ones the loader reads (``scene.load_scene``, the CLI's
+``[simulate]`` settings), so a key that would be ignored is never accepted. Keys read by
+other modules of the runtime are listed here too (``[simulate]`` ``friction`` and
+``face_rule``; per body ``tangential_stiffness``, ``tangential_damping``): their values are
+checked for type here and for meaning where they are used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fieldgen.errors import OptionError
+from fieldgen.tables import check_keys
+
+KINDS = ("dynamic", "fixed", "kinematic")
+INTEGRATORS = ("velocity", "continuous")
+UNITS = ("m", "cm", "mm", "in", "inch", "ft")
+
+
+class SceneError(OptionError):
+    """The scene file is refused as written (unknown key, wrong type, value out of range):
+    a usage error, exit 2."""
+
+
+# --------------------------------------------------------------------------- value checks
+# Each check returns None when the value is fine, else what it must be ("a positive number").
+
+def _is_number(v) -> bool:
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def number(minimum: float | None = None, *, strict: bool = False, integer: bool = False) -> Callable:
+    def check(v):
+        what = "an integer" if integer else "a number"
+        if minimum is not None:
+            what += f" {'>' if strict else '>='} {minimum:g}"
+        if not _is_number(v) or (integer and not float(v).is_integer()):
+            return what
+        if minimum is not None and (v <= minimum if strict else v < minimum):
+            return what
+        return None
+    return check
+
+
+def vector(n: int, *, positive: bool = False, nonzero: bool = False) -> Callable:
+    def check(v):
+        what = f"{n} {'positive ' if positive else ''}numbers" + (" not all zero" if nonzero else "")
+        if not isinstance(v, list) or len(v) != n or not all(_is_number(x) for x in v):
+            return what
+        if positive and not all(x > 0 for x in v):
+            return what
+        if nonzero and not any(x != 0 for x in v):
+            return what
+        return None
+    return check
+
+
+def string(choices: tuple[str, ...] | None = None) -> Callable:
+    def check(v):
+        if not isinstance(v, str) or (choices is not None and v not in choices):
+            return f"one of {', '.join(map(repr, choices))}" if choices else "a string"
+        return None
+    return check
+
+
+def boolean(v):
+    return None if isinstance(v, bool) else "true or false"
+
+
+def table(v):
+    return None if isinstance(v, dict) else "a table, e.g. {shape = \"box\", size = [0.1, 0.1, 0.1]}"
+
+
+def inertia(v):
+    if vector(3, positive=True)(v) is None:
+        return None
+    if isinstance(v, list) and len(v) == 3 and all(vector(3)(row) is None for row in v):
+        return None
+    return "3 positive numbers (principal moments) or a 3 x 3 matrix, kg m^2"
+
+
+def schedule(v):
+    """[t, x, y, z, rx, ry, rz] rows with increasing t, or one constant 6-vector."""
+    if vector(6)(v) is None:
+        return None
+    if isinstance(v, list) and v and all(vector(7)(row) is None for row in v):
+        times = [row[0] for row in v]
+        if all(b >= a for a, b in zip(times, times[1:])):
+            return None
+        return "rows [t, x, y, z, rx, ry, rz] with t increasing"
+    return "6 numbers or rows [t, x, y, z, rx, ry, rz]"
+
+
+# --------------------------------------------------------------------------- the tables
+
+TOP = {"gravity": vector(3), "body": None, "simulate": table}
+
+SIMULATE = {
+    "duration": number(0, strict=True),
+    "dt": number(0, strict=True),
+    "integrator": string(INTEGRATORS),
+    "friction": string(),           # continuous integrator's friction model (read by simulate)
+    "face_rule": string(),          # contact-surface face rule (read by the contact query)
+}
+
+BODY = {
+    "name": string(), "kind": string(KINDS), "geometry": table,
+    "mass": number(0, strict=True), "density": number(0, strict=True), "inertia": inertia,
+    "centre_of_mass": vector(3),
+    "position": vector(3), "rpy": vector(3), "quaternion": vector(4, nonzero=True),
+    "velocity": vector(3), "angular_velocity": vector(3),
+    "mu_static": number(0), "mu_dynamic": number(0), "dissipation": number(0),
+    "wrench": schedule, "motion": schedule,
+    "convex": boolean,
+    "tangential_stiffness": number(0), "tangential_damping": number(0),
+}
+#: body keys that only a given kind reads
+ONLY_FOR = {"mass": "dynamic", "density": "dynamic", "inertia": "dynamic", "centre_of_mass": "dynamic",
+            "wrench": "dynamic", "motion": "kinematic"}
+
+FRICTION = {"mu_static": number(0), "mu_dynamic": number(0)}
+GEOMETRY = {
+    "asset": {"asset": string()},
+    "build": {"build": string()},
+    "vtk": {"vtk": string(), "modulus": number(0, strict=True), "dissipation": number(0), **FRICTION},
+    "mesh": {"mesh": string(), "units": string(UNITS), **FRICTION},
+    "box": {"shape": string(), "size": vector(3, positive=True), **FRICTION},
+    "cylinder": {"shape": string(), "radius": number(0, strict=True), "height": number(0, strict=True),
+                 "segments": number(3, integer=True), **FRICTION},
+    "sphere": {"shape": string(), "radius": number(0, strict=True), "subdivisions": number(0, integer=True),
+               **FRICTION},
+    "slab": {"shape": string(), "size": vector(3, positive=True), "modulus": number(0, strict=True),
+             "cells": lambda v: None if (isinstance(v, list) and len(v) == 2
+                                         and all(number(1, integer=True)(x) is None for x in v))
+             else "2 integers >= 1", "layers": number(1, integer=True), "dissipation": number(0), **FRICTION},
+    "ball": {"shape": string(), "radius": number(0, strict=True), "modulus": number(0, strict=True),
+             "subdivisions": number(0, integer=True), "dissipation": number(0), **FRICTION},
+}
+SOURCES = ("asset", "build", "vtk", "mesh", "shape")
+SHAPES = ("box", "cylinder", "sphere", "slab", "ball")
+#: geometries without a pressure field (a body-level dissipation would be ignored)
+RIGID_GEOMETRIES = ("mesh", "box", "cylinder", "sphere")
+
+
+def _values(data: dict, spec: dict[str, Any], *, path, where: str) -> None:
+    check_keys(data, spec, path=path, where=where, error=SceneError)
+    for key, value in data.items():
+        check = spec[key]
+        problem = check(value) if check is not None else None
+        if problem:
+            raise SceneError(f"{where}: {key} = {value!r} is not {problem}", path=path,
+                             fix=f"write {key} as {problem}")
+
+
+def geometry_variant(geometry: dict, *, path=None, where: str = "geometry") -> str:
+    """Which kind of geometry a ``geometry`` table describes (a key of :data:`GEOMETRY`)."""
+    given = [k for k in SOURCES if k in geometry]
+    if not given:
+        every = sorted({k for spec in GEOMETRY.values() for k in spec})
+        check_keys(geometry, every, path=path, where=where, error=SceneError)
+        raise SceneError(f"{where} names no asset, build, vtk, mesh or shape", path=path,
+                         fix='add one of asset = "x.vtu", build = "spec.toml", vtk = "x.vtk", '
+                             f'mesh = "x.stl" or shape = one of {", ".join(SHAPES)}')
+    if len(given) > 1:
+        raise SceneError(f"{where} gives both {given[0]!r} and {given[1]!r}", path=path,
+                         fix="keep one source of geometry per body")
+    if given[0] != "shape":
+        return given[0]
+    shape = geometry["shape"]
+    if shape not in SHAPES:
+        raise SceneError(f"{where}: shape = {shape!r} is not one of {', '.join(SHAPES)}", path=path,
+                         fix=f"use shape = {SHAPES[0]!r} (or one of {', '.join(SHAPES[1:])})")
+    return shape
+
+
+def check_scene_table(data: dict, *, path=None) -> None:
+    """Refuse (:class:`SceneError`) a scene file's parsed TOML whose keys, types or values are
+    not the ones the loader reads; see the module docstring."""
+    _values(data, TOP, path=path, where="top level")
+    bodies = data.get("body")
+    if not isinstance(bodies, list) or not all(isinstance(b, dict) for b in bodies):
+        if bodies is None:
+            return            # the loader says "no [[body]] tables"
+        raise SceneError("body is not an array of tables", path=path, fix="write each body as a [[body]] table")
+    if "simulate" in data:
+        _values(data["simulate"], SIMULATE, path=path, where="[simulate]")
+    for index, body in enumerate(bodies, start=1):
+        label = f"[[body]] {index}" + (f" ({body['name']})" if isinstance(body.get("name"), str) else "")
+        _values(body, BODY, path=path, where=label)
+        kind = body.get("kind", "dynamic")
+        for key, only in ONLY_FOR.items():
+            if key in body and kind != only:
+                raise SceneError(f"{label}: {key} is read for {only} bodies only, and this body is {kind}",
+                                 path=path, fix=f"remove {key}, or make the body kind = {only!r}")
+        if kind == "fixed":
+            for key in ("velocity", "angular_velocity"):
+                if key in body:
+                    raise SceneError(f"{label}: a fixed body never moves, so {key} would be ignored", path=path,
+                                     fix=f'remove {key}, or make the body kind = "kinematic"')
+        if "rpy" in body and "quaternion" in body:
+            raise SceneError(f"{label} gives both rpy and quaternion", path=path, fix="keep one of them")
+        if "geometry" not in body:
+            raise SceneError(f"{label} has no geometry table", path=path,
+                             fix='add geometry = {shape = "box", size = [0.1, 0.1, 0.1]} or asset/mesh/vtk')
+        where = f"{label} geometry"
+        variant = geometry_variant(body["geometry"], path=path, where=where)
+        _values(body["geometry"], GEOMETRY[variant], path=path, where=f"{where} ({variant})")
+        if "dissipation" in body and variant in RIGID_GEOMETRIES:
+            raise SceneError(f"{label}: dissipation is a property of compliant geometry and this body is rigid "
+                             f"({variant})", path=path, fix="remove it, or give it to the compliant body")
