@@ -639,7 +639,8 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
 
 def _lcp_fallback(scene, states, dyn_index, contacts: PointContacts, dt, t, n_directions):
     """Steps with rigid contacts: Stewart–Trinkle LCP by Lemke (``time_stepping.step``).
-    Kinematic bodies enter as the fixed world there (their motion is ignored for that step)."""
+    Kinematic bodies are not unknowns there; their scheduled twist at ``t`` enters each contact's
+    relative velocity as a prescribed term (a kinematic paddle pushes what it touches)."""
     dyn = list(dyn_index)
     lcp_states = [states[b] for b in dyn]
     masses = [scene.bodies[b].mass for b in dyn]
@@ -647,8 +648,13 @@ def _lcp_fallback(scene, states, dyn_index, contacts: PointContacts, dt, t, n_di
     for c in range(contacts.n):
         a = dyn_index.get(int(contacts.body_a[c]), WORLD)
         b = dyn_index.get(int(contacts.body_b[c]), WORLD)
+        prescribed = np.zeros(3)
+        for body, sign in ((int(contacts.body_b[c]), 1.0), (int(contacts.body_a[c]), -1.0)):
+            if scene.bodies[body].kind == "kinematic":
+                tw = _scheduled_twist(scene.bodies[body], t)
+                prescribed += sign * (tw[:3] + np.cross(tw[3:], contacts.position[c] - states[body].position))
         point.append(PointContact(a, b, contacts.position[c], contacts.normal[c], contacts.phi0[c],
-                                  contacts.stiffness[c], contacts.dissipation[c], contacts.mu[c]))
+                                  contacts.stiffness[c], contacts.dissipation[c], contacts.mu[c], prescribed))
     ext = np.array([scene.bodies[b].wrench(t) if scene.bodies[b].wrench is not None else np.zeros(6)
                     for b in dyn]).reshape(len(dyn), 6)
     result = lcp_step(lcp_states, masses, point, dt, scene.gravity, ext, n_directions=n_directions)

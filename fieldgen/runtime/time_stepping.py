@@ -25,7 +25,9 @@ Per contact ``i`` (M22 eq. 3, 7, with impulses ``p = δt f``)::
     0 <= D^T v + e λ  ⊥  β >= 0,     0 <= μ p_n - e^T β  ⊥  λ >= 0
     M (v - v0) = δt k0 + N p_n + D β
 
-``v_n = n·(v_B - v_A)`` at the contact point with ``n`` from A into B. Dissipation:
+``v_n = n·(v_B - v_A)`` at the contact point with ``n`` from A into B; a body that is not an
+unknown of the step (kinematic: prescribed twist) adds its point velocity to ``v_B - v_A``
+as a constant (``PointContact.prescribed_velocity``) in the normal and friction rows. Dissipation:
 M22 incorporates it "as in (1)", the linear law ``f_n = (-kφ - d v_n)+``. The
 project's dissipation is Hunt-Crossley ``χ`` in s/m (docs/model.md §4.2:
 ``p = p0 (1 - χ v_n)+``); linearising the polygon force ``A p0 (1 - χ v_n)`` about
@@ -75,9 +77,14 @@ class PointContact:
     stiffness: float = np.inf
     dissipation: float = 0.0
     mu: float = 0.0
+    #: world velocity of B's material point minus A's contributed by bodies that are not
+    #: unknowns of the step (kinematic bodies with a prescribed twist); zero for the world
+    prescribed_velocity: np.ndarray | None = None
 
     def __post_init__(self):
         self.position = np.asarray(self.position, dtype=np.float64).reshape(3)
+        self.prescribed_velocity = np.zeros(3) if self.prescribed_velocity is None else \
+            np.asarray(self.prescribed_velocity, dtype=np.float64).reshape(3)
         n = np.asarray(self.normal, dtype=np.float64).reshape(3)
         length = np.linalg.norm(n)
         if not length > 0:
@@ -232,7 +239,7 @@ def _assemble(states, masses, contacts, dt, gravity, external_wrenches, n_direct
     for i, c in enumerate(contacts):
         N[i] = contact_jacobian_row(states, c, c.normal)
         # relative velocity at the contact in the contact-free motion, for alignment
-        v_rel = np.array([contact_jacobian_row(states, c, e) @ v_free for e in np.eye(3)])
+        v_rel = np.array([contact_jacobian_row(states, c, e) @ v_free for e in np.eye(3)]) + c.prescribed_velocity
         directions[i] = friction_directions(c.normal, n_d, v_rel)
         for j in range(n_d):
             D[i * n_d + j] = contact_jacobian_row(states, c, directions[i, j])
@@ -255,10 +262,12 @@ def _assemble(states, masses, contacts, dt, gravity, external_wrenches, n_direct
     a = dt + tau
     M[i_n, :nv] = N
     M[i_n, i_n] = np.diag(compliance / (a * dt)) if n_c else 0.0
-    q[i_n] = phi0 / a
+    prescribed = np.array([c.prescribed_velocity for c in contacts]).reshape(n_c, 3)
+    q[i_n] = phi0 / a + np.einsum("ij,ij->i", prescribed, np.array([c.normal for c in contacts]).reshape(n_c, 3))
     # friction: D v + E λ ⊥ β ;  μ p_n - E^T β ⊥ λ
     E = np.kron(np.eye(n_c), np.ones((n_d, 1)))
     M[i_b, :nv] = D
+    q[i_b] = np.einsum("ijk,ik->ij", directions, prescribed).reshape(-1)      # prescribed slip
     M[i_b, i_l] = E
     M[i_l, i_n] = np.diag([c.mu for c in contacts]) if n_c else 0.0
     M[i_l, i_b] = -E.T
