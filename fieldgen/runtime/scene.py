@@ -307,6 +307,13 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
         else:
             raise InputError(f"dynamic body {name!r} has neither mass nor density", path=path,
                              fix="add mass = <kg> (inertia optional) or density = <kg/m^3>")
+    if table.get("convex") is True:      # declared convex: contacts on the hull (rigid_contact)
+        if not isinstance(geometry, RigidBody):
+            raise InputError(f"body {name!r}: convex = true applies to rigid geometry only", path=path,
+                             fix="remove convex, or use a rigid mesh or shape")
+        from fieldgen.runtime.rigid_contact import convex_hull_body
+
+        geometry = convex_hull_body(geometry)
     if "quaternion" in table:
         q = _vector(table, "quaternion", 4, None, path)
         q = q / np.linalg.norm(q)

@@ -23,7 +23,7 @@ system stays 6n × 6n whatever the number of polygons (152+ for the coin), which
 makes real-time rates possible in Python. Why not the Lemke LCP of ``time_stepping``:
 its dense tableau is ``n_c(n_d + 2)`` wide, hundreds of milliseconds per step at 150+
 polygons, and its friction cone is polygonal. Steps that contain **rigid** point
-contacts (two rigid geometries; see :func:`rigid_point_contacts`) go to
+contacts (two rigid geometries; see ``rigid_contact.mesh_contacts``) go to
 ``time_stepping.step`` instead (Stewart–Trinkle LCP by Lemke, exact non-penetration,
 ray termination reported as an error rather than a silent tunnel).
 
@@ -55,6 +55,7 @@ from fieldgen.runtime.rigid_body import (
     newton_euler_rhs,
     quaternion_to_matrix,
 )
+from fieldgen.runtime.rigid_contact import contact_margin, mesh_contacts, mesh_features
 from fieldgen.runtime.scene import Scene
 from fieldgen.runtime.time_stepping import WORLD, PointContact
 from fieldgen.runtime.time_stepping import step as lcp_step
@@ -149,49 +150,11 @@ def _polygon_point_contacts(normals, grad_a, grad_b, areas, centroids, centroid_
     return position, normal, phi0, stiffness
 
 
-_HULLS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _hull_planes(geometry: RigidBody) -> tuple[np.ndarray, np.ndarray]:
-    """(unit outward normals, offsets) of the convex hull of a rigid mesh, body frame."""
-    key = id(geometry)
-    cached = _HULLS.get(key)
-    if cached is None or cached[2] is not geometry:
-        from scipy.spatial import ConvexHull
-
-        eq = ConvexHull(geometry.vertices).equations
-        cached = (eq[:, :3].copy(), eq[:, 3].copy(), geometry)
-        _HULLS[key] = cached
-    return cached[0], cached[1]
-
-
-def rigid_point_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: np.ndarray,
-                         margin: float):
-    """Vertex–face point contacts between two rigid geometries, each taken as its convex hull
-    (B92 ch. 7 style): every vertex of one within ``margin`` of the other's hull gives a
-    contact with the signed distance to the nearest hull plane and that plane's normal.
-    Returns (position, normal from A into B, phi0). Edge–edge contacts are not detected."""
-    out_p, out_n, out_d = [], [], []
-    for (G1, X1), (G2, X2), sign in (((geom_a, X_WA), (geom_b, X_WB), 1.0), ((geom_b, X_WB), (geom_a, X_WA), -1.0)):
-        normals, offsets = _hull_planes(G1)
-        X12 = np.linalg.solve(X1, X2)
-        pts = G2.vertices @ X12[:3, :3].T + X12[:3, 3]           # vertices of G2 in G1's frame
-        dist = pts @ normals.T + offsets                          # (nv, nf), <= 0 inside
-        best = dist.argmax(axis=1)
-        phi = dist[np.arange(len(pts)), best]
-        near = np.flatnonzero(phi < margin)
-        if near.size:
-            out_p.append(pts[near] @ X1[:3, :3].T + X1[:3, 3])
-            out_n.append(sign * (normals[best[near]] @ X1[:3, :3].T))
-            out_d.append(phi[near])
-    if not out_p:
-        return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
-    return np.vstack(out_p), np.vstack(out_n), np.concatenate(out_d)
-
-
 def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: float = 0.0,
-                   keep_surfaces: bool = False) -> PointContacts:
-    """All point contacts of the scene at ``states`` (M22 IV polygons, rigid vertex contacts)."""
+                   keep_surfaces: bool = False, dt: float = 0.0) -> PointContacts:
+    """All point contacts of the scene at ``states``: M22 IV polygons, and between two rigid
+    geometries the mesh features within the signed-distance margin (``rigid_contact``): the
+    larger of ``rigid_margin`` and what the pair's relative motion can close within ``dt``."""
     cols = {k: [] for k in ("a", "b", "p", "n", "phi", "k", "chi", "mu")}
     surfaces = []
     poses = [b.pose(s) for b, s in zip(scene.bodies, states)]
@@ -212,7 +175,8 @@ def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: 
                     surfaces.append((i, j, surface))
                 p, n, phi, k = polygon_point_contacts(surface, chi, mu)
             else:
-                p, n, phi = rigid_point_contacts(gi, poses[i], gj, poses[j], rigid_margin)
+                p, n, phi = _rigid_pair_contacts(gi, poses[i], states[i], gj, poses[j], states[j], dt,
+                                                 rigid_margin)
                 k = np.full(len(phi), np.inf)
             m = len(phi)
             if m == 0:
@@ -226,6 +190,15 @@ def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: 
     cat = {k: np.concatenate(v) for k, v in cols.items()}
     return PointContacts(cat["a"], cat["b"], cat["p"], cat["n"], cat["phi"], cat["k"], cat["chi"], cat["mu"],
                          surfaces)
+
+
+def _rigid_pair_contacts(gi, Xi, si, gj, Xj, sj, dt, floor):
+    """``rigid_contact.mesh_contacts`` with the margin of this pair's relative motion."""
+    fi, fj = mesh_features(gi), mesh_features(gj)
+    speed = float(np.linalg.norm(si.velocity - sj.velocity) + np.linalg.norm(si.angular_velocity) * fi.diagonal
+                  + np.linalg.norm(sj.angular_velocity) * fj.diagonal)
+    margin = max(contact_margin(speed, dt, min(fi.diagonal, fj.diagonal)), floor)
+    return mesh_contacts(gi, Xi, gj, Xj, margin)
 
 
 # --------------------------------------------------------------------------- convex step
@@ -577,8 +550,7 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
     t0 = clock()
     dyn = _dynamic_indices(scene)
     dyn_index = {b: k for k, b in enumerate(dyn)}
-    speed = max([float(np.sqrt(s.velocity @ s.velocity)) for s in states] + [0.0])
-    contacts = scene_contacts(scene, states, rigid_margin=2.0 * speed * dt + 1e-9, keep_surfaces=keep_surfaces)
+    contacts = scene_contacts(scene, states, keep_surfaces=keep_surfaces, dt=dt)
     t1 = clock()
     n = len(dyn)
     M = np.zeros((6 * n, 6 * n))

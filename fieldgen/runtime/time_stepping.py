@@ -347,12 +347,23 @@ def step(states: list[RigidBodyState], masses: list[MassProperties],
     contacts on one body give a reduced matrix of condition ~1e20).
     """
     # Floating-point Lemke can still meet a degenerate ray; retry with a stronger
-    # (still tiny) cone regularisation before giving up loudly.
-    for scale in (1.0, 1e2, 1e4):
+    # (still tiny) cone regularisation, then with the complementary rows of q perturbed by
+    # δ (1..m)/m, δ = 1e-10 and 1e-8 of ‖q‖∞ (a numerical stand-in for the symbolic
+    # perturbation that resolves degenerate ties: many contacts at φ0 = 0 and at rest, e.g. a
+    # peg resting in the corner of a hole, give rows with q = 0 exactly), before giving up loudly.
+    # The answer's residual in the unperturbed LCP is at most δ, far inside the tolerance.
+    # A well-posed step takes O(m) pivots (41 for m = 160 in a peg-in-hole step); attempts but
+    # the last stop at 2 (m + 1) + 50, so a cycling degenerate attempt costs little.
+    attempts = ((1.0, 0.0), (1.0, 1e-10), (1e2, 0.0), (1e4, 0.0), (1.0, 1e-8))
+    for k, (scale, perturbation) in enumerate(attempts):
         M, q, sizes, asm = _assemble(states, masses, contacts, dt, gravity, external_wrenches,
                                      n_directions, scale)
         n_c, n_d, nv = sizes.n_contacts, sizes.n_directions, sizes.n_velocities
-        v, result = solve_mixed_lcp(M, q, nv)
+        m = len(q) - nv
+        if perturbation:
+            q = q.copy()
+            q[nv:] += perturbation * max(1.0, float(np.abs(q).max())) * np.arange(1, m + 1) / m
+        v, result = solve_mixed_lcp(M, q, nv, max_pivots=None if k == len(attempts) - 1 else 2 * (m + 1) + 50)
         if result.solved:
             break
     if not result.solved:
