@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fieldgen.runtime import primitives as prim
-from fieldgen.runtime.rigid_body import RigidBodyState, box_mass_properties
+from fieldgen.runtime.rigid_body import MassProperties, RigidBodyState, box_mass_properties
 from fieldgen.runtime.scene import Scene, SceneBody, Schedule
 from fieldgen.runtime.simulate import simulate
 
@@ -210,3 +210,31 @@ position = [0, 0, 0.021]
         ends.append(simulate(scene, 0.12, 1e-3).positions[-1, 1, 2])
     assert ends[0] < 0.0 + 1e-9                   # the mesh: into the hole
     assert ends[1] == pytest.approx(0.02, abs=1e-6)   # the hull: on the top
+
+
+# --------------------------------------------------------------------------- rigid cores
+
+def test_ball_pressed_through_a_bonded_foam_layer_stops_at_its_rigid_backing():
+    """A 7 mm foam layer (linear law, M0 = 5e5 Pa) bonded to a rigid backing: its bottom faces
+    have e = 1, the rigid core of the model (D 5.1.2). A rigid ball (R = 10 mm) is pushed into it
+    with 1000 N, more than the foam can hold: its pressure never exceeds M0 over at most the
+    ball's section πR² (157 N). The ball goes through the foam to the backing, which then acts
+    as rigid geometry: the ball's centre never comes closer to it than R − 1e-4 m, and the steps
+    where the core carries load are marked."""
+    R, press, H = 0.01, 1000.0, 0.007
+    assert press > 5e5 * np.pi * R * R
+    slab = prim.compliant_slab([0.1, 0.1, H], 5e5, cells=(4, 4), layers=1, dissipation=5.0, mu_static=0.5,
+                               name="foam")
+    assert len(slab.core_faces) > 0 and np.allclose(slab.points[slab.core_faces][..., 2], -H)
+    ball = prim.rigid_sphere(R, 3, mu_static=0.5, name="ball")
+    m = 0.2
+    scene = Scene([SceneBody("foam", slab, "fixed"),
+                   SceneBody("ball", ball, "dynamic", MassProperties(m, np.eye(3) * 0.4 * m * R * R),
+                             RigidBodyState([0, 0, R + 1e-4]), wrench=Schedule.constant([0, 0, -press, 0, 0, 0]))])
+    result = simulate(scene, 0.03, 1e-3, record_every=1)
+    z = result.positions[:, 1, 2]
+    assert z.min() >= -H + R - 1e-4                        # never closer to the backing than R − 1e-4
+    assert z[-1] <= -H + R + 1e-4                          # got through the foam and rests on it
+    assert result.core_contact.any() and result.core_contact_steps.sum() > 5
+    assert not result.core_contact[0]
+    assert np.abs(result.velocities[-1, 1]).max() < 1e-3

@@ -18,8 +18,8 @@ leniently, to 60° from the vertex's neighbours, so that a tilted face still pre
 vertices as it rotates flat). This is what makes a peg enter a hole: the rim's faces do not
 cover the hole, so a peg vertex above the hole has no face below it, and the walls bound it
 only through their own faces and the rim's edges. Features deeper than ``depth`` behind a
-face (by default the margin, or 1e-3 of the smaller body's bounding diagonal when larger)
-are never contacts: they are the far side of the body, not a penetration the LCP left.
+face (by default the margin, but at least 1e-3 and at most 5 % of the smaller body's bounding
+diagonal) are never contacts: they are the far side of the body, not a penetration a step left.
 
 What is not detected: two vertices meeting point to point before they overlap (the
 vertex–face or edge–edge pair of the next step catches it, at most one step's motion deep),
@@ -118,6 +118,24 @@ def convex_hull_body(body: RigidBody) -> RigidBody:
                         hull.equations[:, :3]) < 0
     faces[outward] = faces[outward][:, ::-1]
     return RigidBody(V, faces, body.mu_static, body.mu_dynamic, body.name)
+
+
+_CORES: dict[int, tuple[RigidBody | None, object]] = {}
+
+
+def core_body(body) -> RigidBody | None:
+    """The rigid core of a compliant body as a rigid surface (its boundary faces at e = 1,
+    wound the other way: their normals point out of the core, into the compliant material),
+    or None when it has none (or ``body`` is not compliant). Cached per body object."""
+    faces = getattr(body, "core_faces", None)
+    if faces is None or len(faces) == 0:
+        return None
+    cached = _CORES.get(id(body))
+    if cached is not None and cached[1] is body:
+        return cached[0]
+    core = RigidBody(body.points, faces[:, ::-1].copy(), body.mu_static, body.mu_dynamic, f"{body.name} core")
+    _CORES[id(body)] = (core, body)
+    return core
 
 
 def _grown(bvh: BVH, margin: float) -> BVH:
@@ -229,7 +247,8 @@ def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: 
     (position (m, 3), normal from A into B (m, 3), signed distance φ0 (m,)), world frame."""
     fa, fb = mesh_features(geom_a), mesh_features(geom_b)
     if depth is None:
-        depth = max(margin, 1e-3 * min(fa.diagonal, fb.diagonal))
+        size = min(fa.diagonal, fb.diagonal)
+        depth = max(1e-3 * size, min(margin, 0.05 * size))
     RA, RB = X_WA[:3, :3], X_WB[:3, :3]
     VA = geom_a.vertices @ RA.T + X_WA[:3, 3]
     VB = geom_b.vertices @ RB.T + X_WB[:3, 3]

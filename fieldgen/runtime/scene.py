@@ -57,7 +57,7 @@ from fieldgen.errors import InputError, OptionError
 from fieldgen.runtime.bodies import CompliantBody, RigidBody, load_body
 from fieldgen.runtime.pose import rotation_from_rpy
 from fieldgen.runtime.rigid_body import MassProperties, RigidBodyState, mass_properties_from_mesh
-from fieldgen.runtime.scene_schema import check_scene_table
+from fieldgen.runtime.scene_schema import SceneError, check_scene_table
 
 KINDS = ("dynamic", "fixed", "kinematic")
 
@@ -309,7 +309,7 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
                              fix="add mass = <kg> (inertia optional) or density = <kg/m^3>")
     if table.get("convex") is True:      # declared convex: contacts on the hull (rigid_contact)
         if not isinstance(geometry, RigidBody):
-            raise InputError(f"body {name!r}: convex = true applies to rigid geometry only", path=path,
+            raise SceneError(f"body {name!r}: convex = true applies to rigid geometry only", path=path,
                              fix="remove convex, or use a rigid mesh or shape")
         from fieldgen.runtime.rigid_contact import convex_hull_body
 

@@ -1,7 +1,9 @@
 """Files ``fieldgen simulate`` writes: trajectories (CSV) and ParaView time series (.pvd + .vtp).
 
 - ``trajectories.csv``: one row per recorded time and body: time, body, position (centre of
-  mass), quaternion (w, x, y, z), velocity, angular velocity (world).
+  mass), quaternion (w, x, y, z), velocity, angular velocity (world), and ``core_contact``: 1
+  when a rigid core carried load (acted as rigid geometry) in the steps from this time to the
+  next recorded one.
 - ``contact_surfaces.pvd``: one ``.vtp`` per recorded time with every contact polygon in the
   world frame, point data ``pressure`` (p0, Pa), cell data ``area`` and ``normal``.
 - ``tangential.csv`` (``--friction compliant`` only): one row per recorded time and contact
@@ -33,12 +35,15 @@ def write_trajectories(path, result) -> None:
     """CSV of every recorded state (see the module docstring)."""
     with open(path, "w", newline="") as handle:
         out = csv.writer(handle)
-        out.writerow(["time", "body", "x", "y", "z", "qw", "qx", "qy", "qz", "vx", "vy", "vz", "wx", "wy", "wz"])
+        out.writerow(["time", "body", "x", "y", "z", "qw", "qx", "qy", "qz", "vx", "vy", "vz", "wx", "wy", "wz",
+                      "core_contact"])
+        core = getattr(result, "core_contact", None)
+        core = np.zeros(len(result.times), bool) if core is None or len(core) != len(result.times) else core
         for k, t in enumerate(result.times):
             for b, name in enumerate(result.body_names):
                 row = np.concatenate([result.positions[k, b], result.quaternions[k, b], result.velocities[k, b],
                                       result.angular_velocities[k, b]])
-                out.writerow([repr(float(t)), name] + [repr(float(x)) for x in row])
+                out.writerow([repr(float(t)), name] + [repr(float(x)) for x in row] + [int(core[k])])
 
 
 TANGENTIAL_COLUMNS = ["time", "body_a", "body_b", "status", "sliding_fraction", "spring_energy",

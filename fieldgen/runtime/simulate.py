@@ -55,7 +55,7 @@ from fieldgen.runtime.rigid_body import (
     newton_euler_rhs,
     quaternion_to_matrix,
 )
-from fieldgen.runtime.rigid_contact import contact_margin, mesh_contacts, mesh_features
+from fieldgen.runtime.rigid_contact import contact_margin, core_body, mesh_contacts, mesh_features
 from fieldgen.runtime.scene import Scene
 from fieldgen.runtime.time_stepping import WORLD, PointContact
 from fieldgen.runtime.time_stepping import step as lcp_step
@@ -82,6 +82,11 @@ class PointContacts:
     dissipation: np.ndarray
     mu: np.ndarray
     surfaces: list = field(default_factory=list)   # (index_a, index_b, ContactSurface)
+    core: np.ndarray | None = None                 # (n_c,) bool: a rigid contact with a rigid core
+
+    def __post_init__(self):
+        if self.core is None:
+            self.core = np.zeros(self.n, bool)
 
     @property
     def n(self) -> int:
@@ -155,9 +160,14 @@ def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: 
     """All point contacts of the scene at ``states``: M22 IV polygons, and between two rigid
     geometries the mesh features within the signed-distance margin (``rigid_contact``): the
     larger of ``rigid_margin`` and what the pair's relative motion can close within ``dt``."""
-    cols = {k: [] for k in ("a", "b", "p", "n", "phi", "k", "chi", "mu")}
+    cols = {k: [] for k in ("a", "b", "p", "n", "phi", "k", "chi", "mu", "core")}
     surfaces = []
     poses = [b.pose(s) for b, s in zip(scene.bodies, states)]
+    # the speed a body can gain within the step from gravity and its largest external force
+    # (a gap it can close in the step is a constraint of the step): widens the rigid margin
+    gain = [dt * (float(np.linalg.norm(scene.gravity)) + (float(np.abs(b.wrench.values[:, :3]).sum(axis=1).max())
+                                                           / b.mass.mass if b.wrench is not None else 0.0))
+            if b.kind == "dynamic" else 0.0 for b in scene.bodies]
     for i, bi in enumerate(scene.bodies):
         for j in range(i + 1, len(scene.bodies)):
             bj = scene.bodies[j]
@@ -174,28 +184,50 @@ def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: 
                 if keep_surfaces:
                     surfaces.append((i, j, surface))
                 p, n, phi, k = polygon_point_contacts(surface, chi, mu)
+                p, n, phi, k, c = _with_core_contacts(gi, poses[i], states[i], gj, poses[j], states[j], dt,
+                                                      rigid_margin, (p, n, phi, k), gain[i] + gain[j])
             else:
                 p, n, phi = _rigid_pair_contacts(gi, poses[i], states[i], gj, poses[j], states[j], dt,
-                                                 rigid_margin)
+                                                 rigid_margin, gain[i] + gain[j])
                 k = np.full(len(phi), np.inf)
+                c = np.zeros(len(phi), bool)
             m = len(phi)
             if m == 0:
                 continue
             cols["a"].append(np.full(m, i)), cols["b"].append(np.full(m, j))
             cols["p"].append(p), cols["n"].append(n), cols["phi"].append(phi), cols["k"].append(k)
-            cols["chi"].append(np.full(m, chi)), cols["mu"].append(np.full(m, mu))
+            cols["chi"].append(np.full(m, chi)), cols["mu"].append(np.full(m, mu)), cols["core"].append(c)
     if not cols["a"]:
         z = np.zeros(0)
         return PointContacts(z.astype(int), z.astype(int), np.zeros((0, 3)), np.zeros((0, 3)), z, z, z, z, surfaces)
     cat = {k: np.concatenate(v) for k, v in cols.items()}
     return PointContacts(cat["a"], cat["b"], cat["p"], cat["n"], cat["phi"], cat["k"], cat["chi"], cat["mu"],
-                         surfaces)
+                         surfaces, cat["core"])
 
 
-def _rigid_pair_contacts(gi, Xi, si, gj, Xj, sj, dt, floor):
-    """``rigid_contact.mesh_contacts`` with the margin of this pair's relative motion."""
+def _with_core_contacts(gi, Xi, si, gj, Xj, sj, dt, floor, polygons, gain=0.0):
+    """Polygon contacts of a compliant pair plus, where a side has a rigid core (D 5.1.2: the
+    boundary faces at e = 1, ``CompliantBody.core_faces``) and the other side is rigid or has a
+    core too, the rigid contacts between that core and the other side (``rigid_contact``),
+    within the pair's signed-distance margin: the core is rigid geometry, so nothing passes
+    through it; such a step goes to the LCP. Returns (p, n, φ0, k, from_core)."""
+    ci, cj = core_body(gi), core_body(gj)
+    oi = ci if ci is not None else gi if isinstance(gi, RigidBody) else None
+    oj = cj if cj is not None else gj if isinstance(gj, RigidBody) else None
+    p, n, phi, k = polygons
+    core = np.zeros(len(phi), bool)
+    if (ci is None and cj is None) or oi is None or oj is None:
+        return p, n, phi, k, core
+    pc, nc, phic = _rigid_pair_contacts(oi, Xi, si, oj, Xj, sj, dt, floor, gain)
+    return (np.vstack([p, pc]), np.vstack([n, nc]), np.concatenate([phi, phic]),
+            np.concatenate([k, np.full(len(phic), np.inf)]), np.concatenate([core, np.ones(len(phic), bool)]))
+
+
+def _rigid_pair_contacts(gi, Xi, si, gj, Xj, sj, dt, floor, gain=0.0):
+    """``rigid_contact.mesh_contacts`` with the margin of this pair's relative motion (``gain``:
+    the relative speed the step's forces can add)."""
     fi, fj = mesh_features(gi), mesh_features(gj)
-    speed = float(np.linalg.norm(si.velocity - sj.velocity) + np.linalg.norm(si.angular_velocity) * fi.diagonal
+    speed = gain + float(np.linalg.norm(si.velocity - sj.velocity) + np.linalg.norm(si.angular_velocity) * fi.diagonal
                   + np.linalg.norm(sj.angular_velocity) * fj.diagonal)
     margin = max(contact_margin(speed, dt, min(fi.diagonal, fj.diagonal)), floor)
     return mesh_contacts(gi, Xi, gj, Xj, margin)
@@ -366,6 +398,54 @@ def solve_compliant_step(M: np.ndarray, v_star: np.ndarray, J: np.ndarray, bias:
                                   friction_tolerance, max_iterations)
     gamma = _impulses(J, bias, v, v_star, M, phi0, stiffness, dissipation, mu, dt, eps, v)
     return ConvexStepResult(v, gamma, newton + n2, outer)
+
+
+def solve_with_rigid_rows(M, v_star, J, bias, phi0, stiffness, dissipation, mu, dt, *,
+                          stiction_velocity: float = DEFAULT_STICTION_VELOCITY,
+                          initial_velocity: np.ndarray | None = None, tolerance: float = 1e-8,
+                          max_outer: int = 100) -> ConvexStepResult:
+    """:func:`solve_compliant_step` with the rows of infinite stiffness as hard constraints
+    ``φ0 + δt u_n ≥ 0`` (a combined compliant + rigid step: a compliant body whose rigid core
+    was reached, D 5.1.2, with hundreds of polygons that the LCP could not take).
+
+    Augmented Lagrangian on the convex objective: with multipliers λ and penalty ρ, the term
+    ``(ρ/2) max(0, λ/ρ − φ0/δt − u_n)²`` of a rigid row is exactly the potential of a compliant
+    contact of stiffness ``ρ/δt²`` at ``φ0 − δt λ/ρ`` (no dissipation), so each outer iteration
+    is one compliant solve; then ``λ ← max(0, λ − ρ (φ0/δt + u_n))``, which is that contact's
+    normal impulse (its friction bound μλ follows). Stops when ``0 ≤ gap ⊥ λ ≥ 0`` holds to
+    ``tolerance`` m (natural residual of the next-step gap and of δt λ/ρ). ρ is 10³ times the
+    largest of the bodies' masses and δt² times the compliant stiffness: each outer iteration
+    then shrinks the multipliers' error by about 10³."""
+    rigid = ~np.isfinite(stiffness)
+    k = np.array(stiffness, dtype=np.float64)
+    phi = np.array(phi0, dtype=np.float64)
+    chi = np.array(dissipation, dtype=np.float64)
+    chi[rigid] = 0.0
+    rho = 1e3 * max(float(np.max(np.diag(M))) if len(M) else 1.0, dt * dt * float(k[~rigid].sum()))
+    k[rigid] = rho / (dt * dt)
+    lam = np.zeros(int(rigid.sum()))
+    v = None if initial_velocity is None else np.asarray(initial_velocity, dtype=np.float64)
+    newton = friction = 0
+    for _ in range(max_outer):
+        phi[rigid] = phi0[rigid] - dt * lam / rho
+        result = solve_compliant_step(M, v_star, J, bias, phi, k, chi, mu, dt, stiction_velocity=stiction_velocity,
+                                      initial_velocity=v)
+        v = result.velocity
+        newton += result.newton_iterations
+        friction += result.friction_iterations
+        gap = phi0[rigid] / dt + J[rigid, 2, :] @ v + bias[rigid, 2]          # next-step gap / δt
+        updated = np.maximum(0.0, lam - rho * gap)
+        # natural residual of 0 <= gap ⊥ λ >= 0, both in metres over the step (redundant rows of a
+        # resting body may share the load in any proportion: their split need not settle)
+        converged = float(np.abs(np.minimum(gap * dt, updated * dt / rho)).max()) <= tolerance
+        lam = updated
+        if converged:
+            break
+    else:
+        raise BuildError(f"a step with {int(rigid.sum())} rigid-core contacts did not converge in {max_outer} "
+                         f"augmented-Lagrangian iterations (gap {float(gap.min()) * dt:.3g} m)",
+                         fix="reduce the time step or the load on the core")
+    return ConvexStepResult(v, result.impulses, newton, friction)
 
 
 @nb.njit(cache=True)
@@ -577,7 +657,7 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
     v_prev = np.concatenate([np.concatenate([states[b].velocity, states[b].angular_velocity]) for b in dyn]) \
         if n else np.zeros(0)
     rigid = contacts.rigid
-    if np.any(rigid):
+    if np.any(rigid) and not np.any(contacts.core):
         t2 = clock()
         v, impulses, iterations = _lcp_fallback(scene, states, dyn_index, contacts, dt, t, n_directions)
         solver = "lemke"
@@ -585,13 +665,14 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
         frames = contact_frames(contacts.normal) if contacts.n else np.zeros((0, 3, 3))
         J, bias = _jacobians(scene, states, dyn_index, contacts, frames, t)
         t2 = clock()
-        result = solve_compliant_step(M, v_star, J, bias, contacts.phi0, contacts.stiffness,
-                                      contacts.dissipation, contacts.mu, dt,
-                                      stiction_velocity=stiction_velocity, initial_velocity=v_prev)
+        solve = solve_compliant_step if not np.any(rigid) else solve_with_rigid_rows   # core reached
+        result = solve(M, v_star, J, bias, contacts.phi0, contacts.stiffness,
+                       contacts.dissipation, contacts.mu, dt,
+                       stiction_velocity=stiction_velocity, initial_velocity=v_prev)
         v = result.velocity
         impulses = np.einsum("ck,ckj->cj", result.impulses, frames) if contacts.n else np.zeros((0, 3))
         iterations = result.newton_iterations
-        solver = "newton"
+        solver = "newton" if solve is solve_compliant_step else "newton+rigid"
     t3 = clock()
     new_states = []
     for b, (body, s) in enumerate(zip(scene.bodies, states)):
@@ -657,6 +738,10 @@ class SimulationResult:
     stage_seconds: dict = field(default_factory=dict)
     #: contact warnings, the first of each (pair, kind): {"pair", "kind", "message", "first_time"}
     warnings: list = field(default_factory=list)
+    #: velocity integrator: per step, did a rigid core carry load (D 5.1.2; the core acted as rigid
+    #: geometry in that step); per record, did one in the steps from it to the next record
+    core_contact_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    core_contact: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
     @property
     def simulated_seconds(self) -> float:
@@ -675,6 +760,7 @@ class SimulationResult:
             "realtime_factor": self.realtime_factor,
             "contacts_per_step": {"mean": float(cps.mean()) if cps.size else 0.0,
                                   "max": int(cps.max()) if cps.size else 0},
+            "core_contact_steps": int(np.count_nonzero(self.core_contact_steps)),
             "stage_ms_per_step": {k: 1e3 * v / max(self.steps, 1) for k, v in self.stage_seconds.items()},
             "final_states": {name: {"position": s.position.tolist(), "quaternion": s.quaternion.tolist(),
                                     "velocity": s.velocity.tolist(), "angular_velocity": s.angular_velocity.tolist()}
@@ -771,7 +857,7 @@ def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str = 
 def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, stiction_velocity, stop):
     states = [replace(b.state) for b in scene.bodies]
     rec = _Recorder(scene, record_surfaces)
-    contacts = []
+    contacts, core_steps, record_steps = [], [], []
     stages = np.zeros(4)
     bar = progress.bar(n_steps, "simulate")
     start = time.perf_counter()
@@ -784,7 +870,9 @@ def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, s
                                          keep_surfaces=record and record_surfaces)
         if record:
             rec.add(t, states, info.points.surfaces)
+            record_steps.append(k)
         contacts.append(info.contacts)
+        core_steps.append(core_loaded(info))
         stages += info.stage_seconds
         states = new_states
         steps += 1
@@ -800,7 +888,19 @@ def _run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, s
         rec.add(t, states, scene_contacts(scene, states, keep_surfaces=True).surfaces if record_surfaces else None)
     result = rec.result(contacts, steps, wall, "velocity", dt, states)
     result.stage_seconds = dict(zip(("contact_query", "assembly", "solve", "pose_update"), stages.tolist()))
+    result.core_contact_steps = np.array(core_steps, bool)
+    bounds = record_steps + [steps] * (len(result.times) - len(record_steps))
+    result.core_contact = np.array([bool(np.any(result.core_contact_steps[a:b]))
+                                    for a, b in zip(bounds, bounds[1:] + [steps])], bool)
     return result
+
+
+def core_loaded(info: "StepInfo") -> bool:
+    """Did a rigid core carry load in this step (a core contact with a positive normal impulse)?"""
+    core = info.points.core
+    if not np.any(core):
+        return False
+    return bool(np.any(np.einsum("ij,ij->i", info.impulses[core], info.points.normal[core]) > 0.0))
 
 
 def _pack(scene, states):
@@ -908,6 +1008,7 @@ def _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress,
         set_time(t)
         states = _unpack(scene, y, states, t)
         y = _pack(scene, states) if y.size else y        # quaternion renormalised
+        _refuse_core_contact(scene, states, t)
         wrench_surfaces = None
         keep = record_surfaces and (k + 1) % record_every == 0
         if keep or k == n_steps - 1:
@@ -925,6 +1026,31 @@ def _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress,
     result = rec.result(contacts, steps, wall, "continuous", dt, states)
     result.rhs_evaluations = evaluations[0]
     return result
+
+
+def _refuse_core_contact(scene, states, t):
+    """BuildError when, at an output time of the continuous integrator, a body has reached the
+    rigid core of a compliant one (D 5.1.2): that integrator has no rigid contact, so the
+    core's contact would be dropped and the body would pass through it."""
+    from fieldgen.runtime.contact_surface import PassThroughWarning
+
+    poses = None
+    for i, bi in enumerate(scene.bodies):
+        for j in range(i + 1, len(scene.bodies)):
+            bj = scene.bodies[j]
+            if "dynamic" not in (bi.kind, bj.kind) or (core_body(bi.geometry) is None and
+                                                         core_body(bj.geometry) is None):
+                continue
+            poses = poses or [b.pose(s) for b, s in zip(scene.bodies, states)]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", PassThroughWarning)
+                compute_contact_surface(bi.geometry, poses[i], bj.geometry, poses[j], "triangle")
+            if any(issubclass(w.category, PassThroughWarning) for w in caught):
+                raise BuildError(f"at t = {t:.6g} s body {bi.name!r} and body {bj.name!r} reach a rigid core (the "
+                                 f"compliant layer is passed through); the continuous integrator has no rigid "
+                                 f"contact, so the core would be passed through too",
+                                 fix="use --integrator velocity (the core then acts as rigid geometry), or "
+                                     "a smaller load")
 
 
 def _qmul(p, q):
