@@ -24,7 +24,7 @@ SCENES = Path(__file__).resolve().parent.parent / "assets" / "scenes"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=0.5)
-    parser.add_argument("--scenes", nargs="*", default=["coin", "resting_box", "gripper"])
+    parser.add_argument("--scenes", nargs="*", default=["coin", "resting_box", "gripper", "gripper_full"])
     args = parser.parse_args()
     rows = []
     for name in args.scenes:
