@@ -104,10 +104,11 @@ def test_cli_prints_once_on_stderr_and_in_json(scene_file):
     assert lines == [f"warning: slab / deep (pass_through, first at t = 0 s): {data['warnings'][0]['message']}"]
 
 
-def test_continuous_integrator_reports_too(scene_file):
+def test_continuous_integrator_refuses_the_rigid_pair_before_running(scene_file):
+    """The two boxes are rigid, and the continuous integrator has no rigid–rigid contact: the
+    scene is refused before the first step, naming the pair, instead of run with it dropped."""
+    from fieldgen.errors import OptionError
+
     scene, _ = load_scene(scene_file)
-    with pytest.warns(UserWarning) as shown:         # the boxes are rigid: their mutual contact is ignored
-        result = simulate(scene, 0.002, 1e-3, "continuous")
-    assert [str(w.message)[:38] for w in shown] == ["the continuous integrator models press"]
-    assert [(w["pair"], w["kind"]) for w in result.warnings] == [(["slab", "deep"], "pass_through")]
-    assert result.warnings[0]["first_time"] == 0.0
+    with pytest.raises(OptionError, match="'deep' and 'shallow'.*--integrator velocity"):
+        simulate(scene, 0.002, 1e-3, "continuous")
