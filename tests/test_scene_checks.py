@@ -56,8 +56,8 @@ def test_valid_scene_runs(tmp_path):
     ("", 'mass = 1.0\nvelocity = "fast"', ["[[body]] 2 (cube)", "velocity", "3 numbers"]),
     ("", "mass = -1.0", ["mass", "> 0"]),
     ("dt = 0", "mass = 1.0", ["dt", "> 0"]),   # TOML forbids the duplicate: replaced below
-    ('integrator = "euler"', "mass = 1.0", ["integrator", "'velocity'"]),
-    ("", 'mass = 1.0\nkind = "dynamc"', ["kind", "'dynamic'"]),
+    ('integrator = "euler"', "mass = 1.0", ["integrator", "velocity, continuous"]),
+    ("", 'mass = 1.0\nkind = "dynamc"', ["kind", "dynamic, fixed, kinematic"]),
     ("", "mass = 1.0\nmotion = [[0, 1, 0, 0, 0, 0, 0]]", ["motion", "kinematic"]),
 ], ids=["masss", "frobnicate", "dtt", "mu_statc", "velocity-type", "negative-mass", "zero-dt",
         "integrator", "kind", "motion-on-dynamic"])

@@ -20,10 +20,11 @@ from typing import Any, Callable
 
 from fieldgen.errors import OptionError
 from fieldgen.tables import check_keys
+from fieldgen.units import LENGTH_UNITS
 
 KINDS = ("dynamic", "fixed", "kinematic")
 INTEGRATORS = ("velocity", "continuous")
-UNITS = ("m", "cm", "mm", "in", "inch", "ft")
+UNITS = tuple(LENGTH_UNITS)
 
 
 class SceneError(OptionError):
@@ -69,7 +70,7 @@ def vector(n: int, *, positive: bool = False, nonzero: bool = False) -> Callable
 def string(choices: tuple[str, ...] | None = None) -> Callable:
     def check(v):
         if not isinstance(v, str) or (choices is not None and v not in choices):
-            return f"one of {', '.join(map(repr, choices))}" if choices else "a string"
+            return f"one of {', '.join(choices)}" if choices else "a string"
         return None
     return check
 
