@@ -124,7 +124,7 @@ BODY = {
     "mu_static": number(0), "mu_dynamic": number(0), "dissipation": number(0),
     "wrench": schedule, "motion": schedule,
     "convex": boolean,
-    "tangential_stiffness": number(0), "tangential_damping": number(0),
+    "tangential_stiffness": None, "tangential_damping": None,     # checked where read (tangential)
 }
 #: body keys that only a given kind reads
 ONLY_FOR = {"mass": "dynamic", "density": "dynamic", "inertia": "dynamic", "centre_of_mass": "dynamic",
