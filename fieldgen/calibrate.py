@@ -43,7 +43,6 @@ import dataclasses
 import hashlib
 import math
 import os
-import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -55,8 +54,9 @@ import numpy as np
 from fieldgen.errors import BuildError, InputError, OptionError
 from fieldgen.modulus import ModulusLaw, hyperbolic_law, linear_law, table_law_from_points
 from fieldgen.progress import Progress
+from fieldgen.tables import read_number_pairs
+from fieldgen.units import LENGTH_UNITS
 
-LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "um": 1e-6, "in": 0.0254}
 FORCE_UNITS = {"N": 1.0, "mN": 1e-3, "kN": 1e3, "lbf": 4.4482216152605}
 FIT_LAWS = ("linear", "hyperbolic", "table")
 MIN_DATA_ROWS = 3
@@ -67,9 +67,6 @@ CORRECTION_TOLERANCE = 2e-4
 DEFAULT_SMOOTHNESS = 1e-4
 DEFAULT_KNOTS = 8
 K_MAX = 0.995
-
-_SPLIT = re.compile(r"[,;\s]+")
-
 
 # ----------------------------------------------------------------------------- data
 
@@ -133,41 +130,13 @@ def read_data(path: str | os.PathLike, units: str | None = None) -> Data:
     """Read a CSV of depth, force (header row optional, '#' comments); InputError naming the row."""
     length, force_unit, units_text = parse_units(units)
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"cannot read the data ({error.strerror or error})", path=str(path),
-                         fix="give the path of a CSV file with columns depth, force") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("the data is not a text file", path=str(path),
-                         fix="give a CSV text file with columns depth, force") from None
-    depths, forces, rows = [], [], []
-    first = True
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.split("#", 1)[0].strip()
-        if not stripped:
-            continue
-        cells = [c for c in _SPLIT.split(stripped) if c]
-        try:
-            values = [float(c) for c in cells]
-        except ValueError:
-            values = None
-        if values is None and first and not any(_is_number(c) for c in cells):
-            first = False            # a header
-            continue
-        first = False
-        if values is None or len(values) != 2:
-            raise InputError(f"row {number} ({line.strip()!r}) is not two numbers 'depth, force'", path=str(path),
-                             fix=f"make every data row two numbers: depth, force (in {units_text})")
-        depths.append(values[0] * length)
-        forces.append(values[1] * force_unit)
-        rows.append(f"row {number}")
-    if not depths:
+    pairs, rows, raw = read_number_pairs(path, "depth, force",
+                                         fix=f"make every data row two numbers: depth, force (in {units_text})")
+    depths, forces = pairs[:, 0] * length, pairs[:, 1] * force_unit
+    if not len(depths):
         raise InputError("the data has no rows", path=str(path),
                          fix="give rows 'depth, force' of the loading curve (a header row is optional)")
-    depth, force = np.array(depths), np.array(forces)
+    depth, force = depths, forces
     check_curve(depth, force, rows, str(path))
     if int(np.sum(depth > 0)) < MIN_DATA_ROWS:
         raise InputError(f"the data has {int(np.sum(depth > 0))} rows with positive depth; at least "
@@ -200,13 +169,6 @@ def parse_targets(texts: Sequence[str], units: str | None = None) -> Data:
         raise OptionError(error.defect, fix=error.fix) from None
     return Data(depth, force, rows, None, None, units_text)
 
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
 
 
 # ----------------------------------------------------------------------------- the part
@@ -779,7 +741,7 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
 
 def _length_name(scale: float) -> str:
     for name, value in LENGTH_UNITS.items():
-        if value == scale and name in ("m", "cm", "mm", "in"):
+        if value == scale:
             return name
     return "m"
 

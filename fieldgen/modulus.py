@@ -14,9 +14,7 @@ The extent is defined on ``[0, 1]``; :meth:`ModulusLaw.pressure` clips to that d
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
@@ -160,60 +158,24 @@ def table_law_from_points(extent, pressure, source="table") -> ModulusLaw:
                       table_pressure=tuple(map(float, p)))
 
 
-_SPLIT = re.compile(r"[,;\s]+")
-
-
 def table_law(path) -> ModulusLaw:
     """Read a CSV table ``extent, pressure`` (Pa), header optional, '#' comments allowed.
 
     InputError naming the file, the row (line number) and the fix on any defect.
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as error:
-        raise InputError(f"cannot read the table ({error.strerror or error})", path=str(path),
-                         fix="give the path of a CSV file with columns extent, pressure") from None
-    except UnicodeDecodeError:
-        raise InputError("the table is not a text file", path=str(path),
-                         fix="give a CSV text file with columns extent, pressure") from None
-    extent, pressure, rows = [], [], []
-    first_content = True
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.split("#", 1)[0].strip()
-        if not stripped:
-            continue
-        cells = [c for c in _SPLIT.split(stripped) if c]
-        try:
-            values = [float(c) for c in cells]
-        except ValueError:
-            values = None
-        if values is None and first_content and not any(_is_number(c) for c in cells):
-            first_content = False          # a header row
-            continue
-        first_content = False
-        if values is None or len(values) != 2:
-            raise InputError(f"row {number} ({line.strip()!r}) is not two numbers 'extent, pressure'",
-                             path=str(path),
-                             fix="make every data row two numbers: extent (0..1), pressure in Pa")
-        extent.append(values[0])
-        pressure.append(values[1])
-        rows.append(f"row {number}")
-    if not extent:
+    from fieldgen.tables import read_number_pairs
+
+    pairs, rows, _ = read_number_pairs(path, "extent, pressure",
+                                       fix="make every data row two numbers: extent (0..1), pressure in Pa")
+    extent, pressure = pairs[:, 0], pairs[:, 1]
+    if not len(extent):
         raise InputError("the table has no data rows", path=str(path),
                          fix="give rows 'extent, pressure' from extent 0 to extent 1")
-    e, p = np.array(extent), np.array(pressure)
+    e, p = extent, pressure
     _check_table(e, p, rows, str(path))
     return ModulusLaw(kind="table", modulus=float(p[-1]), table_extent=tuple(map(float, e)),
                       table_pressure=tuple(map(float, p)))
 
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
 
 
 def law_from_metadata(meta: dict, *, path=None) -> ModulusLaw:

@@ -1,4 +1,5 @@
-"""The one key check of every TOML table fieldgen reads (manifests, build specs, scenes).
+"""The one key check of every TOML table fieldgen reads (manifests, build specs, scenes), and the
+one reader of the two-column CSV files fieldgen reads (modulus tables, indentation data).
 
 A key that is not in the table's allowed set is an error naming the file, the table, the key
 and the nearest allowed key (difflib's ratio ≥ 0.6), never silently ignored: a misspelt key
@@ -8,9 +9,13 @@ would otherwise change what is built or simulated without a word.
 from __future__ import annotations
 
 import difflib
+import re
+from pathlib import Path
 from typing import Iterable, Mapping
 
-from .errors import FieldgenError, OptionError
+import numpy as np
+
+from .errors import FieldgenError, InputError, OptionError
 
 
 def nearest_key(key: str, allowed: Iterable[str]) -> str | None:
@@ -34,3 +39,55 @@ def check_keys(table: Mapping, allowed: Iterable[str], *, path=None, where: str 
         prefix = f"{where}: " if where else ""
         raise error(f"{prefix}unknown {noun} {key!r}", path=path,
                     fix=f"{hint}valid {noun}s here: {', '.join(sorted(allowed))}")
+
+
+_SPLIT = re.compile(r"[,;\s]+")
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def read_number_pairs(path, columns: str, fix: str) -> tuple[np.ndarray, list[str], bytes]:
+    """Rows of two numbers from a text file (comma, semicolon or blank separated; one header row
+    allowed; '#' starts a comment): ``(values (n, 2), ["row <line>", ...], the file's bytes)``.
+
+    ``columns`` names the two columns in messages ("depth, force"); ``fix`` says what a data row
+    must hold. InputError names the file and the line of any defect.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"cannot read the file ({error.strerror or error})", path=str(path),
+                         fix=f"give the path of a CSV file with columns {columns}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError("not a text file", path=str(path),
+                         fix=f"give a CSV text file with columns {columns}") from None
+    values, rows = [], []
+    first = True
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.split("#", 1)[0].strip()
+        if not stripped:
+            continue
+        cells = [c for c in _SPLIT.split(stripped) if c]
+        try:
+            row = [float(c) for c in cells]
+        except ValueError:
+            row = None
+        if row is None and first and not any(_is_number(c) for c in cells):
+            first = False            # a header
+            continue
+        first = False
+        if row is None or len(row) != 2:
+            raise InputError(f"row {number} ({line.strip()!r}) is not two numbers '{columns}'",
+                             path=str(path), fix=fix)
+        values.append(row)
+        rows.append(f"row {number}")
+    return np.array(values, dtype=np.float64).reshape(-1, 2), rows, raw
