@@ -957,6 +957,25 @@ def contact_wrenches(scene: Scene, states: list[RigidBodyState], *, keep_surface
     return out, surfaces
 
 
+def state_rates(scene: Scene, states, wrenches, t: float) -> list[np.ndarray]:
+    """Time derivatives ``[ṗ, q̇, v̇, ω̇]`` of every non-fixed body (13 each, scene order): a
+    kinematic body follows its twist, a dynamic one Newton–Euler under contact ``wrenches``,
+    its external wrench at ``t`` and gravity."""
+    out = []
+    for b, s, w in zip(scene.bodies, states, wrenches):
+        if b.kind == "fixed":
+            continue
+        if b.kind == "kinematic":
+            dq = 0.5 * _qmul(np.concatenate([[0.0], s.angular_velocity]), s.quaternion)
+            out.append(np.concatenate([s.velocity, dq, np.zeros(6)]))
+        else:
+            ext = b.wrench(t) if b.wrench is not None else np.zeros(6)
+            force = w[:3] + ext[:3] + b.mass.mass * scene.gravity
+            dp, dq, dv, dw = newton_euler_rhs(s, b.mass, force, w[3:] + ext[3:])
+            out.append(np.concatenate([dp, dq, dv, dw]))
+    return out
+
+
 def _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop):
     from scipy.integrate import solve_ivp
 
@@ -972,19 +991,7 @@ def _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress,
         st = _unpack(scene, y, states, t)
         wrench, _ = contact_wrenches(scene, st)
         evaluations[0] += 1
-        out, k = [], 0
-        for b, s, w in zip(scene.bodies, st, wrench):
-            if b.kind == "fixed":
-                continue
-            if b.kind == "kinematic":
-                dq = 0.5 * _qmul(np.concatenate([[0.0], s.angular_velocity]), s.quaternion)
-                out.append(np.concatenate([s.velocity, dq, np.zeros(6)]))
-            else:
-                ext = b.wrench(t) if b.wrench is not None else np.zeros(6)
-                force = w[:3] + ext[:3] + b.mass.mass * scene.gravity
-                dp, dq, dv, dw = newton_euler_rhs(s, b.mass, force, w[3:] + ext[3:])
-                out.append(np.concatenate([dp, dq, dv, dw]))
-            k += 1
+        out = state_rates(scene, st, wrench, t)
         return np.concatenate(out) if out else np.zeros(0)
 
     contacts = []

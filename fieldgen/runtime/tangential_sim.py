@@ -29,7 +29,6 @@ from fieldgen.errors import BuildError
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.contact_surface import compute_contact_surface
 from fieldgen.runtime.pose import SpatialVelocity
-from fieldgen.runtime.rigid_body import newton_euler_rhs, quaternion_to_matrix
 from fieldgen.runtime.tangential import combined_tangential, friction_wrench
 from fieldgen.runtime.wrench import combined_friction, compute_wrench
 
@@ -152,7 +151,7 @@ def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, r
     """``simulate(..., integrator="continuous", friction="compliant")``: see the module doc."""
     from scipy.integrate import solve_ivp
 
-    from fieldgen.runtime.simulate import _pack, _qmul, _Recorder, _unpack
+    from fieldgen.runtime.simulate import _pack, _Recorder, _unpack, state_rates
 
     if any(isinstance(b.geometry, RigidBody) and isinstance(c.geometry, RigidBody) and
            (b.kind == "dynamic" or c.kind == "dynamic")
@@ -193,18 +192,7 @@ def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, r
         st = _unpack(scene, y[:n_body], states, t)
         wrench, rates = compliant_wrenches(scene, st, y[n_body:].reshape(len(pairs), 6), pairs)[:2]
         evaluations[0] += 1
-        out = []
-        for b, s, w in zip(scene.bodies, st, wrench):
-            if b.kind == "fixed":
-                continue
-            if b.kind == "kinematic":
-                dq = 0.5 * _qmul(np.concatenate([[0.0], s.angular_velocity]), s.quaternion)
-                out.append(np.concatenate([s.velocity, dq, np.zeros(6)]))
-            else:
-                ext = b.wrench(t) if b.wrench is not None else np.zeros(6)
-                force = w[:3] + ext[:3] + b.mass.mass * scene.gravity
-                dp, dq, dv, dw = newton_euler_rhs(s, b.mass, force, w[3:] + ext[3:])
-                out.append(np.concatenate([dp, dq, dv, dw]))
+        out = state_rates(scene, st, wrench, t)
         out.append(rates.ravel())
         return np.concatenate(out)
 
