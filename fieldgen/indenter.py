@@ -202,15 +202,21 @@ def check_indenter_text(text: str, scale: float = 1.0) -> None:
     if kind == "plane" and not sep:
         return
     if kind in ("sphere", "paraboloid", "cylinder"):
-        try:
-            radius = float(arg) * scale
-        except ValueError:
-            radius = float("nan")
-        if not (math.isfinite(radius) and radius > 0):
-            raise OptionError(f"indenter {text!r}: the radius must be a positive number", fix=GRAMMAR)
+        _radius(str(text).strip(), arg, scale)
         return
     if kind in KINDS or not os.path.isfile(str(text).strip()):
         raise OptionError(f"indenter {text!r} is neither a known shape nor an existing file", fix=GRAMMAR)
+
+
+def _radius(text: str, arg: str, scale: float) -> float:
+    """The radius (m) of ``kind:R``; OptionError unless R is a positive number."""
+    try:
+        radius = float(arg) * scale
+    except ValueError:
+        radius = float("nan")
+    if not (math.isfinite(radius) and radius > 0):
+        raise OptionError(f"indenter {text!r}: the radius must be a positive number", fix=GRAMMAR)
+    return radius
 
 
 def parse_indenter(text: str, *, scale: float = 1.0, reach: float, part_size: float,
@@ -229,12 +235,7 @@ def parse_indenter(text: str, *, scale: float = 1.0, reach: float, part_size: fl
         V, F = plane_mesh(2.0 * part_size, part_size)
         return Indenter("plane", V, F)
     if kind_l in ("sphere", "paraboloid", "cylinder"):
-        try:
-            radius = float(arg) * scale
-        except ValueError:
-            radius = float("nan")
-        if not (math.isfinite(radius) and radius > 0):
-            raise OptionError(f"indenter {text!r}: the radius must be a positive number", fix=GRAMMAR)
+        radius = _radius(text, arg, scale)
         if kind_l == "sphere":
             V, F = sphere_mesh(radius, reach)
         elif kind_l == "paraboloid":
