@@ -957,6 +957,21 @@ def contact_wrenches(scene: Scene, states: list[RigidBodyState], *, keep_surface
     return out, surfaces
 
 
+def radau_segments(rhs, y, t0: float, t1: float, breaks, *, rtol: float, atol: float, jac=None):
+    """Integrate ``y' = rhs(t, y)`` from ``t0`` to ``t1`` with Radau IIA, restarting at every
+    schedule break inside (a piecewise-constant load is smooth between breaks): ``(y, segments)``."""
+    from scipy.integrate import solve_ivp
+
+    stops = [t0] + [x for x in breaks if t0 < x < t1] + [t1]
+    for a, b in zip(stops[:-1], stops[1:]):
+        sol = solve_ivp(rhs, (a, b), y, method="Radau", rtol=rtol, atol=atol, jac=jac)
+        if not sol.success:
+            raise BuildError(f"Radau failed at t = {a:.6g} s: {sol.message}",
+                             fix="loosen rtol/atol or check the scene for deep initial overlaps")
+        y = sol.y[:, -1].copy()
+    return y, len(stops) - 1
+
+
 def state_rates(scene: Scene, states, wrenches, t: float) -> list[np.ndarray]:
     """Time derivatives ``[ṗ, q̇, v̇, ω̇]`` of every non-fixed body (13 each, scene order): a
     kinematic body follows its twist, a dynamic one Newton–Euler under contact ``wrenches``,
@@ -977,7 +992,6 @@ def state_rates(scene: Scene, states, wrenches, t: float) -> list[np.ndarray]:
 
 
 def _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop):
-    from scipy.integrate import solve_ivp
 
     states = [replace(b.state) for b in scene.bodies]
     rec = _Recorder(scene, record_surfaces)
@@ -1003,14 +1017,8 @@ def _run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress,
     for k in range(n_steps):
         t1 = (k + 1) * dt
         if y.size:
-            stops = [t] + [x for x in breaks if t < x < t1] + [t1]
-            for a, b in zip(stops[:-1], stops[1:]):
-                sol = solve_ivp(rhs, (a, b), y, method="Radau", rtol=rtol, atol=atol)
-                if not sol.success:
-                    raise BuildError(f"Radau failed at t = {a:.6g} s: {sol.message}",
-                                     fix="loosen rtol/atol or check the scene for deep initial overlaps")
-                y = sol.y[:, -1].copy()
-                steps += 1
+            y, n = radau_segments(rhs, y, t, t1, breaks, rtol=rtol, atol=atol)
+            steps += n
         t = t1
         set_time(t)
         states = _unpack(scene, y, states, t)

@@ -25,7 +25,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from fieldgen.errors import BuildError
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.contact_surface import compute_contact_surface
 from fieldgen.runtime.pose import SpatialVelocity
@@ -149,9 +148,8 @@ def _may_touch(scene, states, boxes, pair, horizon: float) -> bool:
 
 def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop):
     """``simulate(..., integrator="continuous", friction="compliant")``: see the module doc."""
-    from scipy.integrate import solve_ivp
 
-    from fieldgen.runtime.simulate import _pack, _Recorder, _unpack, state_rates
+    from fieldgen.runtime.simulate import _pack, _Recorder, _unpack, radau_segments, state_rates
 
     if any(isinstance(b.geometry, RigidBody) and isinstance(c.geometry, RigidBody) and
            (b.kind == "dynamic" or c.kind == "dynamic")
@@ -218,14 +216,8 @@ def run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, r
         select_pairs(states)
         y = np.concatenate([_pack(scene, states) if n_body else np.zeros(0)] + [stored[p] for p in pairs])
         if n_body:
-            stops = [t] + [x for x in breaks if t < x < t1] + [t1]
-            for a, b in zip(stops[:-1], stops[1:]):
-                sol = solve_ivp(rhs, (a, b), y, method="Radau", rtol=rtol, atol=atol, jac=jacobian)
-                if not sol.success:
-                    raise BuildError(f"Radau failed at t = {a:.6g} s: {sol.message}",
-                                     fix="loosen rtol/atol or check the scene for deep initial overlaps")
-                y = sol.y[:, -1].copy()
-                steps += 1
+            y, n = radau_segments(rhs, y, t, t1, breaks, rtol=rtol, atol=atol, jac=jacobian)
+            steps += n
         t = t1
         states = _unpack(scene, y[:n_body], states, t)
         for m, p in enumerate(pairs):
