@@ -36,7 +36,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
     from fieldgen.errors import FieldgenError, OptionError
     from fieldgen.progress import Progress
     from fieldgen.runtime.scene import load_scene
-    from fieldgen.runtime.simulate import check_integrator, simulate
+    from fieldgen.runtime.simulate import check_integrator, run_settings, simulate
 
     try:
         scene, settings = load_scene(scene_file)
@@ -53,16 +53,8 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
             if not (math.isfinite(value) and value > 0):
                 raise OptionError(f"{flag} must be a positive number of seconds, got {value}",
                                   fix="use e.g. --duration 1 --dt 1e-3")
-        # --- tangential compliance (D 6): --friction / [simulate] friction
-        friction = friction or settings.get("friction", "regularised")
-        if friction not in ("regularised", "compliant"):
-            fail(f"{scene_file}: [simulate] friction = {friction!r} is not a friction model. Use "
-                 "\"regularised\" or \"compliant\".", EXIT_USAGE)
-        integrator = integrator or settings.get("integrator", "continuous" if friction == "compliant" else "velocity")
-        if friction == "compliant" and integrator != "continuous":
-            fail("compliant friction integrates a friction spring per contact and runs only in the continuous "
-                 "integrator. Use --integrator continuous (the default with --friction compliant).", EXIT_USAGE)
-        # ---
+        friction, integrator = run_settings(friction or settings.get("friction"),
+                                            integrator or settings.get("integrator"))
         if record_every is None:
             record_every = max(1, math.ceil(duration / dt / 200))
         if record_every < 1:

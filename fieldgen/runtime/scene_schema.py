@@ -24,6 +24,8 @@ from fieldgen.units import LENGTH_UNITS
 
 KINDS = ("dynamic", "fixed", "kinematic")
 INTEGRATORS = ("velocity", "continuous")
+#: Friction models of the simulator: regularised Coulomb (D 5.3), or compliant (D 6, continuous only).
+FRICTION_MODELS = ("regularised", "compliant")
 UNITS = tuple(LENGTH_UNITS)
 
 
@@ -111,7 +113,7 @@ SIMULATE = {
     "duration": number(0, strict=True),
     "dt": number(0, strict=True),
     "integrator": string(INTEGRATORS),
-    "friction": string(),           # continuous integrator's friction model (read by simulate)
+    "friction": string(FRICTION_MODELS),   # compliant needs the continuous integrator (simulate.run_settings)
     "face_rule": string(),          # contact-surface face rule (read by the contact query)
 }
 

@@ -57,12 +57,11 @@ from fieldgen.runtime.rigid_body import (
 )
 from fieldgen.runtime.rigid_contact import contact_margin, core_body, mesh_contacts, mesh_features
 from fieldgen.runtime.scene import Scene
+from fieldgen.runtime.scene_schema import FRICTION_MODELS, INTEGRATORS
 from fieldgen.runtime.time_stepping import WORLD, PointContact
 from fieldgen.runtime.time_stepping import step as lcp_step
 from fieldgen.runtime.wrench import combined_dissipation, combined_friction, compute_wrench
 
-INTEGRATORS = ("velocity", "continuous")
-FRICTION_MODELS = ("regularised", "compliant")   # compliant: D 6, fieldgen.runtime.tangential_sim
 DEFAULT_STICTION_VELOCITY = 1e-7
 
 
@@ -790,6 +789,24 @@ class _Recorder:
                                 integrator, dt, self.surfaces, final)
 
 
+def run_settings(friction: str | None = None, integrator: str | None = None) -> tuple[str, str]:
+    """The friction model and integrator of a run, defaults filled in: regularised friction
+    (D 5.3) unless asked; the continuous integrator for compliant friction (its friction
+    springs, D 6, are states of the ODE), the velocity integrator otherwise. OptionError for an
+    unknown name or compliant friction with the velocity integrator."""
+    friction = friction or "regularised"
+    if friction not in FRICTION_MODELS:
+        raise OptionError(f"unknown friction model {friction!r}", fix=f"use one of {FRICTION_MODELS}")
+    integrator = integrator or ("continuous" if friction == "compliant" else "velocity")
+    if integrator not in INTEGRATORS:
+        raise OptionError(f"unknown integrator {integrator!r}", fix=f"use one of {INTEGRATORS}")
+    if friction == "compliant" and integrator != "continuous":
+        raise OptionError("compliant friction integrates a friction spring per contact and runs only in the "
+                          "continuous integrator",
+                          fix="use --integrator continuous (the default with --friction compliant)")
+    return friction, integrator
+
+
 def check_integrator(scene: Scene, integrator: str, *, path=None) -> None:
     """OptionError unless ``integrator`` can step every contact ``scene`` may contain.
 
@@ -813,25 +830,20 @@ def check_integrator(scene: Scene, integrator: str, *, path=None) -> None:
                         "the two a compliant geometry")
 
 
-def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str = "velocity", *,
+def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str | None = None, *,
              record_every: int = 1, record_surfaces: bool = False, progress: Progress | None = None,
              stiction_velocity: float = DEFAULT_STICTION_VELOCITY, rtol: float = 1e-6, atol: float = 1e-9,
-             stop=None, friction: str = "regularised") -> SimulationResult:
+             stop=None, friction: str | None = None) -> SimulationResult:
     """Simulate ``scene`` for ``duration`` seconds.
 
     ``dt``: the fixed step (velocity) or the output interval (continuous). Every
     ``record_every``-th step is recorded (always the first and last). ``stop(t, states)``
     may end the run early by returning True. ``rtol``/``atol`` are Radau's tolerances.
     ``friction="compliant"`` (continuous only): tangentially compliant Coulomb friction (D 6).
+    Unset ``integrator``/``friction`` take the defaults of :func:`run_settings`.
     """
+    friction, integrator = run_settings(friction, integrator)
     check_integrator(scene, integrator)
-    # --- tangential compliance (D 6): its own continuous loop in tangential_sim
-    if friction not in FRICTION_MODELS:
-        raise OptionError(f"unknown friction model {friction!r}", fix=f"use one of {FRICTION_MODELS}")
-    if friction == "compliant" and integrator != "continuous":
-        raise OptionError("compliant friction (a friction spring per contact) runs only in the continuous "
-                          "integrator", fix="use --integrator continuous with --friction compliant")
-    # ---
     if not (duration > 0 and dt > 0 and np.isfinite(duration) and np.isfinite(dt)):
         raise OptionError(f"duration {duration} s and dt {dt} s must be positive", fix="use e.g. --duration 1 --dt 1e-3")
     n_steps = int(np.ceil(duration / dt - 1e-9))
