@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen.runtime.bodies import RigidBody
-from fieldgen.runtime.bvh import BVH, candidate_pairs
+from fieldgen.runtime.bvh import BVH, build_bvh, candidate_pairs
 
 SUPPORT_COS = -0.5          #: vertex cone leniency: neighbours may rise 60° toward the other body
 CONE_TOLERANCE = 1e-3       #: edge wedge / face normal tolerance (sine of the angle)
@@ -57,6 +57,10 @@ class MeshFeatures:
     neighbour_start: np.ndarray  # (v + 1,)
     neighbours: np.ndarray      # (Σ,)
     diagonal: float             # bounding-box diagonal, m
+    surface_vertices: np.ndarray  # (s,) the vertices some face uses
+    vertex_bvh: BVH             # over the surface vertices (element k: surface_vertices[k])
+    convex_edges: np.ndarray    # (c,) ids of the convex edges
+    edge_bvh: BVH               # over the convex edges (element k: convex_edges[k])
 
 
 _FEATURES: dict[int, tuple[MeshFeatures, RigidBody]] = {}
@@ -96,9 +100,12 @@ def mesh_features(body: RigidBody) -> MeshFeatures:
     both = np.concatenate([edges, edges[:, ::-1]])
     both = both[np.lexsort((both[:, 1], both[:, 0]))]
     n_start = np.searchsorted(both[:, 0], np.arange(len(V) + 1))
-    extent = V.max(axis=0) - V.min(axis=0) if len(V) else np.zeros(3)
+    used = np.unique(F)
+    extent = V[used].max(axis=0) - V[used].min(axis=0) if len(used) else np.zeros(3)
+    convex_edges = np.flatnonzero(convex)
     features = MeshFeatures(edges, normals, tangents, convex, face_edges, n_start, both[:, 1].copy(),
-                            float(np.linalg.norm(extent)))
+                            float(np.linalg.norm(extent)), used, build_bvh(V, used[:, None]), convex_edges,
+                            build_bvh(V, edges[convex_edges]))
     _FEATURES[id(body)] = (features, body)
     return features
 
@@ -143,10 +150,6 @@ def _grown(bvh: BVH, margin: float) -> BVH:
                                element_lower=bvh.element_lower - margin, element_upper=bvh.element_upper + margin)
 
 
-def _unique_rows(rows: np.ndarray) -> np.ndarray:
-    return np.unique(rows, axis=0) if len(rows) else rows.reshape(0, 2)
-
-
 def _supports(V, feat: MeshFeatures, vid: np.ndarray, direction: np.ndarray) -> np.ndarray:
     """(m,) bool: no neighbour of vertex ``vid[i]`` lies more than 60° below it along
     ``−direction[i]``, i.e. the vertex can be the lowest point of its body along ``−direction``."""
@@ -162,63 +165,76 @@ def _supports(V, feat: MeshFeatures, vid: np.ndarray, direction: np.ndarray) -> 
     return lowest >= SUPPORT_COS
 
 
+def _dot(x, y):
+    return np.einsum("mk,mk->m", x, y)
+
+
 def _vertex_face(Vv, feat_v, vid, Vf, faces, normals, fid, margin, depth):
     """Vertices ``vid`` of one body against faces ``fid`` of the other (world frame):
-    (position, outward normal of the face, signed distance, vertex id) of the pairs kept."""
+    (position, outward normal of the face, signed distance, vertex id) of the pairs kept.
+    The cheap test (the distance to the face's plane) runs on every candidate, the rest only on
+    the pairs it keeps."""
     p = Vv[vid]
     n = normals[fid]
+    d = _dot(n, p - Vf[faces[fid, 0]])
+    near = np.flatnonzero((d < margin) & (d > -depth))
+    p, n, d, vid, fid = p[near], n[near], d[near], vid[near], fid[near]
     tri = Vf[faces[fid]]
-    d = np.einsum("mk,mk->m", n, p - tri[:, 0])
-    keep = (d < margin) & (d > -depth)
     q = p - d[:, None] * n
     e0, e1, e2 = tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0], q - tri[:, 0]
-    d00, d01, d11 = (np.einsum("mk,mk->m", x, y) for x, y in ((e0, e0), (e0, e1), (e1, e1)))
-    d20, d21 = np.einsum("mk,mk->m", e2, e0), np.einsum("mk,mk->m", e2, e1)
+    d00, d01, d11 = _dot(e0, e0), _dot(e0, e1), _dot(e1, e1)
+    d20, d21 = _dot(e2, e0), _dot(e2, e1)
     den = d00 * d11 - d01 * d01
     with np.errstate(divide="ignore", invalid="ignore"):
         b1 = (d11 * d20 - d01 * d21) / den
         b2 = (d00 * d21 - d01 * d20) / den
     tol = 1e-9
-    keep &= (b1 >= -tol) & (b2 >= -tol) & (b1 + b2 <= 1 + tol) & (den > 0)
+    keep = (b1 >= -tol) & (b2 >= -tol) & (b1 + b2 <= 1 + tol) & (den > 0)
     idx = np.flatnonzero(keep)
     idx = idx[_supports(Vv, feat_v, vid[idx], n[idx])]
     return p[idx] - 0.5 * d[idx, None] * n[idx], n[idx], d[idx], vid[idx]
 
 
-def _edge_frames(V, R, feat: MeshFeatures, eid):
-    a0 = V[feat.edges[eid, 0]]
-    a1 = V[feat.edges[eid, 1]]
-    return a0, a1, feat.edge_normals[eid] @ R.T, feat.edge_tangents[eid] @ R.T
+def _edge_frames(R, feat: MeshFeatures, eid):
+    """World normals and in-face tangents (m, 2, 3) of edges ``eid``."""
+    return feat.edge_normals[eid] @ R.T, feat.edge_tangents[eid] @ R.T
 
 
 def _in_wedge(n, normals, tangents):
     """Direction ``n`` (m, 3) inside each convex edge's wedge of outward normals."""
-    return (np.einsum("mk,mk->m", n, tangents[:, 0]) <= CONE_TOLERANCE) & \
-           (np.einsum("mk,mk->m", n, tangents[:, 1]) <= CONE_TOLERANCE) & \
-           (np.einsum("mk,mk->m", n, normals[:, 0] + normals[:, 1]) > 0)
+    return (_dot(n, tangents[:, 0]) <= CONE_TOLERANCE) & (_dot(n, tangents[:, 1]) <= CONE_TOLERANCE) & \
+           (_dot(n, normals[:, 0] + normals[:, 1]) > 0)
 
 
 def _edge_edge(VA, RA, fa, ea, VB, RB, fb, eb, margin, depth):
-    """Convex edges ``ea`` of A across convex edges ``eb`` of B: (position, normal A→B, φ)."""
-    a0, a1, na, ta = _edge_frames(VA, RA, fa, ea)
-    b0, b1, nb, tb = _edge_frames(VB, RB, fb, eb)
-    u, w = a1 - a0, b1 - b0
+    """Convex edges ``ea`` of A across convex edges ``eb`` of B: (position, normal A→B, φ).
+    The closest points of the two lines and their distance are computed for every candidate,
+    the normal cones only for the pairs within (−depth, margin)."""
+    a0, b0 = VA[fa.edges[ea, 0]], VB[fb.edges[eb, 0]]
+    u, w = VA[fa.edges[ea, 1]] - a0, VB[fb.edges[eb, 1]] - b0
     c = np.cross(u, w)
-    cn = np.linalg.norm(c, axis=1)
-    ok = cn > PARALLEL_SINE * np.linalg.norm(u, axis=1) * np.linalg.norm(w, axis=1)
+    cn = np.sqrt(_dot(c, c))
+    A, B, C = _dot(u, u), _dot(u, w), _dot(w, w)
+    ok = cn > PARALLEL_SINE * np.sqrt(A * C)
     r = a0 - b0
-    A, B, C = (np.einsum("mk,mk->m", x, y) for x, y in ((u, u), (u, w), (w, w)))
-    D, E = np.einsum("mk,mk->m", u, r), np.einsum("mk,mk->m", w, r)
+    D, E = _dot(u, r), _dot(w, r)
     den = np.where(ok, A * C - B * B, 1.0)
     s = (B * E - C * D) / den
     t = (A * E - B * D) / den
     ok &= (s > 0) & (s < 1) & (t > 0) & (t < 1)
-    n = c / np.where(cn > 0, cn, 1.0)[:, None]
-    n *= np.where(np.einsum("mk,mk->m", n, na[:, 0] + na[:, 1]) < 0, -1.0, 1.0)[:, None]
+    gap = np.abs(_dot(c, r)) / np.where(cn > 0, cn, 1.0)      # |φ| of the two lines
+    ok &= gap < np.maximum(margin, depth)
+    idx = np.flatnonzero(ok)
+    ea, eb, c, cn, s, t = ea[idx], eb[idx], c[idx], cn[idx], s[idx], t[idx]
+    a0, u, b0, w = a0[idx], u[idx], b0[idx], w[idx]
+    na, ta = _edge_frames(RA, fa, ea)
+    nb, tb = _edge_frames(RB, fb, eb)
+    n = c / cn[:, None]
+    n *= np.where(_dot(n, na[:, 0] + na[:, 1]) < 0, -1.0, 1.0)[:, None]
     pa = a0 + s[:, None] * u
     pb = b0 + t[:, None] * w
-    d = np.einsum("mk,mk->m", n, pb - pa)
-    ok &= (d < margin) & (d > -depth) & _in_wedge(n, na, ta) & _in_wedge(-n, nb, tb)
+    d = _dot(n, pb - pa)
+    ok = (d < margin) & (d > -depth) & _in_wedge(n, na, ta) & _in_wedge(-n, nb, tb)
     idx = np.flatnonzero(ok)
     return 0.5 * (pa[idx] + pb[idx]), n[idx], d[idx]
 
@@ -226,17 +242,18 @@ def _edge_edge(VA, RA, fa, ea, VB, RB, fb, eb, margin, depth):
 def _vertex_edge(Vv, feat_v, vid, Ve, Re, feat_e, eid, margin):
     """Vertices of one body still apart from convex edges of the other: (position, normal from
     the edge's body toward the vertex, distance)."""
-    a0, a1, ne, te = _edge_frames(Ve, Re, feat_e, eid)
+    a0 = Ve[feat_e.edges[eid, 0]]
+    u = Ve[feat_e.edges[eid, 1]] - a0
     p = Vv[vid]
-    u = a1 - a0
-    s = np.einsum("mk,mk->m", p - a0, u) / np.einsum("mk,mk->m", u, u)
+    s = _dot(p - a0, u) / _dot(u, u)
     c = a0 + s[:, None] * u
     gap = p - c
-    d = np.linalg.norm(gap, axis=1)
-    ok = (s > 0) & (s < 1) & (d < margin) & (d > 1e-12)
-    n = gap / np.where(d > 0, d, 1.0)[:, None]
-    ok &= _in_wedge(n, ne, te)
-    idx = np.flatnonzero(ok)
+    d = np.sqrt(_dot(gap, gap))
+    idx = np.flatnonzero((s > 0) & (s < 1) & (d < margin) & (d > 1e-12))
+    p, c, gap, d, vid, eid = p[idx], c[idx], gap[idx], d[idx], vid[idx], eid[idx]
+    ne, te = _edge_frames(Re, feat_e, eid)
+    n = gap / d[:, None]
+    idx = np.flatnonzero(_in_wedge(n, ne, te))
     idx = idx[_supports(Vv, feat_v, vid[idx], n[idx])]
     return 0.5 * (p[idx] + c[idx]), n[idx], d[idx]
 
@@ -253,13 +270,15 @@ def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: 
     VA = geom_a.vertices @ RA.T + X_WA[:3, 3]
     VB = geom_b.vertices @ RB.T + X_WB[:3, 3]
     X_AB = np.linalg.solve(X_WA, X_WB)
-    pairs = candidate_pairs(_grown(geom_a.bvh, margin + depth), geom_b.bvh, X_AB)
-    empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
-    if len(pairs) == 0:
-        return empty
+    reach = margin + depth
+
+    def pairs(bvh_a, bvh_b, grow):
+        return candidate_pairs(_grown(bvh_a, grow), bvh_b, X_AB)
+
     NA, NB = geom_a.face_normals @ RA.T, geom_b.face_normals @ RB.T
     FA, FB = geom_a.faces, geom_b.faces
-    out_p, out_n, out_d = [], [], []
+    empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+    out_p, out_n, out_d = [empty[0]], [empty[1]], [empty[2]]
 
     def add(p, n, d):
         out_p.append(p), out_n.append(n), out_d.append(d)
@@ -273,27 +292,24 @@ def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: 
         keep.sort()
         return p[keep], n[keep], d[keep]
 
+    # Each kind of feature pair comes straight from its own two trees (faces, surface vertices,
+    # convex edges), A's boxes grown by the reach: every candidate pair appears once, and their
+    # number follows the features within reach of each other, not (faces in reach)² as pairs
+    # of faces expanded to their vertices and edges would.
     # B's vertices on A's faces (normal: A's face normal), A's vertices on B's faces (−B's)
-    vf = _unique_rows(np.column_stack([np.repeat(pairs[:, 0], 3), FB[pairs[:, 1]].reshape(-1)]))
-    add(*deduplicated(*_vertex_face(VB, fb, vf[:, 1], VA, FA, NA, vf[:, 0], margin, depth)))
-    fv = _unique_rows(np.column_stack([np.repeat(pairs[:, 1], 3), FA[pairs[:, 0]].reshape(-1)]))
-    p, n, d, vid = _vertex_face(VA, fa, fv[:, 1], VB, FB, NB, fv[:, 0], margin, depth)
+    vf = pairs(geom_a.bvh, fb.vertex_bvh, reach)
+    add(*deduplicated(*_vertex_face(VB, fb, fb.surface_vertices[vf[:, 1]], VA, FA, NA, vf[:, 0], margin, depth)))
+    fv = pairs(fa.vertex_bvh, geom_b.bvh, reach)
+    p, n, d, vid = _vertex_face(VA, fa, fa.surface_vertices[fv[:, 0]], VB, FB, NB, fv[:, 1], margin, depth)
     add(*deduplicated(p, -n, d, vid))
     # convex edges across convex edges
-    ee = np.column_stack([np.repeat(fa.face_edges[pairs[:, 0]], 3, axis=1).reshape(-1),
-                          np.tile(fb.face_edges[pairs[:, 1]], (1, 3)).reshape(-1)])
-    ee = _unique_rows(ee)
-    ee = ee[fa.convex[ee[:, 0]] & fb.convex[ee[:, 1]]]
-    add(*_edge_edge(VA, RA, fa, ee[:, 0], VB, RB, fb, ee[:, 1], margin, depth))
+    ee = pairs(fa.edge_bvh, fb.edge_bvh, reach)
+    add(*_edge_edge(VA, RA, fa, fa.convex_edges[ee[:, 0]], VB, RB, fb, fb.convex_edges[ee[:, 1]], margin, depth))
     # vertices still apart from convex edges: B's vertex near A's edge, A's vertex near B's edge
-    ve = _unique_rows(np.column_stack([np.repeat(FB[pairs[:, 1]], 3, axis=1).reshape(-1),
-                                       np.tile(fa.face_edges[pairs[:, 0]], (1, 3)).reshape(-1)]))
-    ve = ve[fa.convex[ve[:, 1]]]
-    add(*_vertex_edge(VB, fb, ve[:, 0], VA, RA, fa, ve[:, 1], margin))
-    ev = _unique_rows(np.column_stack([np.repeat(FA[pairs[:, 0]], 3, axis=1).reshape(-1),
-                                       np.tile(fb.face_edges[pairs[:, 1]], (1, 3)).reshape(-1)]))
-    ev = ev[fb.convex[ev[:, 1]]]
-    p, n, d = _vertex_edge(VA, fa, ev[:, 0], VB, RB, fb, ev[:, 1], margin)
+    ve = pairs(fa.edge_bvh, fb.vertex_bvh, margin)
+    add(*_vertex_edge(VB, fb, fb.surface_vertices[ve[:, 1]], VA, RA, fa, fa.convex_edges[ve[:, 0]], margin))
+    ev = pairs(fa.vertex_bvh, fb.edge_bvh, margin)
+    p, n, d = _vertex_edge(VA, fa, fa.surface_vertices[ev[:, 0]], VB, RB, fb, fb.convex_edges[ev[:, 1]], margin)
     add(p, -n, d)
     return np.vstack(out_p), np.vstack(out_n), np.concatenate(out_d)
 
