@@ -21,9 +21,14 @@ only through their own faces and the rim's edges. Features deeper than ``depth``
 face (by default the margin, but at least 1e-3 and at most 5 % of the smaller body's bounding
 diagonal) are never contacts: they are the far side of the body, not a penetration a step left.
 
-What is not detected: two vertices meeting point to point before they overlap (the
-vertex–face or edge–edge pair of the next step catches it, at most one step's motion deep),
-and edges parallel to within 1e-3 rad (their end vertices give the vertex–face contacts).
+Two vertices still apart are a contact too when the direction between them lies in both
+vertices' normal cones (strictly: each is its body's extreme point toward the other): the pole
+of a rounded mesh over the pole of another meets the other at a vertex, not at a face or an
+edge, and without this pair it would sink into it for one step (a ball pressed onto a rounded
+core came 0.12 mm too close before the next step's vertex–face pairs pushed it back out).
+
+What is not detected: edges parallel to within 1e-3 rad (their end vertices give the
+vertex–face contacts).
 A body declared ``convex`` is replaced by its convex hull (:func:`convex_hull_body`) before
 any of this, which is then exact for it and cheaper.
 """
@@ -258,6 +263,38 @@ def _vertex_edge(Vv, feat_v, vid, Ve, Re, feat_e, eid, margin):
     return 0.5 * (p[idx] + c[idx]), n[idx], d[idx]
 
 
+def _in_vertex_cone(V, feat: MeshFeatures, vid: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """(m,) bool: ``direction[i]`` is in vertex ``vid[i]``'s normal cone (to ``CONE_TOLERANCE``):
+    no neighbour lies ahead of the vertex along it, so the vertex is its body's extreme point
+    that way (strict, unlike :func:`_supports`: a vertex inside a flat region has only the
+    region's normal)."""
+    s, e = feat.neighbour_start[vid], feat.neighbour_start[vid + 1]
+    counts = e - s
+    owner = np.repeat(np.arange(len(vid)), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    nbr = feat.neighbours[np.repeat(s, counts) + offsets]
+    rel = V[nbr] - V[vid[owner]]
+    sine = np.einsum("mk,mk->m", rel, direction[owner]) / np.maximum(np.linalg.norm(rel, axis=1), 1e-300)
+    highest = np.full(len(vid), -np.inf)
+    np.maximum.at(highest, owner, sine)
+    return (highest <= CONE_TOLERANCE) & (counts > 0)
+
+
+def _vertex_vertex(VA, fa, va, VB, fb, vb, margin):
+    """Vertices of A and of B still apart, each its body's extreme point toward the other (the
+    direction between them in both vertex cones): (position, normal A→B, distance). Two
+    rounded tips meeting point to point touch only here."""
+    pa, pb = VA[va], VB[vb]
+    gap = pb - pa
+    d = np.sqrt(_dot(gap, gap))
+    idx = np.flatnonzero((d < margin) & (d > 1e-12))
+    pa, pb, gap, d, va, vb = pa[idx], pb[idx], gap[idx], d[idx], va[idx], vb[idx]
+    n = gap / d[:, None]
+    idx = np.flatnonzero(_in_vertex_cone(VA, fa, va, n))
+    idx = idx[_in_vertex_cone(VB, fb, vb[idx], -n[idx])]
+    return 0.5 * (pa[idx] + pb[idx]), n[idx], d[idx]
+
+
 def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: np.ndarray,
                   margin: float, *, depth: float | None = None):
     """Point contacts between two rigid meshes posed at ``X_WA``, ``X_WB`` (see the module doc):
@@ -311,6 +348,9 @@ def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: 
     ev = pairs(fa.vertex_bvh, fb.edge_bvh, margin)
     p, n, d = _vertex_edge(VA, fa, fa.surface_vertices[ev[:, 0]], VB, RB, fb, fb.convex_edges[ev[:, 1]], margin)
     add(p, -n, d)
+    # vertices still apart from vertices (a pole of one rounded mesh over a pole of another)
+    vv = pairs(fa.vertex_bvh, fb.vertex_bvh, margin)
+    add(*_vertex_vertex(VA, fa, fa.surface_vertices[vv[:, 0]], VB, fb, fb.surface_vertices[vv[:, 1]], margin))
     return np.vstack(out_p), np.vstack(out_n), np.concatenate(out_d)
 
 
