@@ -1,13 +1,15 @@
 """Point contacts between two rigid triangle meshes, on the meshes themselves (B92 ch. 7).
 
 Two closed, outward-wound surfaces A and B touch at pairs of features: a vertex of one on a
-face of the other (vertex–face), an edge of one across an edge of the other (edge–edge), or a
-vertex of one against an edge of the other (vertex–edge, while still apart). Each pair within
+face of the other (vertex–face), an edge of one across an edge of the other (edge–edge), or,
+while still apart, a vertex of one against an edge (vertex–edge) or a vertex (vertex–vertex) of
+the other. Each pair within
 the **signed-distance margin** gives one point contact for the velocity-level LCP
 (``time_stepping``): the normal ``n`` from A into B, the signed distance ``φ0`` along it
-(negative: penetrating), at the midpoint of the two closest points. Candidate features come
-from the two bodies' triangle BVHs (``bvh.candidate_pairs``, A's boxes grown by the margin),
-so the cost follows the number of nearby triangles, not the mesh sizes.
+(negative: penetrating), at the midpoint of the two closest points. Candidate feature pairs
+come from each body's trees of triangles, surface vertices and convex edges
+(``bvh.candidate_pairs``, A's boxes grown by the margin), one query per kind of pair, so the
+cost follows the number of features within reach of each other, not the mesh sizes.
 
 A pair is a contact only if it is a **closest-feature pair**: ``n`` must lie in the normal
 cone of A's feature and ``−n`` in B's. For a face that cone is its normal (and the point's
