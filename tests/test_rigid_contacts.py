@@ -238,3 +238,76 @@ def test_ball_pressed_through_a_bonded_foam_layer_stops_at_its_rigid_backing():
     assert result.core_contact.any() and result.core_contact_steps.sum() > 5
     assert not result.core_contact[0]
     assert np.abs(result.velocities[-1, 1]).max() < 1e-3
+
+
+def test_ball_pressed_into_the_paddle_stops_at_its_metal_core(tmp_path):
+    """The bundled paddle (assets/paddle.toml: foam moulded round paddle_core.off, the core carved
+    out, e = 1 on it), built here a little coarser (edge 6 mm, the same core). A rigid ball
+    (R = 10 mm) is pressed onto the middle of its top with 1000 N, more than the foam can hold:
+    the hyperbolic law's pressure never exceeds M0/(1 − K) (at e = 1), and the net upward force
+    of a pressure on the ball is at most that times its section πR² (314 N). Run through
+    `fieldgen simulate`, the ball goes through the 7 mm of foam to the core, which acts as rigid
+    geometry: the ball's centre never comes closer to the core's surface than R − 1e-4 m (the
+    distance measured on paddle_core.off itself with trimesh, not on the asset), the ball comes
+    to rest on it (friction μ = 0.5 holds it on the top of the core, whose pole is a vertex its
+    bottom vertex meets point to point), and trajectories.csv marks the steps where the core
+    carried load."""
+    import csv
+    import json
+    from pathlib import Path
+
+    import trimesh
+    from click.testing import CliRunner
+
+    from fieldgen.build import BuildOptions, build, options_from_spec
+    from fieldgen.cli.main import main
+
+    assets = Path(__file__).resolve().parents[1] / "assets"
+    options, source, _ = options_from_spec(assets / "paddle.toml")
+    options = BuildOptions(**{**options.__dict__, "edge_length": 0.006})
+    build(source, tmp_path / "paddle.vtu", options)
+    R, press, m = 0.01, 1000.0, 0.2
+    J = 0.4 * m * R * R
+    p_max = options.modulus / (1.0 - options.k)
+    assert options.law == "hyperbolic" and press > p_max * np.pi * R * R
+    core = trimesh.load(assets / "paddle_core.off")
+    assert core.is_watertight
+    top = float(trimesh.load(assets / "paddle.ply").bounds[1, 2])
+    (tmp_path / "scene.toml").write_text(f"""
+gravity = [0, 0, -9.81]
+[simulate]
+duration = 0.02
+dt = 1e-3
+
+[[body]]
+name = "paddle"
+kind = "fixed"
+geometry = {{asset = "paddle.vtu"}}
+
+[[body]]
+name = "ball"
+geometry = {{shape = "sphere", radius = {R}, subdivisions = 3}}
+mu_static = 0.5
+mass = {m}
+inertia = [{J}, {J}, {J}]
+position = [0, 0, {top + R + 1e-4}]
+wrench = [0, 0, {-press}, 0, 0, 0]
+""")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["simulate", str(tmp_path / "scene.toml"), "--record-every", "1",
+                                       "-o", str(out), "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    rows = [r for r in csv.DictReader(open(out / "trajectories.csv")) if r["body"] == "ball"]
+    centre = np.array([[float(r[k]) for k in ("x", "y", "z")] for r in rows])
+    speed = np.array([np.linalg.norm([float(r[k]) for k in ("vx", "vy", "vz")]) for r in rows])
+    marked = np.array([int(r["core_contact"]) for r in rows])
+    _, distance, _ = trimesh.proximity.closest_point(core, centre)
+    assert not core.contains(centre).any()
+    assert distance.min() >= R - 1e-4                      # never closer to the core than R − 1e-4
+    assert distance[-1] <= R + 1e-4                        # through the foam, resting on the core
+    assert speed[-1] < 1e-3 and np.abs(centre[-1] - centre[-5]).max() < 1e-6
+    # a record is marked when the core carried load in a step from it to the next (the last
+    # record, the final state, has none after it); the first step is still in the foam
+    assert marked[0] == 0 and marked[-5:-1].all() and marked.sum() > 5
+    assert report["core_contact_steps"] == marked[:-1].sum()

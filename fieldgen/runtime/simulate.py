@@ -55,7 +55,7 @@ from fieldgen.runtime.rigid_body import (
     newton_euler_rhs,
     quaternion_to_matrix,
 )
-from fieldgen.runtime.rigid_contact import contact_margin, core_body, mesh_contacts, mesh_features
+from fieldgen.runtime.rigid_contact import contact_margin, core_body, mesh_contacts, mesh_features, pair_speed
 from fieldgen.runtime.scene import Scene
 from fieldgen.runtime.scene_schema import FRICTION_MODELS, INTEGRATORS
 from fieldgen.runtime.time_stepping import WORLD, PointContact
@@ -63,6 +63,8 @@ from fieldgen.runtime.time_stepping import step as lcp_step
 from fieldgen.runtime.wrench import combined_dissipation, combined_friction, compute_wrench
 
 DEFAULT_STICTION_VELOCITY = 1e-7
+#: a step's rigid-contact searches: the first at the bodies' speed, more when the solution outran it
+MAX_MARGIN_ATTEMPTS = 4
 
 
 # --------------------------------------------------------------------------- contacts
@@ -82,6 +84,8 @@ class PointContacts:
     mu: np.ndarray
     surfaces: list = field(default_factory=list)   # (index_a, index_b, ContactSurface)
     core: np.ndarray | None = None                 # (n_c,) bool: a rigid contact with a rigid core
+    #: per pair searched for rigid contacts: (margin, features of each side), see scene_contacts
+    margins: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.core is None:
@@ -155,18 +159,20 @@ def _polygon_point_contacts(normals, grad_a, grad_b, areas, centroids, centroid_
 
 
 def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: float = 0.0,
-                   keep_surfaces: bool = False, dt: float = 0.0) -> PointContacts:
+                   keep_surfaces: bool = False, dt: float = 0.0, speeds: dict | None = None,
+                   cache: dict | None = None) -> PointContacts:
     """All point contacts of the scene at ``states``: M22 IV polygons, and between two rigid
-    geometries the mesh features within the signed-distance margin (``rigid_contact``): the
-    larger of ``rigid_margin`` and what the pair's relative motion can close within ``dt``."""
+    geometries (or a rigid core and a rigid geometry) the mesh features within the pair's
+    signed-distance margin (``rigid_contact``): the larger of ``rigid_margin`` and what the
+    pair's relative speed can close within ``dt`` (that speed: the larger of what ``states``
+    give and ``speeds[(i, j)]``). The margin used per such pair is in ``PointContacts.margins``.
+    ``cache`` (a dict kept by the caller across calls at the same ``states``) keeps the
+    compliant pairs' polygons, so a call that only widens margins recomputes only rigid pairs."""
     cols = {k: [] for k in ("a", "b", "p", "n", "phi", "k", "chi", "mu", "core")}
     surfaces = []
+    margins = {}
+    speeds = speeds or {}
     poses = [b.pose(s) for b, s in zip(scene.bodies, states)]
-    # the speed a body can gain within the step from gravity and its largest external force
-    # (a gap it can close in the step is a constraint of the step): widens the rigid margin
-    gain = [dt * (float(np.linalg.norm(scene.gravity)) + (float(np.abs(b.wrench.values[:, :3]).sum(axis=1).max())
-                                                           / b.mass.mass if b.wrench is not None else 0.0))
-            if b.kind == "dynamic" else 0.0 for b in scene.bodies]
     for i, bi in enumerate(scene.bodies):
         for j in range(i + 1, len(scene.bodies)):
             bj = scene.bodies[j]
@@ -174,20 +180,26 @@ def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: 
                 continue
             gi, gj = bi.geometry, bj.geometry
             chi, mu = combined_dissipation(gi, gj), combined_friction(gi, gj)
+            extra = speeds.get((i, j), 0.0)
             if isinstance(gi, CompliantBody) or isinstance(gj, CompliantBody):
-                with watched((bi.name, bj.name)):   # kept once per (pair, kind) by simulate()
-                    surface = compute_contact_surface(gi, poses[i], gj, poses[j], "polygon",
-                                                      face_rule=scene.face_rule)
+                if cache is not None and (i, j) in cache:
+                    surface, polygons = cache[(i, j)]
+                else:
+                    with watched((bi.name, bj.name)):   # kept once per (pair, kind) by simulate()
+                        surface = compute_contact_surface(gi, poses[i], gj, poses[j], "polygon",
+                                                          face_rule=scene.face_rule)
+                    polygons = polygon_point_contacts(surface, chi, mu) if surface.n_faces else None
+                    if cache is not None:
+                        cache[(i, j)] = (surface, polygons)
                 if surface.n_faces == 0:
                     continue
                 if keep_surfaces:
                     surfaces.append((i, j, surface))
-                p, n, phi, k = polygon_point_contacts(surface, chi, mu)
                 p, n, phi, k, c = _with_core_contacts(gi, poses[i], states[i], gj, poses[j], states[j], dt,
-                                                      rigid_margin, (p, n, phi, k), gain[i] + gain[j])
+                                                      rigid_margin, polygons, extra, margins, (i, j))
             else:
                 p, n, phi = _rigid_pair_contacts(gi, poses[i], states[i], gj, poses[j], states[j], dt,
-                                                 rigid_margin, gain[i] + gain[j])
+                                                 rigid_margin, extra, margins, (i, j))
                 k = np.full(len(phi), np.inf)
                 c = np.zeros(len(phi), bool)
             m = len(phi)
@@ -198,18 +210,19 @@ def scene_contacts(scene: Scene, states: list[RigidBodyState], *, rigid_margin: 
             cols["chi"].append(np.full(m, chi)), cols["mu"].append(np.full(m, mu)), cols["core"].append(c)
     if not cols["a"]:
         z = np.zeros(0)
-        return PointContacts(z.astype(int), z.astype(int), np.zeros((0, 3)), np.zeros((0, 3)), z, z, z, z, surfaces)
+        return PointContacts(z.astype(int), z.astype(int), np.zeros((0, 3)), np.zeros((0, 3)), z, z, z, z, surfaces,
+                             margins=margins)
     cat = {k: np.concatenate(v) for k, v in cols.items()}
     return PointContacts(cat["a"], cat["b"], cat["p"], cat["n"], cat["phi"], cat["k"], cat["chi"], cat["mu"],
-                         surfaces, cat["core"])
+                         surfaces, cat["core"], margins)
 
 
-def _with_core_contacts(gi, Xi, si, gj, Xj, sj, dt, floor, polygons, gain=0.0):
+def _with_core_contacts(gi, Xi, si, gj, Xj, sj, dt, floor, polygons, speed=0.0, margins=None, pair=None):
     """Polygon contacts of a compliant pair plus, where a side has a rigid core (D 5.1.2: the
     boundary faces at e = 1, ``CompliantBody.core_faces``) and the other side is rigid or has a
     core too, the rigid contacts between that core and the other side (``rigid_contact``),
     within the pair's signed-distance margin: the core is rigid geometry, so nothing passes
-    through it; such a step goes to the LCP. Returns (p, n, φ0, k, from_core)."""
+    through it. Returns (p, n, φ0, k, from_core)."""
     ci, cj = core_body(gi), core_body(gj)
     oi = ci if ci is not None else gi if isinstance(gi, RigidBody) else None
     oj = cj if cj is not None else gj if isinstance(gj, RigidBody) else None
@@ -217,19 +230,33 @@ def _with_core_contacts(gi, Xi, si, gj, Xj, sj, dt, floor, polygons, gain=0.0):
     core = np.zeros(len(phi), bool)
     if (ci is None and cj is None) or oi is None or oj is None:
         return p, n, phi, k, core
-    pc, nc, phic = _rigid_pair_contacts(oi, Xi, si, oj, Xj, sj, dt, floor, gain)
+    pc, nc, phic = _rigid_pair_contacts(oi, Xi, si, oj, Xj, sj, dt, floor, speed, margins, pair)
     return (np.vstack([p, pc]), np.vstack([n, nc]), np.concatenate([phi, phic]),
             np.concatenate([k, np.full(len(phic), np.inf)]), np.concatenate([core, np.ones(len(phic), bool)]))
 
 
-def _rigid_pair_contacts(gi, Xi, si, gj, Xj, sj, dt, floor, gain=0.0):
-    """``rigid_contact.mesh_contacts`` with the margin of this pair's relative motion (``gain``:
-    the relative speed the step's forces can add)."""
+def _rigid_pair_contacts(gi, Xi, si, gj, Xj, sj, dt, floor, speed=0.0, margins=None, pair=None):
+    """``rigid_contact.mesh_contacts`` with the margin of this pair's relative motion: the larger
+    of the speed its states give and ``speed``; the margin used goes into ``margins[pair]``."""
     fi, fj = mesh_features(gi), mesh_features(gj)
-    speed = gain + float(np.linalg.norm(si.velocity - sj.velocity) + np.linalg.norm(si.angular_velocity) * fi.diagonal
-                  + np.linalg.norm(sj.angular_velocity) * fj.diagonal)
+    speed = max(speed, pair_speed(fi, si.velocity, si.angular_velocity, fj, sj.velocity, sj.angular_velocity))
     margin = max(contact_margin(speed, dt, min(fi.diagonal, fj.diagonal)), floor)
+    if margins is not None:
+        margins[pair] = (margin, fi, fj)
     return mesh_contacts(gi, Xi, gj, Xj, margin)
+
+
+def margin_shortfalls(contacts: PointContacts, twists: np.ndarray, dt: float) -> dict:
+    """Pairs whose rigid contacts were searched within a margin the step's solution outran:
+    ``{(i, j): speed}`` for each pair whose surfaces can move closer within ``dt`` at the
+    solved ``twists`` (n_bodies, 6) than the margin used, with the speed to search again at.
+    Empty when every gap the step can close was a constraint of the step."""
+    out = {}
+    for (i, j), (margin, fi, fj) in contacts.margins.items():
+        speed = pair_speed(fi, twists[i, :3], twists[i, 3:], fj, twists[j, :3], twists[j, 3:])
+        if speed * dt > margin:
+            out[(i, j)] = speed
+    return out
 
 
 # --------------------------------------------------------------------------- convex step
@@ -414,7 +441,8 @@ def solve_with_rigid_rows(M, v_star, J, bias, phi0, stiffness, dissipation, mu, 
     normal impulse (its friction bound μλ follows). Stops when ``0 ≤ gap ⊥ λ ≥ 0`` holds to
     ``tolerance`` m (natural residual of the next-step gap and of δt λ/ρ). ρ is 10³ times the
     largest of the bodies' masses and δt² times the compliant stiffness: each outer iteration
-    then shrinks the multipliers' error by about 10³."""
+    then shrinks the multipliers' error by about 10³; where it shrinks by less than 4 (nearly
+    dependent rows), ρ grows tenfold, up to 10⁶ times its start."""
     rigid = ~np.isfinite(stiffness)
     k = np.array(stiffness, dtype=np.float64)
     phi = np.array(phi0, dtype=np.float64)
@@ -422,6 +450,7 @@ def solve_with_rigid_rows(M, v_star, J, bias, phi0, stiffness, dissipation, mu, 
     chi[rigid] = 0.0
     rho = 1e3 * max(float(np.max(np.diag(M))) if len(M) else 1.0, dt * dt * float(k[~rigid].sum()))
     k[rigid] = rho / (dt * dt)
+    rho0, previous = rho, np.inf
     lam = np.zeros(int(rigid.sum()))
     v = None if initial_velocity is None else np.asarray(initial_velocity, dtype=np.float64)
     newton = friction = 0
@@ -436,10 +465,17 @@ def solve_with_rigid_rows(M, v_star, J, bias, phi0, stiffness, dissipation, mu, 
         updated = np.maximum(0.0, lam - rho * gap)
         # natural residual of 0 <= gap ⊥ λ >= 0, both in metres over the step (redundant rows of a
         # resting body may share the load in any proportion: their split need not settle)
-        converged = float(np.abs(np.minimum(gap * dt, updated * dt / rho)).max()) <= tolerance
+        residual = float(np.abs(np.minimum(gap * dt, updated * dt / rho)).max())
         lam = updated
-        if converged:
+        if residual <= tolerance:
             break
+        if residual > 0.25 * previous and rho < 1e6 * rho0:
+            # slow progress: nearly dependent rows (two features of one touch point, their normals a
+            # few degrees apart) converge at a rate set by their smallest singular value; a stiffer
+            # penalty restores it (the Newton system stays 6n × 6n, only its conditioning grows)
+            rho *= 10.0
+            k[rigid] = rho / (dt * dt)
+        previous = residual
     else:
         raise BuildError(f"a step with {int(rigid.sum())} rigid-core contacts did not converge in {max_outer} "
                          f"augmented-Lagrangian iterations (gap {float(gap.min()) * dt:.3g} m)",
@@ -619,6 +655,7 @@ class StepInfo:
     impulses: np.ndarray          # (n_c, 3) world impulses on B
     points: PointContacts
     stage_seconds: tuple = (0.0, 0.0, 0.0, 0.0)   # wall time: contact query, assembly, solve, pose update
+    attempts: int = 1             # contact searches: more than one when the solution outran a rigid margin
 
 
 def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: float, *,
@@ -626,11 +663,8 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
                   keep_surfaces: bool = False) -> tuple[list[RigidBodyState], StepInfo]:
     """One velocity-level step (M22 IV) from ``states`` at time ``t``: (new states, info)."""
     clock = time.perf_counter
-    t0 = clock()
     dyn = _dynamic_indices(scene)
     dyn_index = {b: k for k, b in enumerate(dyn)}
-    contacts = scene_contacts(scene, states, keep_surfaces=keep_surfaces, dt=dt)
-    t1 = clock()
     n = len(dyn)
     M = np.zeros((6 * n, 6 * n))
     v_star = np.zeros(6 * n)
@@ -655,23 +689,42 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
         v_star[6 * k + 3:6 * k + 6] = np.linalg.solve(I_w, L + dt * torque)
     v_prev = np.concatenate([np.concatenate([states[b].velocity, states[b].angular_velocity]) for b in dyn]) \
         if n else np.zeros(0)
-    rigid = contacts.rigid
-    if np.any(rigid) and not np.any(contacts.core):
-        t2 = clock()
-        v, impulses, iterations = _lcp_fallback(scene, states, dyn_index, contacts, dt, t, n_directions)
-        solver = "lemke"
-    else:
-        frames = contact_frames(contacts.normal) if contacts.n else np.zeros((0, 3, 3))
-        J, bias = _jacobians(scene, states, dyn_index, contacts, frames, t)
-        t2 = clock()
-        solve = solve_compliant_step if not np.any(rigid) else solve_with_rigid_rows   # core reached
-        result = solve(M, v_star, J, bias, contacts.phi0, contacts.stiffness,
-                       contacts.dissipation, contacts.mu, dt,
-                       stiction_velocity=stiction_velocity, initial_velocity=v_prev)
-        v = result.velocity
-        impulses = np.einsum("ck,ckj->cj", result.impulses, frames) if contacts.n else np.zeros((0, 3))
-        iterations = result.newton_iterations
-        solver = "newton" if solve is solve_compliant_step else "newton+rigid"
+    # Rigid contacts are searched within a margin from the pair's speed at the step's start; if
+    # the solved velocities could close a gap wider than that margin, the search is redone at
+    # that speed (compliant polygons kept) and the step solved again, so every gap the step
+    # can close is a constraint of it, however hard the bodies are pushed.
+    speeds, cache = {}, {}
+    seconds = np.zeros(3)
+    for attempt in range(MAX_MARGIN_ATTEMPTS):
+        t0_ = clock()
+        contacts = scene_contacts(scene, states, keep_surfaces=keep_surfaces, dt=dt, speeds=speeds, cache=cache)
+        t1_ = clock()
+        rigid = contacts.rigid
+        if np.any(rigid) and not np.any(contacts.core):
+            t2_ = clock()
+            v, impulses, iterations = _lcp_fallback(scene, states, dyn_index, contacts, dt, t, n_directions)
+            solver = "lemke"
+        else:
+            frames = contact_frames(contacts.normal) if contacts.n else np.zeros((0, 3, 3))
+            J, bias = _jacobians(scene, states, dyn_index, contacts, frames, t)
+            t2_ = clock()
+            solve = solve_compliant_step if not np.any(rigid) else solve_with_rigid_rows   # core reached
+            result = solve(M, v_star, J, bias, contacts.phi0, contacts.stiffness,
+                           contacts.dissipation, contacts.mu, dt,
+                           stiction_velocity=stiction_velocity, initial_velocity=v_prev)
+            v = result.velocity
+            impulses = np.einsum("ck,ckj->cj", result.impulses, frames) if contacts.n else np.zeros((0, 3))
+            iterations = result.newton_iterations
+            solver = "newton" if solve is solve_compliant_step else "newton+rigid"
+        seconds += (t1_ - t0_, t2_ - t1_, clock() - t2_)
+        if not contacts.margins:
+            break
+        twists = np.array([v[6 * dyn_index[b]:6 * dyn_index[b] + 6] if body.kind == "dynamic"
+                           else _scheduled_twist(body, t) for b, body in enumerate(scene.bodies)]).reshape(-1, 6)
+        short = margin_shortfalls(contacts, twists, dt)
+        if not short:
+            break
+        speeds.update(short)
     t3 = clock()
     new_states = []
     for b, (body, s) in enumerate(zip(scene.bodies, states)):
@@ -686,7 +739,7 @@ def velocity_step(scene: Scene, states: list[RigidBodyState], t: float, dt: floa
             continue
         new_states.append(integrate_pose(moved, dt))
     return new_states, StepInfo(contacts.n, int(rigid.sum()), solver, iterations, impulses, contacts,
-                                (t1 - t0, t2 - t1, t3 - t2, clock() - t3))
+                                (*seconds.tolist(), clock() - t3), attempt + 1)
 
 
 def _lcp_fallback(scene, states, dyn_index, contacts: PointContacts, dt, t, n_directions):
