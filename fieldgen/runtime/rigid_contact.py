@@ -316,9 +316,11 @@ def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: 
     def pairs(bvh_a, bvh_b, grow):
         return candidate_pairs(_grown(bvh_a, grow), bvh_b, X_AB)
 
+    empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+    if len(pairs(geom_a.bvh, geom_b.bvh, reach)) == 0:
+        return empty        # every feature lies on a face: no faces within reach, no contact
     NA, NB = geom_a.face_normals @ RA.T, geom_b.face_normals @ RB.T
     FA, FB = geom_a.faces, geom_b.faces
-    empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
     out_p, out_n, out_d = [empty[0]], [empty[1]], [empty[2]]
 
     def add(p, n, d):
