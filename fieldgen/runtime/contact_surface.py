@@ -32,6 +32,7 @@ pressure at the core's pressure, means the other body reached the core: a
 from __future__ import annotations
 
 import warnings
+import weakref
 from dataclasses import dataclass, field
 
 import numba as nb
@@ -39,7 +40,7 @@ import numpy as np
 
 from fieldgen.runtime import clip
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
-from fieldgen.runtime.bvh import candidate_pairs
+from fieldgen.runtime.bvh import PairCache, sorted_candidate_pairs
 from fieldgen.runtime.pose import as_matrix
 
 REPRESENTATIONS = ("polygon", "triangle")
@@ -121,12 +122,17 @@ def empty_surface(representation: str, X_WA, X_WB, name_a="A", name_b="B") -> Co
 
 
 def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "polygon", *,
-                            face_rule: str = "all") -> ContactSurface:
+                            face_rule: str = "all", reuse_pairs: bool = True) -> ContactSurface:
     """Contact surface of ``body_a`` at pose ``X_WA`` and ``body_b`` at ``X_WB`` (Pose or 4x4).
 
     Compliant–compliant: equal-pressure polygons (D C.1); compliant–rigid: rigid triangles
     clipped by the tets (D 5.0.2); rigid–rigid: an empty surface. ``face_rule``: ``"all"`` keeps
     every polygon, ``"drake"`` applies Drake's 5π/8 filters (module docstring).
+
+    Faces come in the order of their (element of A, element of B) pairs, sorted. The broad
+    phase reuses the pairs found at an earlier pose while the relative motion since then stays
+    within a margin (``bvh.PairCache``, kept on the compliant body per other body);
+    ``reuse_pairs=False`` traverses the trees afresh. The result is the same either way.
     """
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}")
@@ -142,9 +148,11 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     if not a_soft and not b_soft:
         return empty_surface(representation, XA, XB, name_a, name_b)
     if a_soft:
-        pairs = candidate_pairs(body_a.bvh, body_b.bvh, relative_pose(XA, XB))
+        pairs = sorted_candidate_pairs(body_a.bvh, body_b.bvh, relative_pose(XA, XB),
+                                       _pair_cache(body_a, body_b) if reuse_pairs else None)
     else:       # (triangle of A, tet of B) pairs come from B's side: no column swaps on the way
-        swapped = candidate_pairs(body_b.bvh, body_a.bvh, relative_pose(XB, XA))
+        swapped = sorted_candidate_pairs(body_b.bvh, body_a.bvh, relative_pose(XB, XA),
+                                         _pair_cache(body_b, body_a) if reuse_pairs else None)
         pairs = swapped[:, ::-1]
     if len(pairs) == 0:
         return empty_surface(representation, XA, XB, name_a, name_b)
@@ -183,6 +191,15 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     return ContactSurface("triangle", V, np.arange(0, 3 * len(tris) + 1, 3, dtype=np.int64), tris.ravel(),
                           normals[owner], fan_areas, t.mean(axis=1), P, P[tris].mean(axis=1),
                           grad_a[owner], grad_b[owner], el_a[owner], el_b[owner], XA, XB, name_a, name_b)
+
+
+def _pair_cache(body: CompliantBody, other) -> PairCache:
+    """The broad-phase cache of ``body`` (whose tree is queried first) against ``other``."""
+    entry = body.pair_caches.get(id(other))
+    if entry is None or entry[0]() is not other:
+        entry = (weakref.ref(other), PairCache())
+        body.pair_caches[id(other)] = entry
+    return entry[1]
 
 
 def _posed_tets(X, body: CompliantBody, elements: np.ndarray):
