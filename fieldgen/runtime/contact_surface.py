@@ -148,10 +148,12 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     if not a_soft and not b_soft:
         return empty_surface(representation, XA, XB, name_a, name_b)
     if a_soft:
-        pairs = sorted_candidate_pairs(body_a.bvh, body_b.bvh, relative_pose(XA, XB),
+        X_AB = relative_pose(XA, XB)
+        pairs = sorted_candidate_pairs(body_a.bvh, body_b.bvh, X_AB,
                                        _pair_cache(body_a, body_b) if reuse_pairs else None)
     else:       # (triangle of A, tet of B) pairs come from B's side: no column swaps on the way
-        swapped = sorted_candidate_pairs(body_b.bvh, body_a.bvh, relative_pose(XB, XA),
+        X_BA = relative_pose(XB, XA)
+        swapped = sorted_candidate_pairs(body_b.bvh, body_a.bvh, X_BA,
                                          _pair_cache(body_b, body_a) if reuse_pairs else None)
         pairs = swapped[:, ::-1]
     if len(pairs) == 0:
@@ -164,22 +166,21 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = gA[el_a], gB[el_b]
-    elif a_soft:
-        PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
-        PS = _transform(XB, body_b.vertices)
-        out = clip.tri_tet_polygons(pairs, PA, body_a.tets, PS, body_b.faces,
-                                    _rotate(XB, body_b.face_normals), -1.0, body_a.pressure, gA, drake)
-        src = out[7]
-        el_a, el_b = pairs[src, 0], pairs[src, 1]
-        grad_a, grad_b = gA[el_a], np.full((len(src), 3), np.nan)
     else:
-        PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
-        PS = _transform(XA, body_a.vertices)
-        out = clip.tri_tet_polygons(swapped, PB, body_b.tets, PS, body_a.faces,
-                                    _rotate(XA, body_a.face_normals), 1.0, body_b.pressure, gB, drake)
+        # compliant–rigid: clip in the compliant body's frame (the rigid surface's few vertices
+        # are posed there, not the tets), then pose the polygons in the world
+        soft, rigid, X_WS, X_SR, sign, tet_pairs = ((body_a, body_b, XA, X_AB, -1.0, pairs) if a_soft else
+                                                    (body_b, body_a, XB, X_BA, 1.0, swapped))
+        out = clip.tri_tet_polygons(tet_pairs, soft.points, soft.tets, _transform(X_SR, rigid.vertices),
+                                    rigid.faces, _rotate(X_SR, rigid.face_normals), sign, soft.pressure,
+                                    soft.gradient, drake)
+        out = (_transform(X_WS, out[0]), out[1], out[2], _rotate(X_WS, out[3])) + out[4:5] + \
+            (_transform(X_WS, out[5]),) + out[6:]
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
-        grad_a, grad_b = np.full((len(src), 3), np.nan), gB[el_b]
+        grad = _rotate(X_WS, soft.gradient[tet_pairs[src, 0]])
+        nan = np.full((len(src), 3), np.nan)
+        grad_a, grad_b = (grad, nan) if a_soft else (nan, grad)
     verts, vpress, offsets, normals, areas, cents, cpress, _ = out
     _warn_pass_through(body_a, el_a, body_b, el_b, vpress, offsets)
     if representation == "polygon":

@@ -133,7 +133,9 @@ def core_body(body) -> RigidBody | None:
     cached = _CORES.get(id(body))
     if cached is not None and cached[1] is body:
         return cached[0]
-    core = RigidBody(body.points, faces[:, ::-1].copy(), body.mu_static, body.mu_dynamic, f"{body.name} core")
+    used, local = np.unique(faces, return_inverse=True)    # only the core's own vertices: posing
+    core = RigidBody(body.points[used], local.reshape(faces.shape)[:, ::-1].copy(),   # them is per step
+                     body.mu_static, body.mu_dynamic, f"{body.name} core")
     _CORES[id(body)] = (core, body)
     return core
 
@@ -249,14 +251,14 @@ def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: 
     if depth is None:
         size = min(fa.diagonal, fb.diagonal)
         depth = max(1e-3 * size, min(margin, 0.05 * size))
-    RA, RB = X_WA[:3, :3], X_WB[:3, :3]
-    VA = geom_a.vertices @ RA.T + X_WA[:3, 3]
-    VB = geom_b.vertices @ RB.T + X_WB[:3, 3]
     X_AB = np.linalg.solve(X_WA, X_WB)
     pairs = candidate_pairs(_grown(geom_a.bvh, margin + depth), geom_b.bvh, X_AB)
     empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
-    if len(pairs) == 0:
+    if len(pairs) == 0:     # the usual case (e.g. a rigid core far behind its layer): pose nothing
         return empty
+    RA, RB = X_WA[:3, :3], X_WB[:3, :3]
+    VA = geom_a.vertices @ RA.T + X_WA[:3, 3]
+    VB = geom_b.vertices @ RB.T + X_WB[:3, 3]
     NA, NB = geom_a.face_normals @ RA.T, geom_b.face_normals @ RB.T
     FA, FB = geom_a.faces, geom_b.faces
     out_p, out_n, out_d = [], [], []
