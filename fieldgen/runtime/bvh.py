@@ -144,6 +144,30 @@ def candidate_pairs(bvh_a: BVH, bvh_b: BVH, X_AB: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(_query(bvh_b, bvh_a, X_BA)[:, ::-1])
 
 
+def roots_within(bvh_a: BVH, bvh_b: BVH, X_AB: np.ndarray, margin: float) -> bool:
+    """Does B's root box, posed at X_AB in A's frame (conservatively, as the traversal maps
+    boxes), come within ``margin`` of A's root box? False means no pair of elements can: a
+    cheap first test before a query with boxes grown by ``margin``."""
+    if bvh_a.n_nodes == 0 or bvh_b.n_nodes == 0:
+        return False
+    return bool(_roots_within(bvh_a.lower, bvh_a.upper, bvh_b.lower, bvh_b.upper,
+                              np.ascontiguousarray(X_AB, dtype=np.float64), float(margin)))
+
+
+@nb.njit(cache=True)
+def _roots_within(alo, ahi, blo, bhi, X, margin):
+    pad = _pad(alo, ahi) + margin * (1.0 + 1e-9)   # at least the slack of the grown-box traversal
+    for i in range(3):
+        c = X[i, 3]
+        h = 0.0
+        for j in range(3):
+            c += X[i, j] * 0.5 * (blo[0, j] + bhi[0, j])
+            h += abs(X[i, j]) * 0.5 * (bhi[0, j] - blo[0, j])
+        if c - h > ahi[0, i] + pad or c + h < alo[0, i] - pad:
+            return False
+    return True
+
+
 def _query(big: BVH, small: BVH, X, grow: float = 0.0):
     """(big's element, small's element) pairs, small posed at X in big's frame, its boxes grown
     by ``grow`` on every side."""

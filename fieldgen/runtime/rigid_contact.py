@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen.runtime.bodies import RigidBody
-from fieldgen.runtime.bvh import BVH, candidate_pairs
+from fieldgen.runtime.bvh import BVH, candidate_pairs, roots_within
 
 SUPPORT_COS = -0.5          #: vertex cone leniency: neighbours may rise 60° toward the other body
 CONE_TOLERANCE = 1e-3       #: edge wedge / face normal tolerance (sine of the angle)
@@ -252,9 +252,11 @@ def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: 
         size = min(fa.diagonal, fb.diagonal)
         depth = max(1e-3 * size, min(margin, 0.05 * size))
     X_AB = np.linalg.solve(X_WA, X_WB)
-    pairs = candidate_pairs(_grown(geom_a.bvh, margin + depth), geom_b.bvh, X_AB)
     empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
-    if len(pairs) == 0:     # the usual case (e.g. a rigid core far behind its layer): pose nothing
+    if not roots_within(geom_a.bvh, geom_b.bvh, X_AB, margin + depth):   # the usual case for a
+        return empty                                                       # rigid core: far away
+    pairs = candidate_pairs(_grown(geom_a.bvh, margin + depth), geom_b.bvh, X_AB)
+    if len(pairs) == 0:     # pose nothing
         return empty
     RA, RB = X_WA[:3, :3], X_WB[:3, :3]
     VA = geom_a.vertices @ RA.T + X_WA[:3, 3]
