@@ -64,6 +64,9 @@ class CompliantBody:
     bvh: BVH = field(init=False, repr=False)
     core_tets: np.ndarray = field(init=False, repr=False)   #: (t,) bool, tet has a core face
     core_pressure: float = field(init=False, repr=False)    #: smallest p0 on the core (inf if none)
+    #: broad-phase caches of the contact query (``contact_surface``), one per other body: a pure
+    #: speed-up, the query returns the same arrays with or without them
+    pair_caches: dict = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self):
         self.points = np.ascontiguousarray(self.points, dtype=np.float64)

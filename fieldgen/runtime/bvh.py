@@ -6,11 +6,19 @@ mapped into A's frame (centre rotated and translated, half-size through ``|R|``)
 conservative box for the rotated one, so no overlapping pair is ever missed.
 Traversal is a depth-first stack in a numba kernel; its output order depends only on the
 inputs, never on threads.
+
+Temporal coherence (:func:`sorted_candidate_pairs` with a :class:`PairCache`): a simulation
+queries the same two trees at poses that differ little from step to step. The cache keeps the
+pairs found with B's boxes grown by a margin δ; while no box of B can have moved more than δ
+since then (a bound from the change of pose, :func:`motion_bound`), the pairs of the current
+pose are exactly the cached pairs whose element boxes overlap now, one box test per pair
+instead of a traversal. Both ways return the pairs sorted (A's element, then B's), so the
+cached and the direct query give the same array, bit for bit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
@@ -136,9 +144,38 @@ def candidate_pairs(bvh_a: BVH, bvh_b: BVH, X_AB: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(_query(bvh_b, bvh_a, X_BA)[:, ::-1])
 
 
-def _query(big: BVH, small: BVH, X):
+def roots_within(bvh_a: BVH, bvh_b: BVH, X_AB: np.ndarray, margin: float) -> bool:
+    """Does B's root box, posed at X_AB in A's frame (conservatively, as the traversal maps
+    boxes), come within ``margin`` of A's root box? False means no pair of elements can: a
+    cheap first test before a query with boxes grown by ``margin``."""
+    if bvh_a.n_nodes == 0 or bvh_b.n_nodes == 0:
+        return False
+    return bool(_roots_within(bvh_a.lower, bvh_a.upper, bvh_b.lower, bvh_b.upper,
+                              np.ascontiguousarray(X_AB, dtype=np.float64), float(margin)))
+
+
+@nb.njit(cache=True)
+def _roots_within(alo, ahi, blo, bhi, X, margin):
+    pad = _pad(alo, ahi) + margin * (1.0 + 1e-9)   # at least the slack of the grown-box traversal
+    for i in range(3):
+        c = X[i, 3]
+        h = 0.0
+        for j in range(3):
+            c += X[i, j] * 0.5 * (blo[0, j] + bhi[0, j])
+            h += abs(X[i, j]) * 0.5 * (bhi[0, j] - blo[0, j])
+        if c - h > ahi[0, i] + pad or c + h < alo[0, i] - pad:
+            return False
+    return True
+
+
+def _query(big: BVH, small: BVH, X, grow: float = 0.0):
+    """(big's element, small's element) pairs, small posed at X in big's frame, its boxes grown
+    by ``grow`` on every side."""
     node_c, node_h = _mapped_boxes(small.lower, small.upper, X)
     elem_c, elem_h = _mapped_boxes(small.element_lower, small.element_upper, X)
+    if grow > 0.0:
+        node_h += grow
+        elem_h += grow
     return _traverse(big.lower, big.upper, big.left, big.right, big.start, big.count, big.order,
                      big.element_lower, big.element_upper,
                      node_c, node_h, small.left, small.right, small.start, small.count, small.order,
@@ -176,9 +213,15 @@ def _overlap(alo, ahi, c, h):
 
 
 @nb.njit(cache=True)
+def _pad(alow, aupp):
+    """Slack added to A's boxes (1e-12 of the root box's coordinates): touching boxes overlap."""
+    return 1e-12 * (np.max(np.abs(aupp[0])) + np.max(np.abs(alow[0])) + 1e-300)
+
+
+@nb.njit(cache=True)
 def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
               bc, bh, bleft, bright, bstart, bcount, border, bec, beh):
-    pad = 1e-12 * (np.max(np.abs(aupp[0])) + np.max(np.abs(alow[0])) + 1e-300)
+    pad = _pad(alow, aupp)
     cap = 1024
     out = np.empty((cap, 2), np.int64)
     m = 0
@@ -248,4 +291,113 @@ def _traverse(alow, aupp, aleft, aright, astart, acount, aorder, aelo, aehi,
             stack[top + 1, 0] = na
             stack[top + 1, 1] = bleft[nb_]
         top += 2
+    return out[:m].copy()
+
+
+# --------------------------------------------------------------------------- temporal coherence
+
+@dataclass(eq=False)
+class PairCache:
+    """Candidate pairs of one (big tree, small tree) couple kept between queries (module doc).
+
+    ``margin`` is δ (m, in the big tree's frame); NaN picks a quarter of the big tree's median
+    element size on first use. ``pose`` is the small tree's pose in the big one's frame when
+    ``pairs`` (sorted, big's element first) were found with the small tree's boxes grown by δ.
+    ``traversals``/``reuses`` count the two kinds of query (for benchmarks and tests)."""
+
+    margin: float = float("nan")
+    pose: np.ndarray | None = None
+    pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    big: object = None
+    small: object = None
+    traversals: int = 0
+    reuses: int = 0
+
+
+def default_margin(bvh: BVH) -> float:
+    """A quarter of the median element size (largest box side) of ``bvh``."""
+    if bvh.element_lower.shape[0] == 0:
+        return 0.0
+    return 0.25 * float(np.median(np.max(bvh.element_upper - bvh.element_lower, axis=1)))
+
+
+def motion_bound(X_old: np.ndarray, X_new: np.ndarray, reach: float) -> float:
+    """How far (per axis) any box of a tree whose boxes lie within ``reach`` of its origin on
+    every axis (max |coordinate|) can move, centre and conservative half-size together, when
+    its pose changes from ``X_old`` to ``X_new``: |Δt|∞ + ‖ΔR‖∞·reach (``_mapped_boxes`` maps a
+    box to centre R c + t and half-size |R| h, and |c_j| + h_j ≤ reach)."""
+    dR = np.abs(X_new[:3, :3] - X_old[:3, :3]).sum(axis=1).max()
+    return float(np.abs(X_new[:3, 3] - X_old[:3, 3]).max() + dR * reach)
+
+
+def sorted_candidate_pairs(bvh_a: BVH, bvh_b: BVH, X_AB: np.ndarray, cache: PairCache | None = None) -> np.ndarray:
+    """The pairs of :func:`candidate_pairs` sorted by (element of A, element of B) — the
+    larger tree's element first when B is the larger — found through ``cache`` when given and
+    still valid (module doc), else by a traversal (which refills the cache). Same result either
+    way: a pair is returned when its element boxes overlap (A's grown by the traversal's 1e-12
+    slack), whatever the cache's state."""
+    X_AB = np.ascontiguousarray(X_AB, dtype=np.float64)
+    if bvh_a.n_nodes == 0 or bvh_b.n_nodes == 0 or bvh_a.order.size == 0 or bvh_b.order.size == 0:
+        return np.zeros((0, 2), np.int64)
+    swap = bvh_b.order.size > bvh_a.order.size
+    if swap:
+        big, small = bvh_b, bvh_a
+        R = X_AB[:3, :3]
+        X = np.zeros((4, 4))
+        X[:3, :3] = R.T
+        X[:3, 3] = -(R.T @ X_AB[:3, 3])
+        X[3, 3] = 1.0
+    else:
+        big, small, X = bvh_a, bvh_b, X_AB
+    if cache is None:
+        pairs = _sorted(_query(big, small, X), small.order.size)
+    else:
+        if cache.big is not big or cache.small is not small:
+            cache.big, cache.small, cache.pose = big, small, None
+            if not np.isfinite(cache.margin):
+                cache.margin = default_margin(big)
+        reach = float(max(np.abs(small.lower[0]).max(), np.abs(small.upper[0]).max()))
+        slack = 1e-9 * (reach + float(np.abs(X[:3, 3]).max()))   # round-off of the mapped boxes
+        if cache.pose is None or motion_bound(cache.pose, X, reach) + slack > cache.margin:
+            cache.pairs = _sorted(_query(big, small, X, cache.margin), small.order.size)
+            cache.pose = X.copy()
+            cache.traversals += 1
+        else:
+            cache.reuses += 1
+        elem_c, elem_h = _mapped_boxes(small.element_lower, small.element_upper, X)
+        pairs = _overlapping(cache.pairs, big.lower, big.upper, big.element_lower, big.element_upper,
+                             elem_c, elem_h)
+    return np.ascontiguousarray(pairs[:, ::-1]) if swap else pairs
+
+
+def _sorted(pairs: np.ndarray, n_small: int) -> np.ndarray:
+    """Rows sorted by (first, second) column, through one int64 key."""
+    if len(pairs) < 2:
+        return pairs
+    key = np.sort(pairs[:, 0] * np.int64(n_small) + pairs[:, 1])
+    out = np.empty_like(pairs)
+    out[:, 0] = key // n_small
+    out[:, 1] = key % n_small
+    return out
+
+
+@nb.njit(cache=True)
+def _overlapping(pairs, alow, aupp, aelo, aehi, bec, beh):
+    """The rows of ``pairs`` whose element boxes overlap: A's (grown by the traversal's slack)
+    against B's mapped box — the traversal's own element test (``_overlap``), in the rows' order."""
+    pad = _pad(alow, aupp)
+    out = np.empty_like(pairs)
+    m = 0
+    for r in range(pairs.shape[0]):
+        ea = pairs[r, 0]
+        eb = pairs[r, 1]
+        hit = True
+        for i in range(3):
+            if bec[eb, i] - beh[eb, i] > aehi[ea, i] + pad or bec[eb, i] + beh[eb, i] < aelo[ea, i] - pad:
+                hit = False
+                break
+        if hit:
+            out[m, 0] = ea
+            out[m, 1] = eb
+            m += 1
     return out[:m].copy()

@@ -360,34 +360,152 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
 
 
 @nb.njit(cache=True, inline="always")
-def _separated(P, tet, PS, tri):
-    """True when the triangle lies strictly outside one face plane of ``tet`` (no overlap):
-    the test Sutherland–Hodgman would make first, without copying the polygon."""
-    for f in range(4):
-        a = P[tet[_FACES[f, 0]]]
-        b = P[tet[_FACES[f, 1]]]
-        c = P[tet[_FACES[f, 2]]]
-        ux, uy, uz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
-        vx, vy, vz = c[0] - a[0], c[1] - a[1], c[2] - a[2]
-        nx = uy * vz - uz * vy
-        ny = uz * vx - ux * vz
-        nz = ux * vy - uy * vx
-        outside = True
-        for i in range(3):
-            x = PS[tri[i]]
-            if (x[0] - a[0]) * nx + (x[1] - a[1]) * ny + (x[2] - a[2]) * nz <= 0.0:
-                outside = False
-                break
-        if outside:
-            return True
-    return False
+def _slice_point(poly, n, xa, ya, za, da, xb, yb, zb, db):
+    """poly[n] = the point of the edge from (xa, ya, za) to (xb, yb, zb) where the signed
+    distance, da at the first end and db at the second, goes through 0."""
+    s = da / (da - db)
+    poly[n, 0] = xa + s * (xb - xa)
+    poly[n, 1] = ya + s * (yb - ya)
+    poly[n, 2] = za + s * (zb - za)
+
+
+@nb.njit(cache=True)
+def _triangle_planes(PS, SF, unit_normals, f, out):
+    """out[f] = the triangle's unit normal u, its vertex 0, and its three edge-plane normals
+    u × (v_k+1 − v_k) (pointing into the triangle, which is wound about u)."""
+    ux = unit_normals[f, 0]
+    uy = unit_normals[f, 1]
+    uz = unit_normals[f, 2]
+    out[f, 0] = ux
+    out[f, 1] = uy
+    out[f, 2] = uz
+    for c in range(3):
+        out[f, 3 + c] = PS[SF[f, 0], c]
+    for k in range(3):
+        vk = SF[f, k]
+        vl = SF[f, k + 1 if k < 2 else 0]
+        ex = PS[vl, 0] - PS[vk, 0]
+        ey = PS[vl, 1] - PS[vk, 1]
+        ez = PS[vl, 2] - PS[vk, 2]
+        out[f, 6 + 3 * k] = uy * ez - uz * ey
+        out[f, 7 + 3 * k] = uz * ex - ux * ez
+        out[f, 8 + 3 * k] = ux * ey - uy * ex
+
+
+@nb.njit(cache=True, inline="always")
+def _slice_inside_triangle(PT, TT, t_, PS, SF, f, C, poly):
+    """The common case of a large rigid triangle against a small tet, without clipping: when no
+    tet vertex lies on the triangle's plane and all four lie strictly inside the prism over the
+    triangle (inside its three edge planes, ``C[f]`` from :func:`_triangle_planes`), triangle ∩
+    tet is the tet's slice by the plane: 3 or 4 points on the tet's edges, written to ``poly``
+    in the order of a walk around the slice (either winding; the count is returned). Returns
+    0 when the tet misses the plane or lies strictly outside one edge plane (no overlap), −1
+    for every other case (the caller clips). Scalars throughout: this runs for every pair."""
+    i0 = TT[t_, 0]
+    i1 = TT[t_, 1]
+    i2 = TT[t_, 2]
+    i3 = TT[t_, 3]
+    x0 = PT[i0, 0]
+    y0 = PT[i0, 1]
+    z0 = PT[i0, 2]
+    x1 = PT[i1, 0]
+    y1 = PT[i1, 1]
+    z1 = PT[i1, 2]
+    x2 = PT[i2, 0]
+    y2 = PT[i2, 1]
+    z2 = PT[i2, 2]
+    x3 = PT[i3, 0]
+    y3 = PT[i3, 1]
+    z3 = PT[i3, 2]
+    ux = C[f, 0]
+    uy = C[f, 1]
+    uz = C[f, 2]
+    ax = C[f, 3]
+    ay = C[f, 4]
+    az = C[f, 5]
+    d0 = (x0 - ax) * ux + (y0 - ay) * uy + (z0 - az) * uz
+    d1 = (x1 - ax) * ux + (y1 - ay) * uy + (z1 - az) * uz
+    d2 = (x2 - ax) * ux + (y2 - ay) * uy + (z2 - az) * uz
+    d3 = (x3 - ax) * ux + (y3 - ay) * uy + (z3 - az) * uz
+    if d0 == 0.0 or d1 == 0.0 or d2 == 0.0 or d3 == 0.0:
+        return -1
+    b0 = d0 > 0.0
+    b1 = d1 > 0.0
+    b2 = d2 > 0.0
+    b3 = d3 > 0.0
+    npos = np.int64(b0) + np.int64(b1) + np.int64(b2) + np.int64(b3)
+    if npos == 0 or npos == 4:
+        return 0
+    inside = True
+    for k in range(3):
+        v = SF[f, k]
+        px = PS[v, 0]
+        py = PS[v, 1]
+        pz = PS[v, 2]
+        mx = C[f, 6 + 3 * k]
+        my = C[f, 7 + 3 * k]
+        mz = C[f, 8 + 3 * k]
+        e0 = (x0 - px) * mx + (y0 - py) * my + (z0 - pz) * mz
+        e1 = (x1 - px) * mx + (y1 - py) * my + (z1 - pz) * mz
+        e2 = (x2 - px) * mx + (y2 - py) * my + (z2 - pz) * mz
+        e3 = (x3 - px) * mx + (y3 - py) * my + (z3 - pz) * mz
+        if e0 < 0.0 and e1 < 0.0 and e2 < 0.0 and e3 < 0.0:
+            return 0
+        if not (e0 > 0.0 and e1 > 0.0 and e2 > 0.0 and e3 > 0.0):
+            inside = False
+    if not inside:
+        return -1
+    if npos == 2:
+        # the two vertices above (p, q) and below (r, s): the slice walks p-r, p-s, q-s, q-r
+        if b0 == b1:       # {0,1} vs {2,3}
+            _slice_point(poly, 0, x0, y0, z0, d0, x2, y2, z2, d2)
+            _slice_point(poly, 1, x0, y0, z0, d0, x3, y3, z3, d3)
+            _slice_point(poly, 2, x1, y1, z1, d1, x3, y3, z3, d3)
+            _slice_point(poly, 3, x1, y1, z1, d1, x2, y2, z2, d2)
+        elif b0 == b2:     # {0,2} vs {1,3}
+            _slice_point(poly, 0, x0, y0, z0, d0, x1, y1, z1, d1)
+            _slice_point(poly, 1, x0, y0, z0, d0, x3, y3, z3, d3)
+            _slice_point(poly, 2, x2, y2, z2, d2, x3, y3, z3, d3)
+            _slice_point(poly, 3, x2, y2, z2, d2, x1, y1, z1, d1)
+        else:              # {0,3} vs {1,2}
+            _slice_point(poly, 0, x0, y0, z0, d0, x1, y1, z1, d1)
+            _slice_point(poly, 1, x0, y0, z0, d0, x2, y2, z2, d2)
+            _slice_point(poly, 2, x3, y3, z3, d3, x2, y2, z2, d2)
+            _slice_point(poly, 3, x3, y3, z3, d3, x1, y1, z1, d1)
+        return 4
+    lone_up = npos == 1
+    if b0 == lone_up:
+        _slice_point(poly, 0, x0, y0, z0, d0, x1, y1, z1, d1)
+        _slice_point(poly, 1, x0, y0, z0, d0, x2, y2, z2, d2)
+        _slice_point(poly, 2, x0, y0, z0, d0, x3, y3, z3, d3)
+    elif b1 == lone_up:
+        _slice_point(poly, 0, x1, y1, z1, d1, x0, y0, z0, d0)
+        _slice_point(poly, 1, x1, y1, z1, d1, x2, y2, z2, d2)
+        _slice_point(poly, 2, x1, y1, z1, d1, x3, y3, z3, d3)
+    elif b2 == lone_up:
+        _slice_point(poly, 0, x2, y2, z2, d2, x0, y0, z0, d0)
+        _slice_point(poly, 1, x2, y2, z2, d2, x1, y1, z1, d1)
+        _slice_point(poly, 2, x2, y2, z2, d2, x3, y3, z3, d3)
+    else:
+        _slice_point(poly, 0, x3, y3, z3, d3, x0, y0, z0, d0)
+        _slice_point(poly, 1, x3, y3, z3, d3, x1, y1, z1, d1)
+        _slice_point(poly, 2, x3, y3, z3, d3, x2, y2, z2, d2)
+    return 3
 
 
 @nb.njit(cache=True)
 def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=False):
     """Rigid triangles clipped by the compliant tets they overlap (D 5.0.2). ``pairs`` holds
     (tet, triangle); the normal is ``sign``·(triangle outward normal) and the pressure is the
-    tet's field interpolated. ``drake``: Drake's face rule (module docstring)."""
+    tet's field interpolated. ``drake``: Drake's face rule (module docstring).
+
+    Face rule ``"all"``: a tet wholly inside the prism over the triangle is sliced by the
+    triangle's plane (:func:`_slice_inside_triangle`, the usual case for a large rigid face
+    against a fine mesh); other pairs are clipped. Clipping: the tet's four face planes
+    (normal (b − a) × (c − a) of the face's vertices a, b, c) serve both the separation test
+    (the triangle wholly outside one plane: no overlap) and Sutherland–Hodgman. Both give
+    triangle ∩ tet; they differ by round-off. Arrays are read by scalar index (no per-pair
+    views or allocations): a step of the full-resolution gripper has ~3000 pairs per pad."""
     m = pairs.shape[0]
     cap = max(m, 4)
     verts = np.empty((max(4 * m, 16), 3))
@@ -402,39 +520,170 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=Fals
     nf = 0
     poly = np.empty((MAX_POLYGON, 3))
     tmp = np.empty((MAX_POLYGON, 3))
-    nrm = np.empty(3)
+    plane = np.empty((4, 6))      # per face of the current tet: normal (3), point a (3)
+    planes = np.empty((0 if drake else SF.shape[0], 15))   # _triangle_planes, filled when first used
+    planes_done = np.zeros(0 if drake else SF.shape[0], np.bool_)
     for k in range(m):
         t_ = pairs[k, 0]
         f = pairs[k, 1]
-        tet = TT[t_]
-        if drake and not _cosine(unit_normals[f, 0], unit_normals[f, 1], unit_normals[f, 2], g[t_]) > COS_DRAKE_ANGLE:
-            continue
-        if _separated(PT, tet, PS, SF[f]):
-            continue
-        for i in range(3):
-            for c in range(3):
-                poly[i, c] = PS[SF[f, i], c]
-        for c in range(3):
-            nrm[c] = sign * unit_normals[f, c]
-        n = 3
-        if sign < 0.0:   # keep counter-clockwise about the reported normal
-            for c in range(3):
-                tmpv = poly[1, c]
-                poly[1, c] = poly[2, c]
-                poly[2, c] = tmpv
-        n = _clip_by_tet(poly, n, tmp, PT, tet, 0)
+        gx = g[t_, 0]
+        gy = g[t_, 1]
+        gz = g[t_, 2]
+        ux_ = unit_normals[f, 0]
+        uy_ = unit_normals[f, 1]
+        uz_ = unit_normals[f, 2]
+        if drake:
+            gnorm = np.sqrt(gx * gx + gy * gy + gz * gz)
+            cosine = 0.0 if gnorm == 0.0 else (ux_ * gx + uy_ * gy + uz_ * gz) / gnorm
+            if not cosine > COS_DRAKE_ANGLE:
+                continue
+        nrx = sign * ux_
+        nry = sign * uy_
+        nrz = sign * uz_
+        n = -1
+        n_slice = 0
+        if not drake:
+            if not planes_done[f]:
+                _triangle_planes(PS, SF, unit_normals, f, planes)
+                planes_done[f] = True
+            n = _slice_inside_triangle(PT, TT, t_, PS, SF, f, planes, poly)
+            if n == 0:
+                continue
+            n_slice = n
+        if n < 0:
+            separated = False
+            for q in range(4):
+                ia = TT[t_, _FACES[q, 0]]
+                ib = TT[t_, _FACES[q, 1]]
+                ic = TT[t_, _FACES[q, 2]]
+                ax = PT[ia, 0]
+                ay = PT[ia, 1]
+                az = PT[ia, 2]
+                ux, uy, uz = PT[ib, 0] - ax, PT[ib, 1] - ay, PT[ib, 2] - az
+                vx, vy, vz = PT[ic, 0] - ax, PT[ic, 1] - ay, PT[ic, 2] - az
+                nx = uy * vz - uz * vy
+                ny = uz * vx - ux * vz
+                nz = ux * vy - uy * vx
+                plane[q, 0] = nx
+                plane[q, 1] = ny
+                plane[q, 2] = nz
+                plane[q, 3] = ax
+                plane[q, 4] = ay
+                plane[q, 5] = az
+                outside = True
+                for i in range(3):
+                    v = SF[f, i]
+                    if (PS[v, 0] - ax) * nx + (PS[v, 1] - ay) * ny + (PS[v, 2] - az) * nz <= 0.0:
+                        outside = False
+                        break
+                if outside:
+                    separated = True
+                    break
+            if separated:
+                continue
+            for i in range(3):
+                v = SF[f, i]
+                for c in range(3):
+                    poly[i, c] = PS[v, c]
+            n = 3
+            if sign < 0.0:   # keep counter-clockwise about the reported normal
+                for c in range(3):
+                    tmpv = poly[1, c]
+                    poly[1, c] = poly[2, c]
+                    poly[2, c] = tmpv
+            for q in range(4):
+                nx = plane[q, 0]
+                ny = plane[q, 1]
+                nz = plane[q, 2]
+                ax = plane[q, 3]
+                ay = plane[q, 4]
+                az = plane[q, 5]
+                inside = 0
+                for i in range(n):
+                    if (poly[i, 0] - ax) * nx + (poly[i, 1] - ay) * ny + (poly[i, 2] - az) * nz <= 0.0:
+                        inside += 1
+                if inside == n:         # wholly inside this face: clipping would copy it as is
+                    continue
+                if inside == 0:         # wholly outside: nothing left
+                    n = 0
+                    break
+                n = _clip_halfspace(poly, n, tmp, nx, ny, nz, ax, ay, az)
+                for i in range(n):
+                    poly[i, 0] = tmp[i, 0]
+                    poly[i, 1] = tmp[i, 1]
+                    poly[i, 2] = tmp[i, 2]
         if drake:
             n = _merge_duplicates(poly, n)
         if n < 3:
             continue
-        area, cen = _polygon_area_centroid(poly, n, nrm)
+        # area (projected on the unit normal) and area centroid, by a fan from vertex 0
+        area = 0.0
+        cx = 0.0
+        cy = 0.0
+        cz = 0.0
+        for q in range(1, n - 1):
+            ux = poly[q, 0] - poly[0, 0]
+            uy = poly[q, 1] - poly[0, 1]
+            uz = poly[q, 2] - poly[0, 2]
+            vx = poly[q + 1, 0] - poly[0, 0]
+            vy = poly[q + 1, 1] - poly[0, 1]
+            vz = poly[q + 1, 2] - poly[0, 2]
+            a_ = 0.5 * ((uy * vz - uz * vy) * nrx + (uz * vx - ux * vz) * nry + (ux * vy - uy * vx) * nrz)
+            area += a_
+            cx += a_ * (poly[0, 0] + poly[q, 0] + poly[q + 1, 0]) / 3.0
+            cy += a_ * (poly[0, 1] + poly[q, 1] + poly[q + 1, 1]) / 3.0
+            cz += a_ * (poly[0, 2] + poly[q, 2] + poly[q + 1, 2]) / 3.0
+        flip = area < 0.0 and n_slice > 0   # a slice is walked either way round: wind it about nr
+        if flip:
+            area = -area
+            cx = -cx
+            cy = -cy
+            cz = -cz
+        if area > 0.0:
+            cx = cx / area
+            cy = cy / area
+            cz = cz / area
+        else:
+            cx = 0.0
+            cy = 0.0
+            cz = 0.0
+            for q in range(n):
+                cx += poly[q, 0]
+                cy += poly[q, 1]
+                cz += poly[q, 2]
+            cx /= max(n, 1)
+            cy /= max(n, 1)
+            cz /= max(n, 1)
         if drake:
             area = max(area, 0.0)    # Drake keeps zero-area polygons
         elif not area > 0.0:
             continue
-        verts, vpress, nv, nf = _append_face(poly, n, nrm, area, cen, PT[tet[0]], p[tet[0]], g[t_], k,
-                                             verts, vpress, offsets, normals, cents, areas, cpress,
-                                             src, nv, nf)
+        # append: vertices with the tet's field p0 + ∇p0·(x − x0) (linear in the tet, D 5.0.1)
+        i0 = TT[t_, 0]
+        x0 = PT[i0, 0]
+        y0 = PT[i0, 1]
+        z0 = PT[i0, 2]
+        p0 = p[i0]
+        if nv + n > verts.shape[0]:
+            verts = _grow2(verts, nv + n)
+            vpress = _grow1(vpress, nv + n)
+        for i in range(n):
+            r = n - 1 - i if flip else i
+            for c in range(3):
+                verts[nv + i, c] = poly[r, c]
+            vpress[nv + i] = p0 + gx * (poly[r, 0] - x0) + gy * (poly[r, 1] - y0) + gz * (poly[r, 2] - z0)
+        nv += n
+        offsets[nf + 1] = nv
+        normals[nf, 0] = nrx
+        normals[nf, 1] = nry
+        normals[nf, 2] = nrz
+        cents[nf, 0] = cx
+        cents[nf, 1] = cy
+        cents[nf, 2] = cz
+        areas[nf] = area
+        cpress[nf] = p0 + gx * (cx - x0) + gy * (cy - y0) + gz * (cz - z0)
+        src[nf] = k
+        nf += 1
     return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
             areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
 

@@ -32,6 +32,7 @@ pressure at the core's pressure, means the other body reached the core: a
 from __future__ import annotations
 
 import warnings
+import weakref
 from dataclasses import dataclass, field
 
 import numba as nb
@@ -39,7 +40,7 @@ import numpy as np
 
 from fieldgen.runtime import clip
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
-from fieldgen.runtime.bvh import candidate_pairs
+from fieldgen.runtime.bvh import PairCache, sorted_candidate_pairs
 from fieldgen.runtime.pose import as_matrix
 
 REPRESENTATIONS = ("polygon", "triangle")
@@ -121,12 +122,17 @@ def empty_surface(representation: str, X_WA, X_WB, name_a="A", name_b="B") -> Co
 
 
 def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "polygon", *,
-                            face_rule: str = "all") -> ContactSurface:
+                            face_rule: str = "all", reuse_pairs: bool = True) -> ContactSurface:
     """Contact surface of ``body_a`` at pose ``X_WA`` and ``body_b`` at ``X_WB`` (Pose or 4x4).
 
     Compliant–compliant: equal-pressure polygons (D C.1); compliant–rigid: rigid triangles
     clipped by the tets (D 5.0.2); rigid–rigid: an empty surface. ``face_rule``: ``"all"`` keeps
     every polygon, ``"drake"`` applies Drake's 5π/8 filters (module docstring).
+
+    Faces come in the order of their (element of A, element of B) pairs, sorted. The broad
+    phase reuses the pairs found at an earlier pose while the relative motion since then stays
+    within a margin (``bvh.PairCache``, kept on the compliant body per other body);
+    ``reuse_pairs=False`` traverses the trees afresh. The result is the same either way.
     """
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}")
@@ -142,9 +148,13 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     if not a_soft and not b_soft:
         return empty_surface(representation, XA, XB, name_a, name_b)
     if a_soft:
-        pairs = candidate_pairs(body_a.bvh, body_b.bvh, relative_pose(XA, XB))
+        X_AB = relative_pose(XA, XB)
+        pairs = sorted_candidate_pairs(body_a.bvh, body_b.bvh, X_AB,
+                                       _pair_cache(body_a, body_b) if reuse_pairs else None)
     else:       # (triangle of A, tet of B) pairs come from B's side: no column swaps on the way
-        swapped = candidate_pairs(body_b.bvh, body_a.bvh, relative_pose(XB, XA))
+        X_BA = relative_pose(XB, XA)
+        swapped = sorted_candidate_pairs(body_b.bvh, body_a.bvh, X_BA,
+                                         _pair_cache(body_b, body_a) if reuse_pairs else None)
         pairs = swapped[:, ::-1]
     if len(pairs) == 0:
         return empty_surface(representation, XA, XB, name_a, name_b)
@@ -156,22 +166,21 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = gA[el_a], gB[el_b]
-    elif a_soft:
-        PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
-        PS = _transform(XB, body_b.vertices)
-        out = clip.tri_tet_polygons(pairs, PA, body_a.tets, PS, body_b.faces,
-                                    _rotate(XB, body_b.face_normals), -1.0, body_a.pressure, gA, drake)
-        src = out[7]
-        el_a, el_b = pairs[src, 0], pairs[src, 1]
-        grad_a, grad_b = gA[el_a], np.full((len(src), 3), np.nan)
     else:
-        PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
-        PS = _transform(XA, body_a.vertices)
-        out = clip.tri_tet_polygons(swapped, PB, body_b.tets, PS, body_a.faces,
-                                    _rotate(XA, body_a.face_normals), 1.0, body_b.pressure, gB, drake)
+        # compliant–rigid: clip in the compliant body's frame (the rigid surface's few vertices
+        # are posed there, not the tets), then pose the polygons in the world
+        soft, rigid, X_WS, X_SR, sign, tet_pairs = ((body_a, body_b, XA, X_AB, -1.0, pairs) if a_soft else
+                                                    (body_b, body_a, XB, X_BA, 1.0, swapped))
+        out = clip.tri_tet_polygons(tet_pairs, soft.points, soft.tets, _transform(X_SR, rigid.vertices),
+                                    rigid.faces, _rotate(X_SR, rigid.face_normals), sign, soft.pressure,
+                                    soft.gradient, drake)
+        out = (_transform(X_WS, out[0]), out[1], out[2], _rotate(X_WS, out[3])) + out[4:5] + \
+            (_transform(X_WS, out[5]),) + out[6:]
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
-        grad_a, grad_b = np.full((len(src), 3), np.nan), gB[el_b]
+        grad = _rotate(X_WS, soft.gradient[tet_pairs[src, 0]])
+        nan = np.full((len(src), 3), np.nan)
+        grad_a, grad_b = (grad, nan) if a_soft else (nan, grad)
     verts, vpress, offsets, normals, areas, cents, cpress, _ = out
     _warn_pass_through(body_a, el_a, body_b, el_b, vpress, offsets)
     if representation == "polygon":
@@ -183,6 +192,15 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     return ContactSurface("triangle", V, np.arange(0, 3 * len(tris) + 1, 3, dtype=np.int64), tris.ravel(),
                           normals[owner], fan_areas, t.mean(axis=1), P, P[tris].mean(axis=1),
                           grad_a[owner], grad_b[owner], el_a[owner], el_b[owner], XA, XB, name_a, name_b)
+
+
+def _pair_cache(body: CompliantBody, other) -> PairCache:
+    """The broad-phase cache of ``body`` (whose tree is queried first) against ``other``."""
+    entry = body.pair_caches.get(id(other))
+    if entry is None or entry[0]() is not other:
+        entry = (weakref.ref(other), PairCache())
+        body.pair_caches[id(other)] = entry
+    return entry[1]
 
 
 def _posed_tets(X, body: CompliantBody, elements: np.ndarray):

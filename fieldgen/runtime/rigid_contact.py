@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen.runtime.bodies import RigidBody
-from fieldgen.runtime.bvh import BVH, build_bvh, candidate_pairs
+from fieldgen.runtime.bvh import BVH, build_bvh, candidate_pairs, roots_within
 
 SUPPORT_COS = -0.5          #: vertex cone leniency: neighbours may rise 60° toward the other body
 CONE_TOLERANCE = 1e-3       #: edge wedge / face normal tolerance (sine of the angle)
@@ -149,7 +149,9 @@ def core_body(body) -> RigidBody | None:
     cached = _CORES.get(id(body))
     if cached is not None and cached[1] is body:
         return cached[0]
-    core = RigidBody(body.points, faces[:, ::-1].copy(), body.mu_static, body.mu_dynamic, f"{body.name} core")
+    used, local = np.unique(faces, return_inverse=True)    # only the core's own vertices: posing
+    core = RigidBody(body.points[used], local.reshape(faces.shape)[:, ::-1].copy(),   # them is per step
+                     body.mu_static, body.mu_dynamic, f"{body.name} core")
     _CORES[id(body)] = (core, body)
     return core
 
@@ -307,18 +309,20 @@ def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: 
     if depth is None:
         size = min(fa.diagonal, fb.diagonal)
         depth = max(1e-3 * size, min(margin, 0.05 * size))
-    RA, RB = X_WA[:3, :3], X_WB[:3, :3]
-    VA = geom_a.vertices @ RA.T + X_WA[:3, 3]
-    VB = geom_b.vertices @ RB.T + X_WB[:3, 3]
     X_AB = np.linalg.solve(X_WA, X_WB)
     reach = margin + depth
+    empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+    if not roots_within(geom_a.bvh, geom_b.bvh, X_AB, reach):   # the usual case for a rigid core:
+        return empty                                             # far away, pose nothing
 
     def pairs(bvh_a, bvh_b, grow):
         return candidate_pairs(_grown(bvh_a, grow), bvh_b, X_AB)
 
-    empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
     if len(pairs(geom_a.bvh, geom_b.bvh, reach)) == 0:
         return empty        # every feature lies on a face: no faces within reach, no contact
+    RA, RB = X_WA[:3, :3], X_WB[:3, :3]
+    VA = geom_a.vertices @ RA.T + X_WA[:3, 3]
+    VB = geom_b.vertices @ RB.T + X_WB[:3, 3]
     NA, NB = geom_a.face_normals @ RA.T, geom_b.face_normals @ RB.T
     FA, FB = geom_a.faces, geom_b.faces
     out_p, out_n, out_d = [empty[0]], [empty[1]], [empty[2]]
