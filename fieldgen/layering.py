@@ -64,6 +64,7 @@ class LayeringResult:
     levels: np.ndarray              # extent levels used
     max_interpolation_error: float  # Pa, measured by max_interpolation_error()
     tets_added: int
+    method: str = "bisection"       # "bisection" (refine_for_law) or "slabs" (slice_into_slabs)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -797,13 +798,23 @@ def layer(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw,
           tolerance: float | None = None) -> LayeringResult:
     """Layer ``mesh`` so linear interpolation of ``p0`` is within ``tolerance`` Pa of ``law``
     (default 1% of max p0; D 5.1.2), splitting only where the law needs it
-    (:func:`refine_for_law`). A linear law needs no splitting."""
+    (:func:`refine_for_law`); where that would more than double the mesh (tets spanning several
+    levels), the slabs between the levels (:func:`slice_into_slabs`) if they are fewer.
+    A linear law needs no splitting."""
     tol = 0.01 * law.max_pressure if tolerance is None else _check_tolerance(tolerance, law)
     extent = _check_extent(mesh, extent)
     levels = balanced_levels(law, tol)
-    refined, new_extent, _ = refine_for_law(mesh, snap_to_levels(extent, levels), law, levels, tol)
+    snapped = snap_to_levels(extent, levels)
+    method = "bisection"
+    refined, new_extent, _ = refine_for_law(mesh, snapped, law, levels, tol)
+    if refined.n_tets > 2 * mesh.n_tets:
+        # Tets spanning several levels (a thin skin under a steep law): bisection multiplies
+        # them; slabs between the levels grow linearly in the levels crossed (docs/model.md §2.4).
+        slabs, slab_extent = slice_into_slabs(mesh, snapped, levels)
+        if slabs.n_tets < refined.n_tets:
+            refined, new_extent, method = slabs, slab_extent, "slabs"
     pressure = law.pressure(new_extent)
     error = max_interpolation_error(refined.points, refined.tets, new_extent, pressure, law)
     return LayeringResult(mesh=refined, extent=new_extent, pressure=pressure, levels=levels,
                           max_interpolation_error=error,
-                          tets_added=refined.n_tets - mesh.n_tets)
+                          tets_added=refined.n_tets - mesh.n_tets, method=method)
