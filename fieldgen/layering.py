@@ -20,6 +20,10 @@ build uses step 4, :func:`refine_for_law`, which splits only the edges the law n
    diagonal through its own minimum-index vertex), so neighbours agree on shared faces
    (Dompierre et al., "How to subdivide pyramids, prisms and hexahedra into tetrahedra").
    Boundary triangles are cut by the same rule and keep their marker and winding.
+   :func:`slice_into_slabs` cuts by every level at once instead (each cut tet becomes its
+   slabs between consecutive levels, each coned from its minimum-index corner): the same
+   polytopes for one level, but linear growth in the number of levels where cutting one level
+   at a time re-cuts the pieces of earlier cuts and grows geometrically.
 3. :func:`max_interpolation_error` measures the achieved error independently, by sampling.
 """
 
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen.errors import BuildError, OptionError
-from fieldgen.mesh import TetMesh, orient_positive, tet_volumes
+from fieldgen.mesh import TetMesh, hat_gradients, orient_positive, tet_volumes
 from fieldgen.modulus import ModulusLaw
 
 #: Vertices closer than this to a level (in extent, which spans [0, 1]) count as on it.
@@ -60,6 +64,7 @@ class LayeringResult:
     levels: np.ndarray              # extent levels used
     max_interpolation_error: float  # Pa, measured by max_interpolation_error()
     tets_added: int
+    method: str = "bisection"       # "bisection" (refine_for_law) or "slabs" (slice_into_slabs)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -348,6 +353,187 @@ def slice_by_levels(mesh: TetMesh, extent: np.ndarray, levels: np.ndarray) -> tu
     return out, extent
 
 
+# ----------------------------------------------------------------------------------------------
+# 2b. slicing by every level at once (linear in the number of levels)
+
+#: The four faces of a tet (local vertex triples) and the six edges.
+_TET_FACES = np.array([(1, 2, 3), (0, 3, 2), (0, 1, 3), (0, 2, 1)])
+
+
+def slice_into_slabs(mesh: TetMesh, extent: np.ndarray, levels: np.ndarray) -> tuple[TetMesh, np.ndarray]:
+    """Cut ``mesh`` along every level at once: each cut tet becomes the convex slabs between
+    consecutive levels, each slab tetrahedralised by the pulling rule (a cone from its
+    minimum-global-index vertex over its faces, each face fanned from its own minimum-index
+    vertex). Neighbours see the same face pieces with the same vertex ids, so they agree; the
+    result is conforming, carries the boundary markers (winding kept), preserves volume and the
+    piecewise-linear extent, and every tet's vertex extents lie between two consecutive levels.
+
+    Cutting one level at a time re-cuts the pieces of the previous cuts (a prism's three tets
+    all cross the next level), so a tet crossing m levels grows geometrically; slabs grow
+    linearly (about 3 tets per slab). ``extent`` should be snapped (:func:`snap_to_levels`).
+    Deterministic: sub-tets follow their parent tet's order.
+    """
+    points = np.asarray(mesh.points, dtype=np.float64)
+    tets = np.asarray(mesh.tets, dtype=np.int64)
+    faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
+    markers = np.asarray(mesh.boundary_markers, dtype=np.int64)
+    extent = np.asarray(extent, dtype=np.float64)
+    levels = np.asarray(levels, dtype=np.float64).ravel()
+    n, m = len(points), len(levels)
+    if not m or not len(tets):
+        return TetMesh(points, tets, faces, markers), extent
+    et = extent[tets]
+    first = np.searchsorted(levels, et.min(axis=1) + ON_LEVEL, side="right")   # levels strictly inside
+    last = np.searchsorted(levels, et.max(axis=1) - ON_LEVEL, side="left") - 1
+    cut = last >= first
+    if not np.any(cut):
+        return TetMesh(points, tets, faces, markers), extent
+    # Crossing points: one per (edge, level strictly inside the edge's range), numbered by edge
+    # key then level.
+    ct = tets[cut]
+    pairs = np.sort(ct[:, _TET_EDGES], axis=2).reshape(-1, 2)
+    keys = np.unique(pairs[:, 0] * n + pairs[:, 1])
+    eu, ev = keys // n, keys % n
+    lo, hi = np.minimum(extent[eu], extent[ev]), np.maximum(extent[eu], extent[ev])
+    e_first = np.searchsorted(levels, lo + ON_LEVEL, side="right")
+    e_count = np.maximum(np.searchsorted(levels, hi - ON_LEVEL, side="left") - e_first, 0)
+    offset = np.concatenate([[0], np.cumsum(e_count)])
+    edge_of = np.repeat(np.arange(len(keys)), e_count)
+    level_of = e_first[edge_of] + (np.arange(offset[-1]) - offset[edge_of])
+    a, b = eu[edge_of], ev[edge_of]
+    t = (levels[level_of] - extent[a]) / (extent[b] - extent[a])
+    new_points = points[a] + t[:, None] * (points[b] - points[a])
+    new_extent = levels[level_of]
+
+    def crossing(u, v, k):
+        """Global id of the crossing of level k on edge (u, v), -1 where k is not strictly inside."""
+        u, v = np.minimum(u, v), np.maximum(u, v)
+        idx = np.clip(np.searchsorted(keys, u * n + v), 0, len(keys) - 1)
+        found = keys[idx] == u * n + v
+        j = k - e_first[idx]
+        ok = found & (k >= 0) & (k < m) & (j >= 0) & (j < e_count[idx])
+        return np.where(ok, n + offset[idx] + np.where(ok, j, 0), -1)
+
+    def pieces(tri, lk, uk):
+        """Polygon (r, 9) of each triangle ``tri`` (r, 3) between levels lk and uk (indices; -1
+        and m mean no bound), vertices in the triangle's winding, -1 padded at the end."""
+        lo_v = np.where(lk >= 0, levels[np.clip(lk, 0, m - 1)], -np.inf)
+        hi_v = np.where(uk < m, levels[np.clip(uk, 0, m - 1)], np.inf)
+        cols = []
+        for i, j in ((0, 1), (1, 2), (2, 0)):
+            s, q = tri[:, i], tri[:, j]
+            es = extent[s]
+            inside = (es >= lo_v - ON_LEVEL) & (es <= hi_v + ON_LEVEL)
+            cols.append(np.where(inside, s, -1))
+            xl, xu = crossing(s, q, lk), crossing(s, q, uk)
+            up = extent[q] > es
+            cols.append(np.where(up, xl, xu))
+            cols.append(np.where(up, xu, xl))
+        poly = np.stack(cols, axis=1)
+        order = np.argsort(poly < 0, axis=1, kind="stable")
+        return np.take_along_axis(poly, order, axis=1)
+
+    # Slabs of the cut tets: slab j of a tet lies between levels first + j - 1 and first + j.
+    parent = np.flatnonzero(cut)
+    count = last[cut] - first[cut] + 2
+    slab_tet = np.repeat(np.arange(len(ct)), count)
+    j = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    lk = first[cut][slab_tet] + j - 1
+    uk = first[cut][slab_tet] + j
+    lk = np.where(j == 0, -1, lk)
+    uk = np.where(j == count[slab_tet] - 1, m, uk)
+    st = ct[slab_tet]                                                        # (s, 4)
+    lateral = [pieces(st[:, f], lk, uk)[:, :5] for f in _TET_FACES]
+    sections = [_section(points, extent, levels, st, k, crossing) for k in (lk, uk)]
+    polys = np.stack(lateral + sections, axis=1)                             # (s, 6, 5)
+    big = np.iinfo(np.int64).max
+    apex = np.where(polys >= 0, polys, big).reshape(len(st), -1).min(axis=1)
+    tris = _fan(polys)                                                       # (s, 6, 3, 3)
+    valid = np.all(tris >= 0, axis=3) & ~np.any(polys == apex[:, None, None], axis=2)[:, :, None]
+    sub = np.concatenate([np.broadcast_to(apex[:, None, None, None], tris.shape[:3] + (1,)), tris], axis=3)
+    sub = sub[valid]
+    sub_parent = np.broadcast_to(parent[slab_tet][:, None, None], valid.shape)[valid]
+    all_points = np.concatenate([points, new_points])
+    new_tets = np.concatenate([tets[~cut], sub])
+    new_parent = np.concatenate([np.flatnonzero(~cut), sub_parent])
+    new_tets = new_tets[np.argsort(new_parent, kind="stable")]
+    volumes = tet_volumes(all_points, new_tets)
+    new_tets = orient_positive(all_points, new_tets[volumes != 0.0])
+
+    # Boundary triangles: the same pieces, fanned the same way, winding kept.
+    ef = extent[faces]
+    f_first = np.searchsorted(levels, ef.min(axis=1) + ON_LEVEL, side="right")
+    f_last = np.searchsorted(levels, ef.max(axis=1) - ON_LEVEL, side="left") - 1
+    fcut = f_last >= f_first
+    fcount = f_last[fcut] - f_first[fcut] + 2
+    f_of = np.repeat(np.flatnonzero(fcut), fcount)
+    fj = np.arange(fcount.sum()) - np.repeat(np.cumsum(fcount) - fcount, fcount)
+    flk = np.where(fj == 0, -1, f_first[f_of] + fj - 1)
+    fuk = np.where(fj == np.repeat(fcount, fcount) - 1, m, f_first[f_of] + fj)
+    fpoly = pieces(faces[f_of], flk, fuk)[:, :5]
+    ftris = _fan(fpoly[:, None])[:, 0]                                         # (r, 3, 3)
+    fvalid = np.all(ftris >= 0, axis=2)
+    out_faces = np.concatenate([faces[~fcut], ftris[fvalid]])
+    out_markers = np.concatenate([markers[~fcut], np.broadcast_to(markers[f_of][:, None], fvalid.shape)[fvalid]])
+    face_parent = np.concatenate([np.flatnonzero(~fcut), np.broadcast_to(f_of[:, None], fvalid.shape)[fvalid]])
+    order = np.argsort(face_parent, kind="stable")
+    return (TetMesh(all_points, new_tets, out_faces[order], out_markers[order]),
+            np.concatenate([extent, new_extent]))
+
+
+def _section(points, extent, levels, st, k, crossing) -> np.ndarray:
+    """Cross-section (s, 5) of each tet ``st`` at level index ``k`` (none where k is -1 or m):
+    its crossing points and the vertices on the level, in cyclic order, -1 padded."""
+    m = len(levels)
+    has = (k >= 0) & (k < m)
+    value = levels[np.clip(k, 0, m - 1)]
+    cols = [np.where(has & (np.abs(extent[st[:, i]] - value) <= ON_LEVEL), st[:, i], -1) for i in range(4)]
+    cols += [np.where(has, crossing(st[:, i], st[:, j], k), -1) for i, j in _TET_EDGES]
+    ids = np.stack(cols, axis=1)                                              # (s, 10)
+    valid = ids >= 0
+    # Coordinates of the crossing points (not in ``points`` yet), from the edge ends.
+    pos = np.zeros(ids.shape + (3,))
+    for c in range(4):
+        pos[:, c] = points[st[:, c]]
+    for c, (i, j) in enumerate(_TET_EDGES):
+        ei, ej = extent[st[:, i]], extent[st[:, j]]
+        d = ej - ei
+        tt = np.where(d != 0, (value - ei) / np.where(d != 0, d, 1.0), 0.0)
+        pos[:, 4 + c] = points[st[:, i]] + tt[:, None] * (points[st[:, j]] - points[st[:, i]])
+    w = valid.astype(np.float64)
+    centre = (pos * w[:, :, None]).sum(axis=1) / np.maximum(w.sum(axis=1), 1.0)[:, None]
+    # A frame in the level plane: the normal is the tet's extent gradient.
+    g = np.einsum("tk,tkj->tj", extent[st], hat_gradients(points, st)[0]) if len(st) else np.zeros((0, 3))
+    normal = g / np.maximum(np.linalg.norm(g, axis=1), 1e-300)[:, None]
+    helper = np.where((np.abs(normal[:, 0]) < 0.9)[:, None], [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+    u = np.cross(normal, helper)
+    u /= np.maximum(np.linalg.norm(u, axis=1), 1e-300)[:, None]
+    v = np.cross(normal, u)
+    rel = pos - centre[:, None]
+    angle = np.arctan2(np.einsum("tcj,tj->tc", rel, v), np.einsum("tcj,tj->tc", rel, u))
+    angle = np.where(valid, angle, np.inf)
+    order = np.argsort(angle, axis=1, kind="stable")
+    return np.take_along_axis(np.where(valid, ids, -1), order, axis=1)[:, :5]
+
+
+def _fan(polys: np.ndarray) -> np.ndarray:
+    """Fan each polygon (..., 5) (-1 padded, cyclic order) from its minimum-index vertex:
+    (..., 3, 3) triangles, -1 rows where the polygon has fewer corners."""
+    big = np.iinfo(np.int64).max
+    cnt = (polys >= 0).sum(axis=-1)
+    start = np.argmin(np.where(polys >= 0, polys, big), axis=-1)
+    out = []
+    for i in range(1, 4):
+        c = np.maximum(cnt, 1)
+        ia, ib = (start + i) % c, (start + i + 1) % c
+        ok = i + 1 <= cnt - 1
+        tri = np.stack([np.take_along_axis(polys, start[..., None], -1)[..., 0],
+                        np.take_along_axis(polys, ia[..., None], -1)[..., 0],
+                        np.take_along_axis(polys, ib[..., None], -1)[..., 0]], axis=-1)
+        out.append(np.where(ok[..., None], tri, -1))
+    return np.stack(out, axis=-2)
+
+
 def snap_to_levels(extent: np.ndarray, levels: np.ndarray, fraction: float = SNAP_FRACTION) -> np.ndarray:
     """Move extents within ``fraction`` x the local level spacing of a level onto it.
 
@@ -612,13 +798,23 @@ def layer(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw,
           tolerance: float | None = None) -> LayeringResult:
     """Layer ``mesh`` so linear interpolation of ``p0`` is within ``tolerance`` Pa of ``law``
     (default 1% of max p0; D 5.1.2), splitting only where the law needs it
-    (:func:`refine_for_law`). A linear law needs no splitting."""
+    (:func:`refine_for_law`); where that would more than double the mesh (tets spanning several
+    levels), the slabs between the levels (:func:`slice_into_slabs`) if they are fewer.
+    A linear law needs no splitting."""
     tol = 0.01 * law.max_pressure if tolerance is None else _check_tolerance(tolerance, law)
     extent = _check_extent(mesh, extent)
     levels = balanced_levels(law, tol)
-    refined, new_extent, _ = refine_for_law(mesh, snap_to_levels(extent, levels), law, levels, tol)
+    snapped = snap_to_levels(extent, levels)
+    method = "bisection"
+    refined, new_extent, _ = refine_for_law(mesh, snapped, law, levels, tol)
+    if refined.n_tets > 2 * mesh.n_tets:
+        # Tets spanning several levels (a thin skin under a steep law): bisection multiplies
+        # them; slabs between the levels grow linearly in the levels crossed (docs/model.md §2.4).
+        slabs, slab_extent = slice_into_slabs(mesh, snapped, levels)
+        if slabs.n_tets < refined.n_tets:
+            refined, new_extent, method = slabs, slab_extent, "slabs"
     pressure = law.pressure(new_extent)
     error = max_interpolation_error(refined.points, refined.tets, new_extent, pressure, law)
     return LayeringResult(mesh=refined, extent=new_extent, pressure=pressure, levels=levels,
                           max_interpolation_error=error,
-                          tets_added=refined.n_tets - mesh.n_tets)
+                          tets_added=refined.n_tets - mesh.n_tets, method=method)
