@@ -21,10 +21,16 @@ Three relative errors are recorded (``error_estimate`` in the asset's metadata):
 The norms integrate the quadratic interpolant through the vertex and midpoint values (exact
 mass matrix of the hierarchical quadratic basis: the hat functions plus 4 λ_i λ_j per edge).
 
-Sizing (``--accuracy``): each tet's root-mean-square error of e and of p0 is compared with the
-accuracy asked for; its target edge length is scaled by (target / error)^(1/2) (the pointwise
-error falls as h^2) and TetGen remeshes the part with these targets as a background size field
-(TetGen's -m). The first mesh is TetGen's own (quality bound only, sized by the surface).
+Sizing (``--accuracy``): without a skin, one edge length for the whole part. The first mesh
+is TetGen's at about ``FIRST_TETS`` tets (more where the surface has small features); each pass
+solves, estimates, and asks TetGen for the edge length that brings the worst of the three
+errors to ``AIM`` x the accuracy (error ∝ h^rate), within about ``MAX_TETS``. With a skin the
+mesh is graded by depth below the free surface (TetGen's -m with a background size field).
+On CAD parts with re-entrant edges the uniform edge stops near 2% at the tet budget: reaching
+1% there needs local (graded) refinement, which this module does not do yet.
+
+The fine solve of the estimate is the Galerkin P1 problem on the red refinement, by CG with a
+two-grid preconditioner started from the coarse solution (:func:`two_grid_extent`).
 """
 
 from __future__ import annotations
