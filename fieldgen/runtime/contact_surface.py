@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
 
-from fieldgen.runtime import clip
+from fieldgen.runtime import clip, drake_arithmetic
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.bvh import candidate_pairs
 from fieldgen.runtime.pose import as_matrix
@@ -148,7 +148,17 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         pairs = swapped[:, ::-1]
     if len(pairs) == 0:
         return empty_surface(representation, XA, XB, name_a, name_b)
-    if a_soft and b_soft:
+    if a_soft and b_soft and drake:     # Drake's arithmetic in A's frame (drake_arithmetic)
+        gA = _rotate(XA, body_a.gradient)
+        dA, dB = drake_arithmetic.body_tet_data(body_a), drake_arithmetic.body_tet_data(body_b)
+        out = drake_arithmetic.tet_tet_polygons(pairs, body_a.points, body_a.tets, dA[0], dA[1],
+                                                body_b.points, body_b.tets, dB[0], dB[1], dB[2],
+                                                drake_arithmetic.relative_transform(XA, XB), XA,
+                                                body_a.pressure, gA)
+        src = out[7]
+        el_a, el_b = pairs[src, 0], pairs[src, 1]
+        grad_a, grad_b = gA[el_a], _rotate(XB, body_b.gradient[el_b])
+    elif a_soft and b_soft:
         PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
         PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
         out = clip.tet_tet_polygons(pairs, PA, body_a.tets, body_a.pressure, gA,
