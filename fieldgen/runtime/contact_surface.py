@@ -151,8 +151,8 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     if a_soft and b_soft and drake:     # Drake's arithmetic in A's frame (drake_arithmetic)
         gA = _rotate(XA, body_a.gradient)
         dA, dB = drake_arithmetic.body_tet_data(body_a), drake_arithmetic.body_tet_data(body_b)
-        out = drake_arithmetic.tet_tet_polygons(pairs, body_a.points, body_a.tets, dA[0], dA[1],
-                                                body_b.points, body_b.tets, dB[0], dB[1], dB[2],
+        out = drake_arithmetic.tet_tet_polygons(pairs, body_a.points, body_a.tets, dA[0], dA[1], dA[3],
+                                                body_b.points, body_b.tets, dB[0], dB[1], dB[2], dB[3],
                                                 drake_arithmetic.relative_transform(XA, XB), XA,
                                                 body_a.pressure, gA)
         src = out[7]

@@ -122,12 +122,13 @@ def _rotate_back(R, x, y, z):
 @nb.njit(cache=True)
 def tet_data(points, tets, values):
     """Per tet, in the body frame: Drake's field gradient (t, 3), the field's value extrapolated
-    to the body origin (t,), and the unit inward normals of the four faces (t, 4, 3), face i
-    opposite vertex i."""
+    to the body origin (t,), the unit inward normals of the four faces (t, 4, 3), face i
+    opposite vertex i, and the unit gradient (t, 3) (zero for a zero gradient)."""
     t = tets.shape[0]
     grad = np.zeros((t, 3))
     at_origin = np.empty(t)
     inward = np.empty((t, 4, 3))
+    unit = np.empty((t, 3))
     for e in range(t):
         gx = 0.0
         gy = 0.0
@@ -151,6 +152,7 @@ def tet_data(points, tets, values):
         grad[e, 0] = gx
         grad[e, 1] = gy
         grad[e, 2] = gz
+        unit[e, 0], unit[e, 1], unit[e, 2] = _normalized(gx, gy, gz)
         p0 = points[tets[e, 0]]
         at_origin[e] = values[tets[e, 0]] - _dot(gx, gy, gz, p0[0], p0[1], p0[2])
         a = points[tets[e, 0]]
@@ -172,7 +174,7 @@ def tet_data(points, tets, values):
             inward[e, f, 0] = x
             inward[e, f, 1] = y
             inward[e, f, 2] = z
-    return grad, at_origin, inward
+    return grad, at_origin, inward, unit
 
 
 # --------------------------------------------------------------------------- distance field
@@ -289,11 +291,49 @@ def _remove_near_duplicates(poly, n):
 
 
 @nb.njit(cache=True)
-def tet_tet_polygons(pairs, PA, TA, gA, mA, PB, TB, gB, mB, nB, X_MN, X_WM, pressure_a, grad_a_W):
+def _place_tets(X_MN, PB, TB, nB, elements):
+    """B's tets of ``elements`` placed in M: vertex positions (rows of other vertices unset),
+    and per tet the four outward unit face normals with their offsets n·(a vertex of the
+    face); each normal is the body-frame inward normal negated, rotated and normalised again,
+    as Drake builds its clipping half-spaces (a vertex of face f: tet vertex (f + 1) mod 4)."""
+    R = X_MN[:3, :3]
+    Q = np.empty_like(PB)
+    normals = np.empty((TB.shape[0], 4, 3))
+    offsets = np.empty((TB.shape[0], 4))
+    done_p = np.zeros(PB.shape[0], np.bool_)
+    done_t = np.zeros(TB.shape[0], np.bool_)
+    for b in elements:
+        if done_t[b]:
+            continue
+        done_t[b] = True
+        for i in range(4):
+            v = TB[b, i]
+            if not done_p[v]:
+                done_p[v] = True
+                x, y, z = _rotate(R, PB[v, 0], PB[v, 1], PB[v, 2])
+                Q[v, 0] = X_MN[0, 3] + x
+                Q[v, 1] = X_MN[1, 3] + y
+                Q[v, 2] = X_MN[2, 3] + z
+        for f in range(4):
+            hx, hy, hz = _rotate(R, -nB[b, f, 0], -nB[b, f, 1], -nB[b, f, 2])
+            hm = np.sqrt((hx * hx + hy * hy) + hz * hz)
+            hx = hx / hm
+            hy = hy / hm
+            hz = hz / hm
+            p = Q[TB[b, (f + 1) % 4]]
+            normals[b, f, 0] = hx
+            normals[b, f, 1] = hy
+            normals[b, f, 2] = hz
+            offsets[b, f] = _dot(hx, hy, hz, p[0], p[1], p[2])
+    return Q, normals, offsets
+
+
+@nb.njit(cache=True)
+def tet_tet_polygons(pairs, PA, TA, gA, mA, uA, PB, TB, gB, mB, nB, uB, X_MN, X_WM, pressure_a, grad_a_W):
     """Drake's contact polygons of the candidate (tet of A, tet of B) pairs, computed in A's
     frame M (``PA``: A's body-frame vertices; ``PB``: B's, placed by ``X_MN``), then placed in
-    the world by ``X_WM``. ``gA``/``mA`` and ``gB``/``mB``/``nB``: :func:`tet_data` of each
-    body. Returns the arrays of :func:`fieldgen.runtime.clip.tet_tet_polygons`; polygons wind
+    the world by ``X_WM``. ``gA``/``mA``/``uA`` and ``gB``/``mB``/``nB``/``uB``: :func:`tet_data`
+    of each body. Returns the arrays of :func:`fieldgen.runtime.clip.tet_tet_polygons`; polygons wind
     counter-clockwise about the normal from A into B; pressures are p_A interpolated with the
     world-frame gradients ``grad_a_W``."""
     m = pairs.shape[0]
@@ -312,12 +352,12 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, PB, TB, gB, mB, nB, X_MN, X_WM, pres
     tx, ty, tz = X_MN[0, 3], X_MN[1, 3], X_MN[2, 3]
     ox, oy, oz = _rotate_back(R, tx, ty, tz)
     ox, oy, oz = -ox, -oy, -oz                      # A's origin in B's frame
+    QB, faceN, faceD = _place_tets(X_MN, PB, TB, nB, pairs[:, 1])
     poly = np.empty((MAX_POLYGON, 3))
     tmp = np.empty((MAX_POLYGON, 3))
     world = np.empty((MAX_POLYGON, 3))
     dist = np.empty(MAX_POLYGON)
     d = np.empty(4)
-    q = np.empty((4, 3))
     nrm = np.empty(3)
     x0 = np.empty(3)
     for k in range(m):
@@ -338,12 +378,10 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, PB, TB, gB, mB, nB, X_MN, X_WM, pres
         s = (f1 - mA[a]) / mag
         offset = _dot(nx, ny, nz, s * nx, s * ny, s * nz)
         # the 5π/8 tests
-        ux, uy, uz = _normalized(gA[a, 0], gA[a, 1], gA[a, 2])
-        if not _dot(nx, ny, nz, ux, uy, uz) > COS_ALPHA:
+        if not _dot(nx, ny, nz, uA[a, 0], uA[a, 1], uA[a, 2]) > COS_ALPHA:
             continue
         rx, ry, rz = _rotate_inverse(R, -nx, -ny, -nz)
-        ux, uy, uz = _normalized(gB[b, 0], gB[b, 1], gB[b, 2])
-        if not _dot(rx, ry, rz, ux, uy, uz) > COS_ALPHA:
+        if not _dot(rx, ry, rz, uB[b, 0], uB[b, 1], uB[b, 2]) > COS_ALPHA:
             continue
         # B's vertices in M; a tet B wholly and clearly on one side of the plane gives nothing
         # (a shortcut: the polygon lies in the plane, so every clip would empty it)
@@ -352,15 +390,11 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, PB, TB, gB, mB, nB, X_MN, X_WM, pres
         hmax = -np.inf
         scale = 0.0
         for i in range(4):
-            w = PB[tb[i]]
-            x, y, z = _rotate(R, w[0], w[1], w[2])
-            q[i, 0] = tx + x
-            q[i, 1] = ty + y
-            q[i, 2] = tz + z
-            h = _dot(nx, ny, nz, q[i, 0], q[i, 1], q[i, 2]) - offset
+            w = QB[tb[i]]
+            h = _dot(nx, ny, nz, w[0], w[1], w[2]) - offset
             hmin = min(hmin, h)
             hmax = max(hmax, h)
-            scale = max(scale, max(abs(q[i, 0]), max(abs(q[i, 1]), abs(q[i, 2]))))
+            scale = max(scale, max(abs(w[0]), max(abs(w[1]), abs(w[2]))))
         tol = 1e-9 * max(abs(hmin), abs(hmax)) + 1e-12 * scale
         if hmin > tol or hmax < -tol:
             continue
@@ -391,13 +425,10 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, PB, TB, gB, mB, nB, X_MN, X_WM, pres
             continue
         # clip by the four faces of tet B (outward normals, rotated into M, normalised again)
         for f in range(4):
-            hx, hy, hz = _rotate(R, -nB[b, f, 0], -nB[b, f, 1], -nB[b, f, 2])
-            hm = np.sqrt((hx * hx + hy * hy) + hz * hz)
-            hx = hx / hm
-            hy = hy / hm
-            hz = hz / hm
-            p = q[(f + 1) % 4]
-            h0 = _dot(hx, hy, hz, p[0], p[1], p[2])
+            hx = faceN[b, f, 0]
+            hy = faceN[b, f, 1]
+            hz = faceN[b, f, 2]
+            h0 = faceD[b, f]
             inside = 0
             for i in range(n):
                 dist[i] = _dot(hx, hy, hz, poly[i, 0], poly[i, 1], poly[i, 2]) - h0
