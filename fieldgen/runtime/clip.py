@@ -6,13 +6,13 @@ polygons as flat growable arrays: ``vertices`` (nv, 3), ``vertex_pressure`` (nv,
 ``pair`` (nf,) the index of the candidate pair it came from. Polygons are wound
 counter-clockwise about their normal. A polygon is kept when it has positive area.
 
-Drake's face rule (``drake=True``, see ``docs/model.md §3.5``): a tet–tet pair is skipped
-unless the plane normal lies within 5π/8 of both pressure gradients, a triangle–tet pair unless
-the rigid triangle's outward normal lies within 5π/8 of the compliant tet's gradient (a zero
-gradient passes both tests: its cosine is taken as 0); tet b is clipped by all four of its
-faces; vertices closer than 1e-14 m to the previous one are merged; and every polygon left with
-three or more vertices is kept, even with zero area. These are the facts of Drake's
-hydroelastic code (geometry/proximity), reimplemented here.
+Drake's face rule for triangle–tet pairs (``drake=True``, see ``docs/model.md §3.5``): a pair
+is skipped unless the rigid triangle's outward normal lies within 5π/8 of the compliant tet's
+gradient (a zero gradient passes: its cosine is taken as 0); vertices closer than 1e-14 m to
+the previous one are merged; and every polygon left with three or more vertices is kept, even
+with zero area. These are facts of Drake's hydroelastic code (geometry/proximity),
+reimplemented here. Tet–tet pairs under Drake's rule are computed by
+:mod:`fieldgen.runtime.drake_arithmetic`, which repeats Drake's arithmetic to the last bit.
 
 Tet faces: face ``i`` is opposite vertex ``i`` (the order of ``fieldgen.mesh``), its outward
 normal from the positive (VTK) orientation; a point is inside when ``n·(x - a) <= 0``.
@@ -210,13 +210,13 @@ def _append_face(poly, n, nrm, area, cen, x0, p0, grad, k, verts, vpress, offset
 
 
 @nb.njit(cache=True)
-def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False):
+def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
     """Equal-pressure polygons of tet pairs (D C.1): slice tet a by the plane p_b = p_a, then
     clip by tet b's faces. Tet b's zero-pressure faces are never clipped: on the plane
     p_b = p_a >= 0 inside tet a, so that clip is redundant, and skipping it is D 5.0.2's
     duplicate-clip rule (clip a shared p0 = 0 boundary once, by tet A). Pairs whose gradients
     differ by no more than ``eps_rel``·(|∇p_a| + |∇p_b|) have no plane (D C.2) and are skipped.
-    ``drake``: Drake's face rule (module docstring)."""
+    Drake's face rule has its own kernel (:mod:`fieldgen.runtime.drake_arithmetic`)."""
     m = pairs.shape[0]
     verts = np.empty((max(4 * m, 16), 3))
     vpress = np.empty(max(4 * m, 16))
@@ -260,7 +260,7 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
             v = PA[ta[i]]
             pbv = pB[tb[0]] + gB[b, 0] * (v[0] - xb[0]) + gB[b, 1] * (v[1] - xb[1]) + gB[b, 2] * (v[2] - xb[2])
             s[i] = pbv - pA[ta[i]]
-            if s[i] > 0.0 or (drake and s[i] == 0.0):   # Drake: a tie goes with p_b > p_a
+            if s[i] > 0.0:
                 npos += 1
         if npos == 0 or npos == 4:
             continue
@@ -271,22 +271,16 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
         dn = np.sqrt(dg0 * dg0 + dg1 * dg1 + dg2 * dg2)
         scale = np.sqrt(gA[a, 0] ** 2 + gA[a, 1] ** 2 + gA[a, 2] ** 2) + np.sqrt(
             gB[b, 0] ** 2 + gB[b, 1] ** 2 + gB[b, 2] ** 2)
-        if drake:
-            if not dn > 0.0:
-                continue
-        elif not dn > eps_rel * scale:
+        if not dn > eps_rel * scale:
             continue
         nrm[0] = dg0 / dn
         nrm[1] = dg1 / dn
         nrm[2] = dg2 / dn
-        if drake and not (_cosine(-nrm[0], -nrm[1], -nrm[2], gA[a]) > COS_DRAKE_ANGLE
-                          and _cosine(nrm[0], nrm[1], nrm[2], gB[b]) > COS_DRAKE_ANGLE):
-            continue
         n = 0
         if npos == 1 or npos == 3:
             lone = -1
             for i in range(4):
-                if (s[i] > 0.0 or (drake and s[i] == 0.0)) == (npos == 1):
+                if (s[i] > 0.0) == (npos == 1):
                     lone = i
             for j in range(4):
                 if j != lone:
@@ -302,7 +296,7 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
             j0 = -1
             j1 = -1
             for i in range(4):
-                if s[i] > 0.0 or (drake and s[i] == 0.0):
+                if s[i] > 0.0:
                     if i0 < 0:
                         i0 = i
                     else:
@@ -337,20 +331,11 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
                     tmpv = poly[i, c]
                     poly[i, c] = poly[n - 1 - i, c]
                     poly[n - 1 - i, c] = tmpv
-        if drake:
-            n = _merge_duplicates(poly, n)
-            if n < 3:
-                continue
-            n = _clip_by_tet(poly, n, tmp, PB, tb, 0)
-            n = _merge_duplicates(poly, n)
-        else:
-            n = _clip_by_tet(poly, n, tmp, PB, tb, _zero_face_mask(pB, tb))
+        n = _clip_by_tet(poly, n, tmp, PB, tb, _zero_face_mask(pB, tb))
         if n < 3:
             continue
         area, cen = _polygon_area_centroid(poly, n, nrm)
-        if drake:
-            area = max(area, 0.0)    # Drake keeps zero-area polygons
-        elif not area > 0.0:
+        if not area > 0.0:
             continue
         verts, vpress, nv, nf = _append_face(poly, n, nrm, area, cen, PA[ta[0]], pA[ta[0]], gA[a], k,
                                              verts, vpress, offsets, normals, cents, areas, cpress,

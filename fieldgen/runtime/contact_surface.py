@@ -21,8 +21,11 @@ Face rules (``face_rule``): ``"all"`` (the default) is the rule above; ``"drake"
 Drake's hydroelastic contact surface: tet–tet polygons whose normal is more than 5π/8 from
 either pressure gradient are dropped, and so are rigid-triangle pieces whose outward normal is
 more than 5π/8 from the compliant tet's gradient (Drake's filters), tet B is clipped by all four
-faces and polygons of zero area are kept, as Drake does. ``docs/model.md §3.5`` compares
-the two and says when the choice matters.
+faces and polygons of zero area are kept, as Drake does. Tet–tet polygons under this rule are
+computed in A's frame with Drake's own sequence of floating-point operations
+(:mod:`fieldgen.runtime.drake_arithmetic`), so that the degenerate polygons whose survival is
+decided by rounding come out as in Drake, and the face counts agree. ``docs/model.md §3.5``
+compares the two rules and says when the choice matters.
 
 Pass-through (D 5.1.2): a face lying in a tet that touches the rigid core, with a vertex
 pressure at the core's pressure, means the other body reached the core: a
@@ -162,7 +165,7 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
         PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
         out = clip.tet_tet_polygons(pairs, PA, body_a.tets, body_a.pressure, gA,
-                                    PB, body_b.tets, body_b.pressure, gB, GRADIENT_EPS, drake)
+                                    PB, body_b.tets, body_b.pressure, gB, GRADIENT_EPS)
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = gA[el_a], gB[el_b]
