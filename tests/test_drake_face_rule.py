@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
