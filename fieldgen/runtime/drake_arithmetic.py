@@ -503,10 +503,56 @@ def body_tet_data(body):
 
 
 def relative_transform(X_WA: np.ndarray, X_WB: np.ndarray) -> np.ndarray:
-    """X_AB = X_WA⁻¹·X_WB: rotation Rᵀ_WA·R_WB and translation Rᵀ_WA·(p_WB − p_WA), every
-    entry a three-term sum in Drake's order (exact when X_WA is the identity)."""
-    return _relative_transform(np.ascontiguousarray(X_WA, dtype=np.float64),
-                               np.ascontiguousarray(X_WB, dtype=np.float64))
+    """X_AB = X_WA⁻¹·X_WB as Drake composes it: rotation Rᵀ_WA·R_WB and translation
+    Rᵀ_WA·(p_WB − p_WA), each entry a three-term sum. Drake's routine picks SIMD code at run
+    time; on a CPU with AVX2 and FMA it sums as fma(a₂, b₂, fma(a₁, b₁, a₀·b₀)), elsewhere left
+    to right. Both are exact when X_WA is the identity."""
+    A = np.ascontiguousarray(X_WA, dtype=np.float64)
+    B = np.ascontiguousarray(X_WB, dtype=np.float64)
+    if not _FUSED:
+        return _relative_transform(A, B)
+    out = np.zeros((4, 4))
+    d = (B[0, 3] - A[0, 3], B[1, 3] - A[1, 3], B[2, 3] - A[2, 3])
+    for i in range(3):
+        for j in range(4):
+            v = B[:3, j] if j < 3 else d
+            out[i, j] = _fma(A[2, i], v[2], _fma(A[1, i], v[1], A[0, i] * v[0]))
+    out[3, 3] = 1.0
+    return out
+
+
+def _libm_fma():
+    """Correctly rounded a·b + c: the C library's fma, else exact rational arithmetic."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libm = ctypes.CDLL(ctypes.util.find_library("m") or None)
+        f = libm.fma
+        f.restype = ctypes.c_double
+        f.argtypes = (ctypes.c_double, ctypes.c_double, ctypes.c_double)
+        return lambda a, b, c: f(float(a), float(b), float(c))
+    except (OSError, AttributeError):
+        from fractions import Fraction
+
+        return lambda a, b, c: float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+
+
+def _cpu_fuses() -> bool:
+    """True on an x86-64 CPU with AVX2 and FMA (where Drake's pose composition fuses)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {"avx2", "fma"} <= flags
+    except OSError:
+        pass
+    return False
+
+
+_FUSED = _cpu_fuses()
+_fma = _libm_fma()
 
 
 @nb.njit(cache=True)
