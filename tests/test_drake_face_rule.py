@@ -4,8 +4,8 @@ pydrake 1.51.1 (run in-process, tests/drake_contact.py) to 1e-6 relative, and th
 Face counts equal Drake's in every case, including the zero-pressure polygons that lie exactly
 in a face of the other body's tet, whose survival is decided by rounding (docs/model.md §3.5):
 the drake rule repeats Drake's floating-point operations (fieldgen.runtime.drake_arithmetic).
-Every face with pressure is also matched one to one by centroid, area and pressure, and for
-two compliant bodies every polygon's vertices are bit for bit Drake's.
+Every face with pressure is also matched by centroid, area and pressure, and every polygon's
+vertices are bit for bit Drake's.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def compare(a_spec: DrakeBody, b_spec: DrakeBody, body_a, body_b, *, same_vertic
     assert ours_p.sum() == theirs_p.sum()
     dist, idx = cKDTree(surface.centroids[ours_p]).query(drake.centroids[theirs_p])
     assert np.all(dist <= 1e-9 * size)
-    assert len(np.unique(idx)) == len(idx)
+    if not same_vertices:   # (duplicates: a rigid triangle in a face shared by two tets is kept twice)
+        assert len(np.unique(idx)) == len(idx)
     assert np.allclose(surface.areas[ours_p][idx], drake.areas[theirs_p], rtol=1e-6, atol=1e-12 * size ** 2)
     assert np.allclose(surface.centroid_pressure[ours_p][idx], drake.pressures[theirs_p], rtol=1e-6)
     if same_vertices:   # every polygon, with or without pressure: the same vertices, bit for bit
@@ -97,8 +98,10 @@ def test_pepper_on_a_rigid_box(meshes, tmp_path):
     box = write_obj(tmp_path / "box.obj", *box_surface([-0.06, -0.05, -0.04], [0.06, 0.05, 0.0]))
     X_box = Pose.from_xyz_rpy(0.004, -0.003, 0.009, 4, -3, 10).matrix
     pepper, rigid = CompliantBody.from_drake_vtk(path, E), RigidBody.from_mesh(box)
-    compare(DrakeBody(path, "compliant", np.eye(4), E), DrakeBody(str(box), "rigid", X_box), pepper, rigid)
-    compare(DrakeBody(str(box), "rigid", X_box), DrakeBody(path, "compliant", np.eye(4), E), rigid, pepper)
+    compare(DrakeBody(path, "compliant", np.eye(4), E), DrakeBody(str(box), "rigid", X_box), pepper, rigid,
+            same_vertices=True)
+    compare(DrakeBody(str(box), "rigid", X_box), DrakeBody(path, "compliant", np.eye(4), E), rigid, pepper,
+            same_vertices=True)
 
 
 def test_rigid_cube_deep_inside_the_pepper(meshes, tmp_path):
@@ -110,10 +113,30 @@ def test_rigid_cube_deep_inside_the_pepper(meshes, tmp_path):
     X_cube = Pose.from_xyz_rpy(0.02, 0.004, 0.02, 10, 20, 30).matrix
     pepper, rigid = CompliantBody.from_drake_vtk(path, E), RigidBody.from_mesh(cube)
     surface, wrench, drake = compare(DrakeBody(path, "compliant", np.eye(4), E),
-                                     DrakeBody(str(cube), "rigid", X_cube), pepper, rigid)
+                                     DrakeBody(str(cube), "rigid", X_cube), pepper, rigid, same_vertices=True)
     _, every = contact(pepper, np.eye(4), rigid, X_cube)
     assert every.n_faces > 2 * wrench.n_faces
     assert np.linalg.norm(every.force - wrench.force) > 0.2 * np.linalg.norm(wrench.force)
+
+
+@pytest.mark.parametrize("pose", ["aligned", "shifted", "away"])
+def test_rigid_box_aligned_with_a_grid_block(tmp_path, pose):
+    """A rigid box whose faces lie in tet faces of a structured block: rigid triangles lying
+    exactly in a face shared by two tets, which Drake keeps for both (fieldgen's own arithmetic
+    gave 283 faces against Drake's 276 and a force 4.5 % off for "aligned", 310 against 293 and
+    14 % for "shifted"); both orders, and with the block moved away from the origin."""
+    points, tets = box_grid(*(np.linspace(-h, h, 9) for h in (0.04, 0.03, 0.02)))
+    block = tmp_path / "block.vtk"
+    block.write_text(vtk_text(points, tets, "block"))
+    box = write_obj(tmp_path / "box.obj", *box_surface([-0.03, -0.02, -0.05], [0.03, 0.02, 0.0]))
+    X_block = Pose.from_xyz_rpy(0.3, 0.1, 0.05, 10, 20, 30).matrix if pose == "away" else np.eye(4)
+    X_box = X_block @ (Pose.from_xyz_rpy(0, 0, -0.015).matrix if pose == "aligned"
+                       else Pose.from_xyz_rpy(0.01, 0.0075, -0.01).matrix)
+    soft, rigid = CompliantBody.from_drake_vtk(block, E), RigidBody.from_mesh(box)
+    compare(DrakeBody(str(block), "compliant", X_block, E), DrakeBody(str(box), "rigid", X_box), soft, rigid,
+            same_vertices=True)
+    compare(DrakeBody(str(box), "rigid", X_box), DrakeBody(str(block), "compliant", X_block, E), rigid, soft,
+            same_vertices=True)
 
 
 def test_pepper_against_a_stiffer_rotated_block(meshes, tmp_path):

@@ -6,13 +6,8 @@ polygons as flat growable arrays: ``vertices`` (nv, 3), ``vertex_pressure`` (nv,
 ``pair`` (nf,) the index of the candidate pair it came from. Polygons are wound
 counter-clockwise about their normal. A polygon is kept when it has positive area.
 
-Drake's face rule for triangle–tet pairs (``drake=True``, see ``docs/model.md §3.5``): a pair
-is skipped unless the rigid triangle's outward normal lies within 5π/8 of the compliant tet's
-gradient (a zero gradient passes: its cosine is taken as 0); vertices closer than 1e-14 m to
-the previous one are merged; and every polygon left with three or more vertices is kept, even
-with zero area. These are facts of Drake's hydroelastic code (geometry/proximity),
-reimplemented here. Tet–tet pairs under Drake's rule are computed by
-:mod:`fieldgen.runtime.drake_arithmetic`, which repeats Drake's arithmetic to the last bit.
+Drake's face rule has its own kernels, which repeat Drake's arithmetic to the last bit
+(:mod:`fieldgen.runtime.drake_arithmetic`, ``docs/model.md §3.5``).
 
 Tet faces: face ``i`` is opposite vertex ``i`` (the order of ``fieldgen.mesh``), its outward
 normal from the positive (VTK) orientation; a point is inside when ``n·(x - a) <= 0``.
@@ -24,8 +19,6 @@ import numba as nb
 import numpy as np
 
 MAX_POLYGON = 16  # 8 is the geometric bound (a tet slice <= 4, +1 per clipping face); slack for ties
-COS_DRAKE_ANGLE = float(np.cos(5.0 * np.pi / 8.0))   # Drake's threshold angle between normal and gradient
-DUPLICATE_DISTANCE2 = 1e-14 * 1e-14                   # Drake merges polygon vertices closer than 1e-14 m
 _FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]], dtype=np.int64)
 
 
@@ -98,41 +91,6 @@ def _zero_face_mask(pressure, tet):
                 and pressure[tet[_FACES[f, 2]]] == 0.0):
             mask |= 1 << f
     return mask
-
-
-@nb.njit(cache=True)
-def _merge_duplicates(poly, n):
-    """Merge consecutive vertices closer than 1e-14 m (and the last with the first when three or
-    more remain), in place, as Drake does before it counts a polygon's vertices."""
-    if n <= 1:
-        return n
-    m = 1
-    for i in range(1, n):
-        dx = poly[i, 0] - poly[m - 1, 0]
-        dy = poly[i, 1] - poly[m - 1, 1]
-        dz = poly[i, 2] - poly[m - 1, 2]
-        if dx * dx + dy * dy + dz * dz < DUPLICATE_DISTANCE2:
-            continue
-        for c in range(3):
-            poly[m, c] = poly[i, c]
-        m += 1
-    if m >= 3:
-        dx = poly[0, 0] - poly[m - 1, 0]
-        dy = poly[0, 1] - poly[m - 1, 1]
-        dz = poly[0, 2] - poly[m - 1, 2]
-        if dx * dx + dy * dy + dz * dz < DUPLICATE_DISTANCE2:
-            m -= 1
-    return m
-
-
-@nb.njit(cache=True, inline="always")
-def _cosine(vx, vy, vz, g):
-    """cos of the angle between unit vector v and gradient g; 0 for a zero gradient (Drake
-    normalises a zero vector to itself)."""
-    norm = np.sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
-    if norm == 0.0:
-        return 0.0
-    return (vx * g[0] + vy * g[1] + vz * g[2]) / norm
 
 
 @nb.njit(cache=True)
@@ -369,10 +327,11 @@ def _separated(P, tet, PS, tri):
 
 
 @nb.njit(cache=True)
-def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=False):
+def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
     """Rigid triangles clipped by the compliant tets they overlap (D 5.0.2). ``pairs`` holds
     (tet, triangle); the normal is ``sign``·(triangle outward normal) and the pressure is the
-    tet's field interpolated. ``drake``: Drake's face rule (module docstring)."""
+    tet's field interpolated. Drake's face rule has its own kernel
+    (:mod:`fieldgen.runtime.drake_arithmetic`)."""
     m = pairs.shape[0]
     cap = max(m, 4)
     verts = np.empty((max(4 * m, 16), 3))
@@ -392,8 +351,6 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=Fals
         t_ = pairs[k, 0]
         f = pairs[k, 1]
         tet = TT[t_]
-        if drake and not _cosine(unit_normals[f, 0], unit_normals[f, 1], unit_normals[f, 2], g[t_]) > COS_DRAKE_ANGLE:
-            continue
         if _separated(PT, tet, PS, SF[f]):
             continue
         for i in range(3):
@@ -408,14 +365,10 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=Fals
                 poly[1, c] = poly[2, c]
                 poly[2, c] = tmpv
         n = _clip_by_tet(poly, n, tmp, PT, tet, 0)
-        if drake:
-            n = _merge_duplicates(poly, n)
         if n < 3:
             continue
         area, cen = _polygon_area_centroid(poly, n, nrm)
-        if drake:
-            area = max(area, 0.0)    # Drake keeps zero-area polygons
-        elif not area > 0.0:
+        if not area > 0.0:
             continue
         verts, vpress, nv, nf = _append_face(poly, n, nrm, area, cen, PT[tet[0]], p[tet[0]], g[t_], k,
                                              verts, vpress, offsets, normals, cents, areas, cpress,

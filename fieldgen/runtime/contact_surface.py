@@ -21,8 +21,8 @@ Face rules (``face_rule``): ``"all"`` (the default) is the rule above; ``"drake"
 Drake's hydroelastic contact surface: tet–tet polygons whose normal is more than 5π/8 from
 either pressure gradient are dropped, and so are rigid-triangle pieces whose outward normal is
 more than 5π/8 from the compliant tet's gradient (Drake's filters), tet B is clipped by all four
-faces and polygons of zero area are kept, as Drake does. Tet–tet polygons under this rule are
-computed in A's frame with Drake's own sequence of floating-point operations
+faces and polygons of zero area are kept, as Drake does. Polygons under this rule are computed
+in the compliant body's frame (A's for two) with Drake's own sequence of floating-point operations
 (:mod:`fieldgen.runtime.drake_arithmetic`), so that the degenerate polygons whose survival is
 decided by rounding come out as in Drake, and the face counts agree. ``docs/model.md §3.5``
 compares the two rules and says when the choice matters.
@@ -152,7 +152,7 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     if len(pairs) == 0:
         return empty_surface(representation, XA, XB, name_a, name_b)
     if a_soft and b_soft and drake:     # Drake's arithmetic in A's frame (drake_arithmetic)
-        gA = _rotate(XA, body_a.gradient)
+        _, gA = _posed_tets(XA, body_a, pairs[:, 0])
         dA, dB = drake_arithmetic.body_tet_data(body_a), drake_arithmetic.body_tet_data(body_b)
         out = drake_arithmetic.tet_tet_polygons(pairs, body_a.points, body_a.tets, dA[0], dA[1], dA[3],
                                                 body_b.points, body_b.tets, dB[0], dB[1], dB[2], dB[3],
@@ -169,11 +169,23 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = gA[el_a], gB[el_b]
+    elif drake:     # one compliant body: Drake's arithmetic in its frame (drake_arithmetic)
+        soft, X_S, rigid, X_R = (body_a, XA, body_b, XB) if a_soft else (body_b, XB, body_a, XA)
+        tet_tri = pairs if a_soft else swapped
+        _, gS = _posed_tets(X_S, soft, tet_tri[:, 0])
+        out = drake_arithmetic.tri_tet_polygons(
+            tet_tri, soft.points, soft.tets, drake_arithmetic.body_tet_data(soft)[3], rigid.vertices, rigid.faces,
+            drake_arithmetic.body_triangle_normals(rigid), drake_arithmetic.relative_transform(X_S, X_R), X_S,
+            -1.0 if a_soft else 1.0, soft.pressure, gS, _rotate(X_R, rigid.face_normals))
+        src = out[7]
+        el_a, el_b = pairs[src, 0], pairs[src, 1]
+        nan = np.full((len(src), 3), np.nan)
+        grad_a, grad_b = (gS[el_a], nan) if a_soft else (nan, gS[el_b])
     elif a_soft:
         PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
         PS = _transform(XB, body_b.vertices)
         out = clip.tri_tet_polygons(pairs, PA, body_a.tets, PS, body_b.faces,
-                                    _rotate(XB, body_b.face_normals), -1.0, body_a.pressure, gA, drake)
+                                    _rotate(XB, body_b.face_normals), -1.0, body_a.pressure, gA)
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = gA[el_a], np.full((len(src), 3), np.nan)
@@ -181,7 +193,7 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
         PS = _transform(XA, body_a.vertices)
         out = clip.tri_tet_polygons(swapped, PB, body_b.tets, PS, body_a.faces,
-                                    _rotate(XA, body_a.face_normals), 1.0, body_b.pressure, gB, drake)
+                                    _rotate(XA, body_a.face_normals), 1.0, body_b.pressure, gB)
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = np.full((len(src), 3), np.nan), gB[el_b]
