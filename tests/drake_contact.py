@@ -39,6 +39,7 @@ class DrakeResult:
     areas: np.ndarray              # (faces,)
     normals: np.ndarray            # (faces, 3) from A into B
     pressures: np.ndarray          # (faces,) Drake's pressure at each centroid
+    polygons: list                 # per face, its (k, 3) vertices in the world frame, Drake's order
 
 
 def _transform(matrix):
@@ -86,7 +87,7 @@ def drake_contact(a: DrakeBody, b: DrakeBody) -> DrakeResult:
     query, ids, keep = query_object(a, b)
     surfaces = query.ComputeContactSurfaces(HydroelasticContactRepresentation.kPolygon)
     force, torque = np.zeros(3), np.zeros(3)
-    centroids, areas, normals, pressures = [], [], [], []
+    centroids, areas, normals, pressures, polygons = [], [], [], [], []
     for surface in surfaces:
         mesh, field = surface.poly_mesh_W(), surface.poly_e_MN()
         # Drake's normals point out of N into M; fieldgen's from A into B.
@@ -103,6 +104,7 @@ def drake_contact(a: DrakeBody, b: DrakeBody) -> DrakeResult:
                     p = field.EvaluateCartesian(f, q)
                     force += weight * p * n
                     torque += weight * p * np.cross(q, n)
+            polygons.append(V)
             centroids.append(np.asarray(mesh.element_centroid(f)))
             areas.append(mesh.area(f))
             normals.append(n)
@@ -111,7 +113,7 @@ def drake_contact(a: DrakeBody, b: DrakeBody) -> DrakeResult:
     del keep
     return DrakeResult(force, torque, len(areas), float(areas.sum()) if len(areas) else 0.0,
                        np.array(centroids).reshape(-1, 3), areas, np.array(normals).reshape(-1, 3),
-                       np.array(pressures))
+                       np.array(pressures), polygons)
 
 
 def write_obj(path, vertices, faces):

@@ -20,6 +20,7 @@ import numpy as np
 from fieldgen.errors import InputError, OptionError
 from fieldgen.mesh import boundary_faces_of, p1_gradients, tet_volumes
 from fieldgen.runtime.bvh import BVH, build_bvh
+from fieldgen.runtime.drake_arithmetic import distance_field as drake_distance_field
 from fieldgen.units import length_scale
 
 CORE_EXTENT = 1.0 - 1e-9   #: a vertex with e >= this lies on the rigid core
@@ -176,8 +177,7 @@ class CompliantBody:
         if interior.size == 0:
             raise InputError("the tet mesh has no interior vertex, so the Drake field d/max d is zero everywhere",
                              path=path, fix="Mesh the volume with at least one interior vertex")
-        distance = np.zeros(len(points))
-        distance[interior] = distance_to_triangles(points[interior], points, boundary)
+        distance = drake_distance_field(points, tets)   # Drake's arithmetic, to the last bit
         pressure = modulus * distance / distance.max()
         extent = distance / distance.max()
         return cls(points, tets, pressure, p1_gradients(points, tets, pressure), float(dissipation),

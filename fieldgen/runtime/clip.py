@@ -6,13 +6,8 @@ polygons as flat growable arrays: ``vertices`` (nv, 3), ``vertex_pressure`` (nv,
 ``pair`` (nf,) the index of the candidate pair it came from. Polygons are wound
 counter-clockwise about their normal. A polygon is kept when it has positive area.
 
-Drake's face rule (``drake=True``, see ``docs/model.md §3.5``): a tet–tet pair is skipped
-unless the plane normal lies within 5π/8 of both pressure gradients, a triangle–tet pair unless
-the rigid triangle's outward normal lies within 5π/8 of the compliant tet's gradient (a zero
-gradient passes both tests: its cosine is taken as 0); tet b is clipped by all four of its
-faces; vertices closer than 1e-14 m to the previous one are merged; and every polygon left with
-three or more vertices is kept, even with zero area. These are the facts of Drake's
-hydroelastic code (geometry/proximity), reimplemented here.
+Drake's face rule has its own kernels, which repeat Drake's arithmetic to the last bit
+(:mod:`fieldgen.runtime.drake_arithmetic`, ``docs/model.md §3.5``).
 
 Tet faces: face ``i`` is opposite vertex ``i`` (the order of ``fieldgen.mesh``), its outward
 normal from the positive (VTK) orientation; a point is inside when ``n·(x - a) <= 0``.
@@ -24,8 +19,6 @@ import numba as nb
 import numpy as np
 
 MAX_POLYGON = 16  # 8 is the geometric bound (a tet slice <= 4, +1 per clipping face); slack for ties
-COS_DRAKE_ANGLE = float(np.cos(5.0 * np.pi / 8.0))   # Drake's threshold angle between normal and gradient
-DUPLICATE_DISTANCE2 = 1e-14 * 1e-14                   # Drake merges polygon vertices closer than 1e-14 m
 _FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]], dtype=np.int64)
 
 
@@ -98,41 +91,6 @@ def _zero_face_mask(pressure, tet):
                 and pressure[tet[_FACES[f, 2]]] == 0.0):
             mask |= 1 << f
     return mask
-
-
-@nb.njit(cache=True)
-def _merge_duplicates(poly, n):
-    """Merge consecutive vertices closer than 1e-14 m (and the last with the first when three or
-    more remain), in place, as Drake does before it counts a polygon's vertices."""
-    if n <= 1:
-        return n
-    m = 1
-    for i in range(1, n):
-        dx = poly[i, 0] - poly[m - 1, 0]
-        dy = poly[i, 1] - poly[m - 1, 1]
-        dz = poly[i, 2] - poly[m - 1, 2]
-        if dx * dx + dy * dy + dz * dz < DUPLICATE_DISTANCE2:
-            continue
-        for c in range(3):
-            poly[m, c] = poly[i, c]
-        m += 1
-    if m >= 3:
-        dx = poly[0, 0] - poly[m - 1, 0]
-        dy = poly[0, 1] - poly[m - 1, 1]
-        dz = poly[0, 2] - poly[m - 1, 2]
-        if dx * dx + dy * dy + dz * dz < DUPLICATE_DISTANCE2:
-            m -= 1
-    return m
-
-
-@nb.njit(cache=True, inline="always")
-def _cosine(vx, vy, vz, g):
-    """cos of the angle between unit vector v and gradient g; 0 for a zero gradient (Drake
-    normalises a zero vector to itself)."""
-    norm = np.sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
-    if norm == 0.0:
-        return 0.0
-    return (vx * g[0] + vy * g[1] + vz * g[2]) / norm
 
 
 @nb.njit(cache=True)
@@ -210,13 +168,13 @@ def _append_face(poly, n, nrm, area, cen, x0, p0, grad, k, verts, vpress, offset
 
 
 @nb.njit(cache=True)
-def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False):
+def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
     """Equal-pressure polygons of tet pairs (D C.1): slice tet a by the plane p_b = p_a, then
     clip by tet b's faces. Tet b's zero-pressure faces are never clipped: on the plane
     p_b = p_a >= 0 inside tet a, so that clip is redundant, and skipping it is D 5.0.2's
     duplicate-clip rule (clip a shared p0 = 0 boundary once, by tet A). Pairs whose gradients
     differ by no more than ``eps_rel``·(|∇p_a| + |∇p_b|) have no plane (D C.2) and are skipped.
-    ``drake``: Drake's face rule (module docstring)."""
+    Drake's face rule has its own kernel (:mod:`fieldgen.runtime.drake_arithmetic`)."""
     m = pairs.shape[0]
     verts = np.empty((max(4 * m, 16), 3))
     vpress = np.empty(max(4 * m, 16))
@@ -260,7 +218,7 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
             v = PA[ta[i]]
             pbv = pB[tb[0]] + gB[b, 0] * (v[0] - xb[0]) + gB[b, 1] * (v[1] - xb[1]) + gB[b, 2] * (v[2] - xb[2])
             s[i] = pbv - pA[ta[i]]
-            if s[i] > 0.0 or (drake and s[i] == 0.0):   # Drake: a tie goes with p_b > p_a
+            if s[i] > 0.0:
                 npos += 1
         if npos == 0 or npos == 4:
             continue
@@ -271,22 +229,16 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
         dn = np.sqrt(dg0 * dg0 + dg1 * dg1 + dg2 * dg2)
         scale = np.sqrt(gA[a, 0] ** 2 + gA[a, 1] ** 2 + gA[a, 2] ** 2) + np.sqrt(
             gB[b, 0] ** 2 + gB[b, 1] ** 2 + gB[b, 2] ** 2)
-        if drake:
-            if not dn > 0.0:
-                continue
-        elif not dn > eps_rel * scale:
+        if not dn > eps_rel * scale:
             continue
         nrm[0] = dg0 / dn
         nrm[1] = dg1 / dn
         nrm[2] = dg2 / dn
-        if drake and not (_cosine(-nrm[0], -nrm[1], -nrm[2], gA[a]) > COS_DRAKE_ANGLE
-                          and _cosine(nrm[0], nrm[1], nrm[2], gB[b]) > COS_DRAKE_ANGLE):
-            continue
         n = 0
         if npos == 1 or npos == 3:
             lone = -1
             for i in range(4):
-                if (s[i] > 0.0 or (drake and s[i] == 0.0)) == (npos == 1):
+                if (s[i] > 0.0) == (npos == 1):
                     lone = i
             for j in range(4):
                 if j != lone:
@@ -302,7 +254,7 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
             j0 = -1
             j1 = -1
             for i in range(4):
-                if s[i] > 0.0 or (drake and s[i] == 0.0):
+                if s[i] > 0.0:
                     if i0 < 0:
                         i0 = i
                     else:
@@ -337,20 +289,11 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel, drake=False
                     tmpv = poly[i, c]
                     poly[i, c] = poly[n - 1 - i, c]
                     poly[n - 1 - i, c] = tmpv
-        if drake:
-            n = _merge_duplicates(poly, n)
-            if n < 3:
-                continue
-            n = _clip_by_tet(poly, n, tmp, PB, tb, 0)
-            n = _merge_duplicates(poly, n)
-        else:
-            n = _clip_by_tet(poly, n, tmp, PB, tb, _zero_face_mask(pB, tb))
+        n = _clip_by_tet(poly, n, tmp, PB, tb, _zero_face_mask(pB, tb))
         if n < 3:
             continue
         area, cen = _polygon_area_centroid(poly, n, nrm)
-        if drake:
-            area = max(area, 0.0)    # Drake keeps zero-area polygons
-        elif not area > 0.0:
+        if not area > 0.0:
             continue
         verts, vpress, nv, nf = _append_face(poly, n, nrm, area, cen, PA[ta[0]], pA[ta[0]], gA[a], k,
                                              verts, vpress, offsets, normals, cents, areas, cpress,
@@ -494,10 +437,11 @@ def _slice_inside_triangle(PT, TT, t_, PS, SF, f, C, poly):
 
 
 @nb.njit(cache=True)
-def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=False):
+def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
     """Rigid triangles clipped by the compliant tets they overlap (D 5.0.2). ``pairs`` holds
     (tet, triangle); the normal is ``sign``·(triangle outward normal) and the pressure is the
-    tet's field interpolated. ``drake``: Drake's face rule (module docstring).
+    tet's field interpolated. Drake's face rule has its own kernel
+    (:mod:`fieldgen.runtime.drake_arithmetic`).
 
     Face rule ``"all"``: a tet wholly inside the prism over the triangle is sliced by the
     triangle's plane (:func:`_slice_inside_triangle`, the usual case for a large rigid face
@@ -521,8 +465,8 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=Fals
     poly = np.empty((MAX_POLYGON, 3))
     tmp = np.empty((MAX_POLYGON, 3))
     plane = np.empty((4, 6))      # per face of the current tet: normal (3), point a (3)
-    planes = np.empty((0 if drake else SF.shape[0], 15))   # _triangle_planes, filled when first used
-    planes_done = np.zeros(0 if drake else SF.shape[0], np.bool_)
+    planes = np.empty((SF.shape[0], 15))   # _triangle_planes, filled when first used
+    planes_done = np.zeros(SF.shape[0], np.bool_)
     for k in range(m):
         t_ = pairs[k, 0]
         f = pairs[k, 1]
@@ -532,24 +476,16 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=Fals
         ux_ = unit_normals[f, 0]
         uy_ = unit_normals[f, 1]
         uz_ = unit_normals[f, 2]
-        if drake:
-            gnorm = np.sqrt(gx * gx + gy * gy + gz * gz)
-            cosine = 0.0 if gnorm == 0.0 else (ux_ * gx + uy_ * gy + uz_ * gz) / gnorm
-            if not cosine > COS_DRAKE_ANGLE:
-                continue
         nrx = sign * ux_
         nry = sign * uy_
         nrz = sign * uz_
-        n = -1
-        n_slice = 0
-        if not drake:
-            if not planes_done[f]:
-                _triangle_planes(PS, SF, unit_normals, f, planes)
-                planes_done[f] = True
-            n = _slice_inside_triangle(PT, TT, t_, PS, SF, f, planes, poly)
-            if n == 0:
-                continue
-            n_slice = n
+        if not planes_done[f]:
+            _triangle_planes(PS, SF, unit_normals, f, planes)
+            planes_done[f] = True
+        n = _slice_inside_triangle(PT, TT, t_, PS, SF, f, planes, poly)
+        if n == 0:
+            continue
+        n_slice = n
         if n < 0:
             separated = False
             for q in range(4):
@@ -612,8 +548,6 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=Fals
                     poly[i, 0] = tmp[i, 0]
                     poly[i, 1] = tmp[i, 1]
                     poly[i, 2] = tmp[i, 2]
-        if drake:
-            n = _merge_duplicates(poly, n)
         if n < 3:
             continue
         # area (projected on the unit normal) and area centroid, by a fan from vertex 0
@@ -654,9 +588,7 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g, drake=Fals
             cx /= max(n, 1)
             cy /= max(n, 1)
             cz /= max(n, 1)
-        if drake:
-            area = max(area, 0.0)    # Drake keeps zero-area polygons
-        elif not area > 0.0:
+        if not area > 0.0:
             continue
         # append: vertices with the tet's field p0 + ∇p0·(x − x0) (linear in the tet, D 5.0.1)
         i0 = TT[t_, 0]

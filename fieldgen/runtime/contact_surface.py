@@ -21,8 +21,11 @@ Face rules (``face_rule``): ``"all"`` (the default) is the rule above; ``"drake"
 Drake's hydroelastic contact surface: tet–tet polygons whose normal is more than 5π/8 from
 either pressure gradient are dropped, and so are rigid-triangle pieces whose outward normal is
 more than 5π/8 from the compliant tet's gradient (Drake's filters), tet B is clipped by all four
-faces and polygons of zero area are kept, as Drake does. ``docs/model.md §3.5`` compares
-the two and says when the choice matters.
+faces and polygons of zero area are kept, as Drake does. Polygons under this rule are computed
+in the compliant body's frame (A's for two) with Drake's own sequence of floating-point operations
+(:mod:`fieldgen.runtime.drake_arithmetic`), so that the degenerate polygons whose survival is
+decided by rounding come out as in Drake, and the face counts agree. ``docs/model.md §3.5``
+compares the two rules and says when the choice matters.
 
 Pass-through (D 5.1.2): a face lying in a tet that touches the rigid core, with a vertex
 pressure at the core's pressure, means the other body reached the core: a
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
 
-from fieldgen.runtime import clip
+from fieldgen.runtime import clip, drake_arithmetic
 from fieldgen.runtime.bodies import CompliantBody, RigidBody
 from fieldgen.runtime.bvh import PairCache, sorted_candidate_pairs
 from fieldgen.runtime.pose import as_matrix
@@ -158,14 +161,36 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
         pairs = swapped[:, ::-1]
     if len(pairs) == 0:
         return empty_surface(representation, XA, XB, name_a, name_b)
-    if a_soft and b_soft:
+    if a_soft and b_soft and drake:     # Drake's arithmetic in A's frame (drake_arithmetic)
+        _, gA = _posed_tets(XA, body_a, pairs[:, 0])
+        dA, dB = drake_arithmetic.body_tet_data(body_a), drake_arithmetic.body_tet_data(body_b)
+        out = drake_arithmetic.tet_tet_polygons(pairs, body_a.points, body_a.tets, dA[0], dA[1], dA[3],
+                                                body_b.points, body_b.tets, dB[0], dB[1], dB[2], dB[3],
+                                                drake_arithmetic.relative_transform(XA, XB), XA,
+                                                body_a.pressure, gA)
+        src = out[7]
+        el_a, el_b = pairs[src, 0], pairs[src, 1]
+        grad_a, grad_b = gA[el_a], _rotate(XB, body_b.gradient[el_b])
+    elif a_soft and b_soft:
         PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
         PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
         out = clip.tet_tet_polygons(pairs, PA, body_a.tets, body_a.pressure, gA,
-                                    PB, body_b.tets, body_b.pressure, gB, GRADIENT_EPS, drake)
+                                    PB, body_b.tets, body_b.pressure, gB, GRADIENT_EPS)
         src = out[7]
         el_a, el_b = pairs[src, 0], pairs[src, 1]
         grad_a, grad_b = gA[el_a], gB[el_b]
+    elif drake:     # one compliant body: Drake's arithmetic in its frame (drake_arithmetic)
+        soft, X_S, rigid, X_R = (body_a, XA, body_b, XB) if a_soft else (body_b, XB, body_a, XA)
+        tet_tri = pairs if a_soft else swapped
+        _, gS = _posed_tets(X_S, soft, tet_tri[:, 0])
+        out = drake_arithmetic.tri_tet_polygons(
+            tet_tri, soft.points, soft.tets, drake_arithmetic.body_tet_data(soft)[3], rigid.vertices, rigid.faces,
+            drake_arithmetic.body_triangle_normals(rigid), drake_arithmetic.relative_transform(X_S, X_R), X_S,
+            -1.0 if a_soft else 1.0, soft.pressure, gS, _rotate(X_R, rigid.face_normals))
+        src = out[7]
+        el_a, el_b = pairs[src, 0], pairs[src, 1]
+        nan = np.full((len(src), 3), np.nan)
+        grad_a, grad_b = (gS[el_a], nan) if a_soft else (nan, gS[el_b])
     else:
         # compliant–rigid: clip in the compliant body's frame (the rigid surface's few vertices
         # are posed there, not the tets), then pose the polygons in the world
@@ -173,7 +198,7 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
                                                     (body_b, body_a, XB, X_BA, 1.0, swapped))
         out = clip.tri_tet_polygons(tet_pairs, soft.points, soft.tets, _transform(X_SR, rigid.vertices),
                                     rigid.faces, _rotate(X_SR, rigid.face_normals), sign, soft.pressure,
-                                    soft.gradient, drake)
+                                    soft.gradient)
         out = (_transform(X_WS, out[0]), out[1], out[2], _rotate(X_WS, out[3])) + out[4:5] + \
             (_transform(X_WS, out[5]),) + out[6:]
         src = out[7]
