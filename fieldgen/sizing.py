@@ -29,8 +29,8 @@ mesh is graded by depth below the free surface (TetGen's -m with a background si
 On CAD parts with re-entrant edges the uniform edge stops near 2% at the tet budget: reaching
 1% there needs local (graded) refinement, which this module does not do yet.
 
-The fine solve of the estimate is the Galerkin P1 problem on the red refinement, by CG with a
-two-grid preconditioner started from the coarse solution (:func:`two_grid_extent`).
+The fine solve of the estimate is :func:`fieldgen.extent.solve_extent` on the red refinement
+(the monotone solve the build uses).
 """
 
 from __future__ import annotations
