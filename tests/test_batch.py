@@ -261,8 +261,11 @@ def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
     manifest = write_manifest(tmp_path, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
                                          "fandisk.obj": "edge_length = 0.035\n"})
     outputs = [tmp_path / "out" / "unit_sphere.vtu", tmp_path / "out" / "fandisk.vtu"]
+    # As from a terminal: a job started in the background by a shell without job control (a CI
+    # script's `cmd &`) inherits SIGINT ignored, and Python then leaves it ignored.
     proc = subprocess.Popen([sys.executable, "-m", "fieldgen.cli.main", "batch", str(manifest), "-j", "2"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_until_fast_item_done(proc, outputs[0])
     workers = live_workers(proc.pid)
     assert len(workers) == 1
