@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
@@ -342,75 +341,6 @@ def _cell_types(grid) -> np.ndarray:
 
     getter = grid.GetCellTypes if hasattr(grid, "GetCellTypes") else grid.GetCellTypesArray
     return np.asarray(vtk_to_numpy(getter()), dtype=np.int64)
-
-
-def distance_to_triangles(queries: np.ndarray, points: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Exact unsigned distance from each query point to the nearest triangle (brute force with a
-    bounding-sphere cut, numba)."""
-    tri = np.ascontiguousarray(points[faces], dtype=np.float64)
-    centre = tri.mean(axis=1)
-    radius = np.sqrt(np.max(np.sum((tri - centre[:, None]) ** 2, axis=2), axis=1))
-    # Visit triangles nearest first along a space-filling-ish order so the cut bites early.
-    return _distances(np.ascontiguousarray(queries, dtype=np.float64), tri, centre, radius)
-
-
-@nb.njit(cache=True)
-def _point_triangle_distance2(p, a, b, c):
-    """Squared distance from p to triangle abc (Ericson, Real-Time Collision Detection 5.1.5)."""
-    ab = b - a
-    ac = c - a
-    ap = p - a
-    d1 = ab @ ap
-    d2 = ac @ ap
-    if d1 <= 0.0 and d2 <= 0.0:
-        q = a
-    else:
-        bp = p - b
-        d3 = ab @ bp
-        d4 = ac @ bp
-        if d3 >= 0.0 and d4 <= d3:
-            q = b
-        else:
-            vc = d1 * d4 - d3 * d2
-            if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-                q = a + (d1 / (d1 - d3)) * ab
-            else:
-                cp = p - c
-                d5 = ab @ cp
-                d6 = ac @ cp
-                if d6 >= 0.0 and d5 <= d6:
-                    q = c
-                else:
-                    vb = d5 * d2 - d1 * d6
-                    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-                        q = a + (d2 / (d2 - d6)) * ac
-                    else:
-                        va = d3 * d6 - d5 * d4
-                        if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-                            q = b + ((d4 - d3) / ((d4 - d3) + (d5 - d6))) * (c - b)
-                        else:
-                            denom = 1.0 / (va + vb + vc)
-                            q = a + ab * (vb * denom) + ac * (vc * denom)
-    d = p - q
-    return d @ d
-
-
-@nb.njit(cache=True)
-def _distances(queries, tri, centre, radius):
-    out = np.empty(queries.shape[0])
-    nt = tri.shape[0]
-    for i in range(queries.shape[0]):
-        p = queries[i]
-        best = np.inf
-        for k in range(nt):
-            dc = np.sqrt(np.sum((p - centre[k]) ** 2)) - radius[k]
-            if dc > 0.0 and dc * dc >= best:
-                continue
-            d2 = _point_triangle_distance2(p, tri[k, 0], tri[k, 1], tri[k, 2])
-            if d2 < best:
-                best = d2
-        out[i] = np.sqrt(best)
-    return out
 
 
 def _tets_with_faces(tets: np.ndarray, faces: np.ndarray) -> np.ndarray:
