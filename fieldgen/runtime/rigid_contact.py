@@ -161,15 +161,21 @@ def _grown(bvh: BVH, margin: float) -> BVH:
                                element_lower=bvh.element_lower - margin, element_upper=bvh.element_upper + margin)
 
 
-def _supports(V, feat: MeshFeatures, vid: np.ndarray, direction: np.ndarray) -> np.ndarray:
-    """(m,) bool: no neighbour of vertex ``vid[i]`` lies more than 60° below it along
-    ``−direction[i]``, i.e. the vertex can be the lowest point of its body along ``−direction``."""
+def _neighbour_offsets(V, feat: MeshFeatures, vid: np.ndarray):
+    """Every (vertex, neighbour) pair of the vertices ``vid``: the index into ``vid`` it belongs
+    to, the neighbour's offset from the vertex (positions ``V``), and each vertex's neighbour count."""
     s, e = feat.neighbour_start[vid], feat.neighbour_start[vid + 1]
     counts = e - s
     owner = np.repeat(np.arange(len(vid)), counts)
     offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
     nbr = feat.neighbours[np.repeat(s, counts) + offsets]
-    rel = V[nbr] - V[vid[owner]]
+    return owner, V[nbr] - V[vid[owner]], counts
+
+
+def _supports(V, feat: MeshFeatures, vid: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """(m,) bool: no neighbour of vertex ``vid[i]`` lies more than 60° below it along
+    ``−direction[i]``, i.e. the vertex can be the lowest point of its body along ``−direction``."""
+    owner, rel, counts = _neighbour_offsets(V, feat, vid)
     cosine = np.einsum("mk,mk->m", rel, direction[owner]) / np.maximum(np.linalg.norm(rel, axis=1), 1e-300)
     lowest = np.full(len(vid), np.inf)
     np.minimum.at(lowest, owner, cosine)
@@ -274,12 +280,7 @@ def _in_vertex_cone(V, feat: MeshFeatures, vid: np.ndarray, direction: np.ndarra
     no neighbour lies ahead of the vertex along it, so the vertex is its body's extreme point
     that way (strict, unlike :func:`_supports`: a vertex inside a flat region has only the
     region's normal)."""
-    s, e = feat.neighbour_start[vid], feat.neighbour_start[vid + 1]
-    counts = e - s
-    owner = np.repeat(np.arange(len(vid)), counts)
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    nbr = feat.neighbours[np.repeat(s, counts) + offsets]
-    rel = V[nbr] - V[vid[owner]]
+    owner, rel, counts = _neighbour_offsets(V, feat, vid)
     sine = np.einsum("mk,mk->m", rel, direction[owner]) / np.maximum(np.linalg.norm(rel, axis=1), 1e-300)
     highest = np.full(len(vid), -np.inf)
     np.maximum.at(highest, owner, sine)
