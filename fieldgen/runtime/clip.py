@@ -93,9 +93,10 @@ def _zero_face_mask(pressure, tet):
     return mask
 
 
-@nb.njit(cache=True)
-def _polygon_area_centroid(poly, n, nrm):
-    """Area (projected on the unit normal) and area centroid, by a fan from vertex 0."""
+@nb.njit(cache=True, inline="always")
+def _polygon_area_centroid(poly, n, nrm, c):
+    """Area (projected on the unit normal), returned, and area centroid, written to ``c``
+    (the vertex mean when the area is not positive), by a fan from vertex 0."""
     area = 0.0
     cx = 0.0
     cy = 0.0
@@ -112,7 +113,6 @@ def _polygon_area_centroid(poly, n, nrm):
         cx += a * (poly[0, 0] + poly[k, 0] + poly[k + 1, 0]) / 3.0
         cy += a * (poly[0, 1] + poly[k, 1] + poly[k + 1, 1]) / 3.0
         cz += a * (poly[0, 2] + poly[k, 2] + poly[k + 1, 2]) / 3.0
-    c = np.empty(3)
     if area > 0.0:
         c[0] = cx / area
         c[1] = cy / area
@@ -123,7 +123,7 @@ def _polygon_area_centroid(poly, n, nrm):
             for k in range(n):
                 c[i] += poly[k, i]
             c[i] /= max(n, 1)
-    return area, c
+    return area
 
 
 @nb.njit(cache=True)
@@ -142,6 +142,22 @@ def _grow1(a, need):
     b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
     b[:a.shape[0]] = a
     return b
+
+
+@nb.njit(cache=True)
+def _new_faces(m):
+    """Output arrays of a polygon kernel with ``m`` candidate pairs (they grow if need be):
+    vertices, vertex pressures, offsets, normals, areas, centroids, centroid pressures, source pair."""
+    cap = max(m, 4)
+    return (np.empty((max(4 * m, 16), 3)), np.empty(max(4 * m, 16)), np.zeros(cap + 1, np.int64),
+            np.empty((cap, 3)), np.empty(cap), np.empty((cap, 3)), np.empty(cap), np.empty(cap, np.int64))
+
+
+@nb.njit(cache=True)
+def _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf):
+    """The kernel's answer: its output arrays cut to ``nv`` vertices and ``nf`` faces."""
+    return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
+            areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
 
 
 @nb.njit(cache=True, inline="always")
@@ -176,20 +192,14 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
     differ by no more than ``eps_rel``·(|∇p_a| + |∇p_b|) have no plane (D C.2) and are skipped.
     Drake's face rule has its own kernel (:mod:`fieldgen.runtime.drake_arithmetic`)."""
     m = pairs.shape[0]
-    verts = np.empty((max(4 * m, 16), 3))
-    vpress = np.empty(max(4 * m, 16))
-    offsets = np.zeros(max(m, 4) + 1, np.int64)
-    normals = np.empty((max(m, 4), 3))
-    areas = np.empty(max(m, 4))
-    cents = np.empty((max(m, 4), 3))
-    cpress = np.empty(max(m, 4))
-    src = np.empty(max(m, 4), np.int64)
+    verts, vpress, offsets, normals, areas, cents, cpress, src = _new_faces(m)
     nv = 0
     nf = 0
     poly = np.empty((MAX_POLYGON, 3))
     tmp = np.empty((MAX_POLYGON, 3))
     s = np.empty(4)
     nrm = np.empty(3)
+    cen = np.empty(3)
     for k in range(m):
         a = pairs[k, 0]
         b = pairs[k, 1]
@@ -292,14 +302,13 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
         n = _clip_by_tet(poly, n, tmp, PB, tb, _zero_face_mask(pB, tb))
         if n < 3:
             continue
-        area, cen = _polygon_area_centroid(poly, n, nrm)
+        area = _polygon_area_centroid(poly, n, nrm, cen)
         if not area > 0.0:
             continue
         verts, vpress, nv, nf = _append_face(poly, n, nrm, area, cen, PA[ta[0]], pA[ta[0]], gA[a], k,
                                              verts, vpress, offsets, normals, cents, areas, cpress,
                                              src, nv, nf)
-    return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
-            areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
+    return _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
 
 
 @nb.njit(cache=True, inline="always")
@@ -436,6 +445,18 @@ def _slice_inside_triangle(PT, TT, t_, PS, SF, f, C, poly):
     return 3
 
 
+@nb.njit(cache=True, inline="always")
+def _winding(poly, nx, ny, nz):
+    """(v1 − v0) × (v2 − v0) · n: positive when a convex polygon winds counter-clockwise about n."""
+    ux = poly[1, 0] - poly[0, 0]
+    uy = poly[1, 1] - poly[0, 1]
+    uz = poly[1, 2] - poly[0, 2]
+    vx = poly[2, 0] - poly[0, 0]
+    vy = poly[2, 1] - poly[0, 1]
+    vz = poly[2, 2] - poly[0, 2]
+    return (uy * vz - uz * vy) * nx + (uz * vx - ux * vz) * ny + (ux * vy - uy * vx) * nz
+
+
 @nb.njit(cache=True)
 def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
     """Rigid triangles clipped by the compliant tets they overlap (D 5.0.2). ``pairs`` holds
@@ -451,19 +472,13 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
     triangle ∩ tet; they differ by round-off. Arrays are read by scalar index (no per-pair
     views or allocations): a step of the full-resolution gripper has ~3000 pairs per pad."""
     m = pairs.shape[0]
-    cap = max(m, 4)
-    verts = np.empty((max(4 * m, 16), 3))
-    vpress = np.empty(max(4 * m, 16))
-    offsets = np.zeros(cap + 1, np.int64)
-    normals = np.empty((cap, 3))
-    areas = np.empty(cap)
-    cents = np.empty((cap, 3))
-    cpress = np.empty(cap)
-    src = np.empty(cap, np.int64)
+    verts, vpress, offsets, normals, areas, cents, cpress, src = _new_faces(m)
     nv = 0
     nf = 0
     poly = np.empty((MAX_POLYGON, 3))
     tmp = np.empty((MAX_POLYGON, 3))
+    nrm = np.empty(3)
+    cen = np.empty(3)
     plane = np.empty((4, 6))      # per face of the current tet: normal (3), point a (3)
     planes = np.empty((SF.shape[0], 15))   # _triangle_planes, filled when first used
     planes_done = np.zeros(SF.shape[0], np.bool_)
@@ -550,44 +565,16 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
                     poly[i, 2] = tmp[i, 2]
         if n < 3:
             continue
-        # area (projected on the unit normal) and area centroid, by a fan from vertex 0
-        area = 0.0
-        cx = 0.0
-        cy = 0.0
-        cz = 0.0
-        for q in range(1, n - 1):
-            ux = poly[q, 0] - poly[0, 0]
-            uy = poly[q, 1] - poly[0, 1]
-            uz = poly[q, 2] - poly[0, 2]
-            vx = poly[q + 1, 0] - poly[0, 0]
-            vy = poly[q + 1, 1] - poly[0, 1]
-            vz = poly[q + 1, 2] - poly[0, 2]
-            a_ = 0.5 * ((uy * vz - uz * vy) * nrx + (uz * vx - ux * vz) * nry + (ux * vy - uy * vx) * nrz)
-            area += a_
-            cx += a_ * (poly[0, 0] + poly[q, 0] + poly[q + 1, 0]) / 3.0
-            cy += a_ * (poly[0, 1] + poly[q, 1] + poly[q + 1, 1]) / 3.0
-            cz += a_ * (poly[0, 2] + poly[q, 2] + poly[q + 1, 2]) / 3.0
-        flip = area < 0.0 and n_slice > 0   # a slice is walked either way round: wind it about nr
-        if flip:
-            area = -area
-            cx = -cx
-            cy = -cy
-            cz = -cz
-        if area > 0.0:
-            cx = cx / area
-            cy = cy / area
-            cz = cz / area
-        else:
-            cx = 0.0
-            cy = 0.0
-            cz = 0.0
-            for q in range(n):
-                cx += poly[q, 0]
-                cy += poly[q, 1]
-                cz += poly[q, 2]
-            cx /= max(n, 1)
-            cy /= max(n, 1)
-            cz /= max(n, 1)
+        # a slice is walked either way round: measure it about the normal it winds around
+        flip = n_slice > 0 and _winding(poly, nrx, nry, nrz) < 0.0
+        turn = -1.0 if flip else 1.0
+        nrm[0] = turn * nrx
+        nrm[1] = turn * nry
+        nrm[2] = turn * nrz
+        area = _polygon_area_centroid(poly, n, nrm, cen)
+        cx = cen[0]
+        cy = cen[1]
+        cz = cen[2]
         if not area > 0.0:
             continue
         # append: vertices with the tet's field p0 + ∇p0·(x − x0) (linear in the tet, D 5.0.1)
@@ -616,8 +603,7 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
         cpress[nf] = p0 + gx * (cx - x0) + gy * (cy - y0) + gz * (cz - z0)
         src[nf] = k
         nf += 1
-    return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
-            areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
+    return _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
 
 
 @nb.njit(cache=True)

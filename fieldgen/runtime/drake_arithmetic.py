@@ -32,7 +32,7 @@ import math
 import numba as nb
 import numpy as np
 
-from fieldgen.runtime.clip import _append_face, _polygon_area_centroid
+from fieldgen.runtime.clip import _append_face, _new_faces, _polygon_area_centroid, _trimmed
 
 COS_ALPHA = math.cos(5.0 * math.pi / 8.0)   # Drake's threshold angle between normal and gradient
 NEAR2 = 1e-14 * 1e-14                        # vertices closer than 1e-14 m are merged
@@ -337,15 +337,7 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, uA, PB, TB, gB, mB, nB, uB, X_MN, X_
     counter-clockwise about the normal from A into B; pressures are p_A interpolated with the
     world-frame gradients ``grad_a_W``."""
     m = pairs.shape[0]
-    cap = max(m, 4)
-    verts = np.empty((max(4 * m, 16), 3))
-    vpress = np.empty(max(4 * m, 16))
-    offsets = np.zeros(cap + 1, np.int64)
-    normals = np.empty((cap, 3))
-    areas = np.empty(cap)
-    cents = np.empty((cap, 3))
-    cpress = np.empty(cap)
-    src = np.empty(cap, np.int64)
+    verts, vpress, offsets, normals, areas, cents, cpress, src = _new_faces(m)
     nv = 0
     nf = 0
     R = X_MN[:3, :3]
@@ -359,6 +351,7 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, uA, PB, TB, gB, mB, nB, uB, X_MN, X_
     dist = np.empty(MAX_POLYGON)
     d = np.empty(4)
     nrm = np.empty(3)
+    cen = np.empty(3)
     x0 = np.empty(3)
     for k in range(m):
         a = pairs[k, 0]
@@ -480,7 +473,7 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, uA, PB, TB, gB, mB, nB, uB, X_MN, X_
         nrm[0] = x
         nrm[1] = y
         nrm[2] = z
-        area, cen = _polygon_area_centroid(world, n, nrm)
+        area = _polygon_area_centroid(world, n, nrm, cen)
         area = max(area, 0.0)
         v = PA[ta[0]]
         x, y, z = _rotate(X_WM, v[0], v[1], v[2])
@@ -489,8 +482,7 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, uA, PB, TB, gB, mB, nB, uB, X_MN, X_
         x0[2] = X_WM[2, 3] + z
         verts, vpress, nv, nf = _append_face(world, n, nrm, area, cen, x0, pressure_a[ta[0]], grad_a_W[a],
                                              k, verts, vpress, offsets, normals, cents, areas, cpress, src, nv, nf)
-    return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
-            areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
+    return _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
 
 
 def body_tet_data(body):
@@ -622,15 +614,7 @@ def tri_tet_polygons(pairs, PT, TT, uT, PS, SF, normals_S, X_MN, X_WM, sign, pre
     reported normal is ``sign``·``normals_W`` (world), and the polygon winds about it. Returns
     the arrays of :func:`fieldgen.runtime.clip.tri_tet_polygons`."""
     m = pairs.shape[0]
-    cap = max(m, 4)
-    verts = np.empty((max(4 * m, 16), 3))
-    vpress = np.empty(max(4 * m, 16))
-    offsets = np.zeros(cap + 1, np.int64)
-    normals = np.empty((cap, 3))
-    areas = np.empty(cap)
-    cents = np.empty((cap, 3))
-    cpress = np.empty(cap)
-    src = np.empty(cap, np.int64)
+    verts, vpress, offsets, normals, areas, cents, cpress, src = _new_faces(m)
     nv = 0
     nf = 0
     R = X_MN[:3, :3]
@@ -659,6 +643,7 @@ def tri_tet_polygons(pairs, PT, TT, uT, PS, SF, normals_S, X_MN, X_WM, sign, pre
     world = np.empty((MAX_POLYGON, 3))
     dist = np.empty(MAX_POLYGON)
     nrm = np.empty(3)
+    cen = np.empty(3)
     x0 = np.empty(3)
     for k in range(m):
         t = pairs[k, 0]
@@ -725,7 +710,7 @@ def tri_tet_polygons(pairs, PT, TT, uT, PS, SF, normals_S, X_MN, X_WM, sign, pre
             world[i, 2] = X_WM[2, 3] + z
         for c in range(3):
             nrm[c] = sign * normals_W[f, c]
-        area, cen = _polygon_area_centroid(world, n, nrm)
+        area = _polygon_area_centroid(world, n, nrm, cen)
         area = max(area, 0.0)
         v = PT[TT[t, 0]]
         x, y, z = _rotate(X_WM, v[0], v[1], v[2])
@@ -734,8 +719,7 @@ def tri_tet_polygons(pairs, PT, TT, uT, PS, SF, normals_S, X_MN, X_WM, sign, pre
         x0[2] = X_WM[2, 3] + z
         verts, vpress, nv, nf = _append_face(world, n, nrm, area, cen, x0, pressure[TT[t, 0]], grad_W[t],
                                              k, verts, vpress, offsets, normals, cents, areas, cpress, src, nv, nf)
-    return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
-            areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
+    return _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
 
 
 def body_triangle_normals(body):
