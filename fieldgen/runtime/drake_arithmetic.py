@@ -670,6 +670,8 @@ def tri_tet_polygons(pairs, PT, TT, uT, PS, SF, normals_S, X_MN, X_WM, sign, pre
             if inside == 0:
                 n = 0
                 break
+            # Not the tet–tet loop above: Drake's triangle–tet clipping walks edges (prev, i) and
+            # interpolates from the later vertex, so its points differ in the last bits.
             out = 0
             prev = n - 1
             for i in range(n):
