@@ -54,7 +54,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
                 raise OptionError(f"{flag} must be a positive number of seconds, got {value}",
                                   fix="use e.g. --duration 1 --dt 1e-3")
         friction, integrator = run_settings(friction or settings.get("friction"),
-                                            integrator or settings.get("integrator"))
+                                            integrator or settings.get("integrator"), path=scene_file)
         if record_every is None:
             record_every = max(1, math.ceil(duration / dt / 200))
         if record_every < 1:

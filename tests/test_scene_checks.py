@@ -57,10 +57,11 @@ def test_valid_scene_runs(tmp_path):
     ("", "mass = -1.0", ["mass", "> 0"]),
     ("dt = 0", "mass = 1.0", ["dt", "> 0"]),   # TOML forbids the duplicate: replaced below
     ('integrator = "euler"', "mass = 1.0", ["integrator", "velocity, continuous"]),
+    ('friction = "coulomb"', "mass = 1.0", ["[simulate]", "friction", "regularised, compliant"]),
     ("", 'mass = 1.0\nkind = "dynamc"', ["kind", "dynamic, fixed, kinematic"]),
     ("", "mass = 1.0\nmotion = [[0, 1, 0, 0, 0, 0, 0]]", ["motion", "kinematic"]),
 ], ids=["masss", "frobnicate", "dtt", "mu_statc", "velocity-type", "negative-mass", "zero-dt",
-        "integrator", "kind", "motion-on-dynamic"])
+        "integrator", "friction", "kind", "motion-on-dynamic"])
 def test_bad_scene_keys_exit_2_naming_file_table_key(tmp_path, simulate, body, words):
     path = write(tmp_path, simulate, body)
     if simulate == "dt = 0":
@@ -136,3 +137,15 @@ position = [0, 0, 0.06]
     assert "--integrator velocity" in result.output
     assert not out.exists()                   # refused before any work
     assert run(path, "--integrator", "velocity", "--duration", "0.01").exit_code == 0
+
+
+def test_compliant_friction_with_the_velocity_integrator_exits_2(tmp_path):
+    """The friction spring (D 6) is a state of the continuous integrator's ODE: asking for it with
+    the velocity integrator is refused before any step, whether the scene or the flags ask."""
+    path = write(tmp_path, 'friction = "compliant"\nintegrator = "velocity"')
+    result = run(path)
+    assert result.exit_code == 2, result.output
+    assert str(path) in result.output and "--integrator continuous" in result.output
+    assert "Traceback" not in result.output
+    result = run(write(tmp_path), "--friction", "compliant", "--integrator", "velocity")
+    assert result.exit_code == 2, result.output

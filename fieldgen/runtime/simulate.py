@@ -842,20 +842,20 @@ class _Recorder:
                                 integrator, dt, self.surfaces, final)
 
 
-def run_settings(friction: str | None = None, integrator: str | None = None) -> tuple[str, str]:
+def run_settings(friction: str | None = None, integrator: str | None = None, *, path=None) -> tuple[str, str]:
     """The friction model and integrator of a run, defaults filled in: regularised friction
     (D 5.3) unless asked; the continuous integrator for compliant friction (its friction
     springs, D 6, are states of the ODE), the velocity integrator otherwise. OptionError for an
-    unknown name or compliant friction with the velocity integrator."""
+    unknown name or compliant friction with the velocity integrator (naming ``path``, the scene)."""
     friction = friction or "regularised"
     if friction not in FRICTION_MODELS:
-        raise OptionError(f"unknown friction model {friction!r}", fix=f"use one of {FRICTION_MODELS}")
+        raise OptionError(f"unknown friction model {friction!r}", path=path, fix=f"use one of {FRICTION_MODELS}")
     integrator = integrator or ("continuous" if friction == "compliant" else "velocity")
     if integrator not in INTEGRATORS:
-        raise OptionError(f"unknown integrator {integrator!r}", fix=f"use one of {INTEGRATORS}")
+        raise OptionError(f"unknown integrator {integrator!r}", path=path, fix=f"use one of {INTEGRATORS}")
     if friction == "compliant" and integrator != "continuous":
         raise OptionError("compliant friction integrates a friction spring per contact and runs only in the "
-                          "continuous integrator",
+                          "continuous integrator", path=path,
                           fix="use --integrator continuous (the default with --friction compliant)")
     return friction, integrator
 
