@@ -70,7 +70,7 @@ def box():
 
 def test_reused_pairs_give_the_direct_surface_and_wrench(pad, box):
     X_pad = Pose.from_xyz_rpy(0.0005, -0.0003, 0.0, 1.0, -0.5, 3.0)
-    pad.pair_caches.clear()
+    pad.derived.pop("pair_caches", None)
     faces = 0
     for pose in box_poses():
         for a, Xa, b, Xb in ((pad, X_pad, box, pose), (box, pose, pad, X_pad)):
@@ -82,7 +82,7 @@ def test_reused_pairs_give_the_direct_surface_and_wrench(pad, box):
             w_direct = compute_wrench(direct, a, b)
             assert np.array_equal(w_fast.force, w_direct.force) and np.array_equal(w_fast.torque, w_direct.torque)
             faces += fast.n_faces
-    cache = pad.pair_caches[id(box)][1]
+    cache = pad.derived["pair_caches"][id(box)][1]
     # the comparison above covered both kinds of query: most steps reused, the jumps traversed
     assert cache.reuses > 30 and 3 <= cache.traversals < 30
     assert faces > 1000
@@ -90,8 +90,8 @@ def test_reused_pairs_give_the_direct_surface_and_wrench(pad, box):
 
 def test_reused_pairs_between_two_compliant_bodies(pad):
     other = jittered_pad(cells=7, layers=3, seed=1)
-    other.pair_caches.clear()
-    pad.pair_caches.clear()
+    other.derived.pop("pair_caches", None)
+    pad.derived.pop("pair_caches", None)
     flipped = Pose.from_xyz_rpy(0.0, 0.0, 0.0, 180.0, 0.0, 0.0)   # its face (z = H) down
     for k in range(30):
         X = as_matrix(Pose.from_xyz_rpy(0.0004 * k, 0.0, 2 * H - 0.001 - 0.00005 * k, 0.0, 0.0, 0.3 * k)) @ \
@@ -101,7 +101,7 @@ def test_reused_pairs_between_two_compliant_bodies(pad):
         assert fast.n_faces > 0
         for name in FIELDS:
             assert np.array_equal(getattr(fast, name), getattr(direct, name), equal_nan=True), name
-    cache = pad.pair_caches[id(other)][1]
+    cache = pad.derived["pair_caches"][id(other)][1]
     assert cache.reuses > 0
 
 

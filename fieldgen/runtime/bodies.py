@@ -64,9 +64,10 @@ class CompliantBody:
     bvh: BVH = field(init=False, repr=False)
     core_tets: np.ndarray = field(init=False, repr=False)   #: (t,) bool, tet has a core face
     core_pressure: float = field(init=False, repr=False)    #: smallest p0 on the core (inf if none)
-    #: broad-phase caches of the contact query (``contact_surface``), one per other body: a pure
-    #: speed-up, the query returns the same arrays with or without them
-    pair_caches: dict = field(init=False, repr=False, default_factory=dict)
+    #: what runtime modules derive from the body once and keep, by name (the contact query's
+    #: broad-phase caches, rigid-contact features, the rigid core, the Drake rule's per-element
+    #: data): a pure speed-up, every result is the same without it
+    derived: dict = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self):
         self.points = np.ascontiguousarray(self.points, dtype=np.float64)
@@ -198,6 +199,10 @@ class RigidBody:
     tangential_damping: float = float("inf")
     bvh: BVH = field(init=False, repr=False)
     face_normals: np.ndarray = field(init=False, repr=False)   #: (f, 3) unit outward normals
+    #: what runtime modules derive from the body once and keep, by name (the contact query's
+    #: broad-phase caches, rigid-contact features, the rigid core, the Drake rule's per-element
+    #: data): a pure speed-up, every result is the same without it
+    derived: dict = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self):
         self.vertices = np.ascontiguousarray(self.vertices, dtype=np.float64)

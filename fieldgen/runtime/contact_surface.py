@@ -221,10 +221,11 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
 
 def _pair_cache(body: CompliantBody, other) -> PairCache:
     """The broad-phase cache of ``body`` (whose tree is queried first) against ``other``."""
-    entry = body.pair_caches.get(id(other))
+    caches = body.derived.setdefault("pair_caches", {})
+    entry = caches.get(id(other))
     if entry is None or entry[0]() is not other:
         entry = (weakref.ref(other), PairCache())
-        body.pair_caches[id(other)] = entry
+        caches[id(other)] = entry
     return entry[1]
 
 

@@ -487,11 +487,9 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, uA, PB, TB, gB, mB, nB, uB, X_MN, X_
 
 def body_tet_data(body):
     """:func:`tet_data` of a CompliantBody, computed once and kept on the body."""
-    data = getattr(body, "_drake_tet_data", None)
-    if data is None:
-        data = tet_data(body.points, body.tets, body.pressure)
-        body._drake_tet_data = data
-    return data
+    if "drake_tet_data" not in body.derived:
+        body.derived["drake_tet_data"] = tet_data(body.points, body.tets, body.pressure)
+    return body.derived["drake_tet_data"]
 
 
 def relative_transform(X_WA: np.ndarray, X_WB: np.ndarray) -> np.ndarray:
@@ -726,8 +724,6 @@ def tri_tet_polygons(pairs, PT, TT, uT, PS, SF, normals_S, X_MN, X_WM, sign, pre
 
 def body_triangle_normals(body):
     """:func:`triangle_normals` of a RigidBody, computed once and kept on the body."""
-    data = getattr(body, "_drake_triangle_normals", None)
-    if data is None:
-        data = triangle_normals(body.vertices, body.faces)
-        body._drake_triangle_normals = data
-    return data
+    if "drake_triangle_normals" not in body.derived:
+        body.derived["drake_triangle_normals"] = triangle_normals(body.vertices, body.faces)
+    return body.derived["drake_triangle_normals"]

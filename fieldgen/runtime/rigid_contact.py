@@ -71,14 +71,10 @@ class MeshFeatures:
     edge_bvh: BVH               # over the convex edges (element k: convex_edges[k])
 
 
-_FEATURES: dict[int, tuple[MeshFeatures, RigidBody]] = {}
-
-
 def mesh_features(body: RigidBody) -> MeshFeatures:
-    """The :class:`MeshFeatures` of ``body`` (computed once per body object)."""
-    cached = _FEATURES.get(id(body))
-    if cached is not None and cached[1] is body:
-        return cached[0]
+    """The :class:`MeshFeatures` of ``body`` (computed once, kept in ``body.derived``)."""
+    if "mesh_features" in body.derived:
+        return body.derived["mesh_features"]
     V, F = body.vertices, body.faces
     directed = np.stack([F, np.roll(F, -1, axis=1)], axis=2).reshape(-1, 2)    # edge k of face f: row 3f + k
     key = np.sort(directed, axis=1)
@@ -115,7 +111,7 @@ def mesh_features(body: RigidBody) -> MeshFeatures:
                             float(np.linalg.norm(extent)),
                             float(np.linalg.norm(V[used], axis=1).max()) if len(used) else 0.0, used, build_bvh(V, used[:, None]), convex_edges,
                             build_bvh(V, edges[convex_edges]))
-    _FEATURES[id(body)] = (features, body)
+    body.derived["mesh_features"] = features
     return features
 
 
@@ -136,23 +132,19 @@ def convex_hull_body(body: RigidBody) -> RigidBody:
     return RigidBody(V, faces, body.mu_static, body.mu_dynamic, body.name)
 
 
-_CORES: dict[int, tuple[RigidBody | None, object]] = {}
-
-
 def core_body(body) -> RigidBody | None:
     """The rigid core of a compliant body as a rigid surface (its boundary faces at e = 1,
     wound the other way: their normals point out of the core, into the compliant material),
-    or None when it has none (or ``body`` is not compliant). Cached per body object."""
+    or None when it has none (or ``body`` is not compliant). Kept in ``body.derived``."""
     faces = getattr(body, "core_faces", None)
     if faces is None or len(faces) == 0:
         return None
-    cached = _CORES.get(id(body))
-    if cached is not None and cached[1] is body:
-        return cached[0]
+    if "core" in body.derived:
+        return body.derived["core"]
     used, local = np.unique(faces, return_inverse=True)    # only the core's own vertices: posing
     core = RigidBody(body.points[used], local.reshape(faces.shape)[:, ::-1].copy(),   # them is per step
                      body.mu_static, body.mu_dynamic, f"{body.name} core")
-    _CORES[id(body)] = (core, body)
+    body.derived["core"] = core
     return core
 
 
