@@ -15,9 +15,13 @@ stiffness has positive off-diagonal couplings, and the P1 solution can leave [0,
 maximum principle fails: up to 0.016 measured on CAD parts, at the rim where a free face meets a
 bonded one). :func:`solve_extent` therefore solves the Galerkin system first and, only where its
 solution leaves the bounds, *upwinds* the positive couplings of the edges around the offending
-vertices: the coupling k_ij > 0 is removed from the off-diagonal and added to both diagonals
-(artificial diffusion d_ij (e_i - e_j) on that edge, so rows still sum to zero and the operator
-stays symmetric positive definite). It solves again and repeats while anything is out of bounds.
+vertices: the coupling k_ij > 0 becomes -k_ij, its magnitude kept with a diffusive sign
+(artificial diffusion d_ij = 2 k_ij on that edge, added to both diagonals, so rows still sum to
+zero and the operator stays symmetric positive definite). d_ij = k_ij (coupling 0) is the least
+diffusion that gives an M-matrix, but it can cut a vertex off from every neighbour that is off
+the free surface, and such a vertex then sits at e = 0 exactly (found on a CAD part, beside the
+free surface; :func:`fieldgen.tetmesh.refine_zero_tets` assumes the operator couples every edge).
+It solves again and repeats while anything is out of bounds.
 With every positive coupling upwinded the operator is an M-matrix, for which the discrete maximum
 principle holds, so the loop ends; on the corpus parts one round of upwinding sufficed, touching
 0.5-10% of the positive couplings. This is algebraic flux correction with a limiter that is 1 (Galerkin, full
@@ -155,11 +159,18 @@ def positive_couplings(stiffness) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             upper.data[positive][order])
 
 
+#: Artificial diffusion on an upwinded edge, in units of its positive coupling k_ij: 2 turns the
+#: coupling into -k_ij (module docstring); 1 would be plain discrete upwinding (coupling 0).
+UPWIND_DIFFUSION = 2.0
+
+
 def upwinded(stiffness, i: np.ndarray, j: np.ndarray, coupling: np.ndarray):
-    """The stiffness with the couplings ``coupling`` on edges (i, j) moved to the diagonal: the
-    discrete-upwinding (artificial diffusion) operator, symmetric, rows still summing to zero."""
+    """The stiffness with artificial diffusion UPWIND_DIFFUSION * ``coupling`` on edges (i, j):
+    positive couplings k_ij become -k_ij; symmetric, rows still summing to zero, an M-matrix
+    when every positive coupling is upwinded."""
     from scipy.sparse import coo_matrix, diags
 
+    coupling = UPWIND_DIFFUSION * np.asarray(coupling, dtype=np.float64)
     n = stiffness.shape[0]
     diffusion = coo_matrix((np.concatenate([-coupling, -coupling]), (np.concatenate([i, j]), np.concatenate([j, i]))),
                            shape=(n, n)).tocsr()

@@ -464,13 +464,38 @@ def _split_corner_tets(points, tets, corner, n0, boundary_face_keys):
     return points, tets
 
 
-def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
-    """Split every tet whose 4 vertices are on FREE faces; return the new mesh and how many were found.
+def _at_zero(n: int, tets: np.ndarray, on_free: np.ndarray, on_rigid: np.ndarray) -> np.ndarray:
+    """Vertices whose extent is 0 in every solve (docs/model.md §2.2): the FREE ones and, for the
+    Laplace problem (some RIGID vertex), every vertex joined to no RIGID vertex by a path of mesh
+    edges through vertices off the free surface: e at such a vertex is a weighted mean of values
+    that are all 0. For the Poisson problem the source lifts every vertex off the free surface."""
+    flags = np.zeros(n, dtype=bool)
+    flags[:len(on_free)] = on_free
+    if not on_rigid.any():
+        return flags
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    Such tets carry e = 0 everywhere and punch holes in the pressure field. Each is removed by a
-    conforming split that puts a new vertex off the FREE surface: its longest interior edge (not on
-    any boundary face) is bisected in every tet around it, so the midpoint also couples to interior
-    vertices. A tet whose edges all lie on the boundary (a corner tet) has its interior face split
+    pairs = tets[:, _TET_EDGES].reshape(-1, 2)
+    keep = ~(flags[pairs[:, 0]] | flags[pairs[:, 1]])
+    graph = coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (pairs[keep, 0], pairs[keep, 1])), shape=(n, n))
+    _, label = connected_components(graph.tocsr(), directed=False)
+    reaches_rigid = np.zeros(label.max() + 1, dtype=bool)
+    reaches_rigid[label[np.flatnonzero(on_rigid)]] = True
+    return flags | ~reaches_rigid[label]
+
+
+def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
+    """Split every tet whose 4 vertices are at e = 0; return the new mesh and how many were found.
+
+    Such tets carry e = 0 everywhere and punch holes in the pressure field. A vertex is at e = 0
+    when it lies on a FREE face or, in the Laplace problem, when no path through vertices off the
+    free surface joins it to a RIGID one (:func:`_at_zero`). Each zero tet is removed by a
+    conforming split that puts a new vertex off the free surface: an interior edge (not on any
+    boundary face) is bisected in every tet around it, so the midpoint couples to every vertex of
+    those tets. The edge is one that a tet holding a vertex off e = 0 also holds, when the zero
+    tets have such edges (then the midpoint is off e = 0 too, and a zero region shrinks from its
+    rim inward), else the longest. A tet whose edges all lie on the boundary (a corner tet) has its interior face split
     at the centroid in both tets sharing it; a lone tet whose four faces are all boundary is split
     at its centroid. Boundary faces are unchanged. Repeats until none is left (verified).
     """
@@ -478,28 +503,40 @@ def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
     tets = np.asarray(mesh.tets, dtype=np.int64)
     on_free = np.zeros(len(points), dtype=bool)
     on_free[mesh.vertices_with(FREE)] = True
-    bkeys_edges = np.sort(mesh.boundary_faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)
+    on_rigid = np.zeros(len(points), dtype=bool)
+    on_rigid[mesh.vertices_with(RIGID)] = True
+    on_rigid &= ~on_free                               # FREE wins (extent.dirichlet_values)
+    boundary_edges = np.unique(np.sort(mesh.boundary_faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1), axis=0)
+    boundary_faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
     n0 = len(points)
-    boundary_edge_keys = np.unique(bkeys_edges[:, 0] * n0 + bkeys_edges[:, 1])
-    boundary_face_keys = np.unique(_face_keys(mesh.boundary_faces, n0))
 
-    def zero(points_count, tets_now):
-        flags = np.zeros(points_count, dtype=bool)
-        flags[:n0] = on_free
+    def zero(tets_now, flags):
         return np.flatnonzero(_row_counts(flags[tets_now]) == 4)
 
-    found = len(zero(len(points), tets))
+    found = len(zero(tets, _at_zero(n0, tets, on_free, on_rigid)))
     # Every round splits at least one edge or all corner tets, so this bound is never reached on
     # a valid mesh; it only guards against a bug looping forever.
     for _ in range(max(64, 2 * found + 8)):
-        z = zero(len(points), tets)
+        n = len(points)
+        flags = _at_zero(n, tets, on_free, on_rigid)
+        z = zero(tets, flags)
         if len(z) == 0:
             break
-        # Only original vertices can be FREE, so every key below refers to indices < n0.
         pairs = np.sort(tets[z][:, _TET_EDGES], axis=2)                  # (z, 6, 2)
-        keys = pairs[..., 0] * n0 + pairs[..., 1]
-        interior = ~np.isin(keys, boundary_edge_keys)
+        keys = pairs[..., 0] * n + pairs[..., 1]
+        interior = ~np.isin(keys, boundary_edges[:, 0] * n + boundary_edges[:, 1])
         length = np.linalg.norm(points[pairs[..., 0]] - points[pairs[..., 1]], axis=2)
+        if on_rigid.any():
+            # Edges a tet with a vertex off e = 0 also holds (only tets holding two vertices of
+            # zero tets can): splitting one of those lifts the midpoint off e = 0.
+            ends = np.zeros(n, dtype=bool)
+            ends[tets[z].ravel()] = True
+            around = tets[_row_counts(ends[tets]) >= 2]
+            lifted = around[_row_counts(flags[around]) < 4]
+            lifted_pairs = np.sort(lifted[:, _TET_EDGES], axis=2)
+            touching = interior & np.isin(keys, lifted_pairs[..., 0] * n + lifted_pairs[..., 1])
+            if touching.any():
+                interior = touching
         length = np.where(interior, length, -1.0)
         best = np.argmax(length, axis=1)
         has_edge = interior.any(axis=1)
@@ -507,25 +544,27 @@ def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
         if len(chosen):
             # Keep an independent set: an edge is taken unless a tet around it holds a smaller chosen edge.
             # Only tets holding two endpoints of chosen edges can contain one (exact restriction).
-            near = tets[_tets_touching(tets, np.stack([chosen // n0, chosen % n0], axis=1), len(points))]
+            near = tets[_tets_touching(tets, np.stack([chosen // n, chosen % n], axis=1), n)]
             all_pairs = np.sort(near[:, _TET_EDGES], axis=2)
-            all_keys = np.where(all_pairs[..., 1] < n0, all_pairs[..., 0] * n0 + all_pairs[..., 1], -1)
+            all_keys = all_pairs[..., 0] * n + all_pairs[..., 1]
             is_chosen = np.isin(all_keys, chosen)
             smallest = np.where(is_chosen, all_keys, np.iinfo(np.int64).max).min(axis=1)
             t_idx, local = np.nonzero(is_chosen)
             blocked = np.unique(all_keys[t_idx, local][all_keys[t_idx, local] != smallest[t_idx]])
             accepted = np.setdiff1d(chosen, blocked)
-            edges = np.stack([accepted // n0, accepted % n0], axis=1)
+            edges = np.stack([accepted // n, accepted % n], axis=1)
             points, tets = _split_edges(points, tets, edges)
             continue
         # No interior edge left (corner tets, common in fTetWild meshes of thin parts): split one
         # interior face of every such tet at its centroid, all in one round; a tet with no
         # interior face (a lone tet) is split at its centroid.
-        points, tets = _split_corner_tets(points, tets, z, n0, boundary_face_keys)
-    remaining = len(zero(len(points), tets))
+        points, tets = _split_corner_tets(points, tets, z, n, np.unique(_face_keys(boundary_faces, n)))
+    remaining = len(zero(tets, _at_zero(len(points), tets, on_free, on_rigid)))
     if remaining:
-        raise BuildError(f"{remaining} tets still have all four vertices on the free surface after refinement",
-                         fix="mesh finer (smaller edge_length) near thin features")
+        raise BuildError(f"{remaining} tets still have e = 0 at all four vertices after refinement (on the free "
+                         "surface, or cut off from every rigid face)",
+                         fix="mesh finer (smaller edge_length) near thin features, and give every separate "
+                             "piece of the part a rigid (bonded) face or none at all")
     # Every tet the refinement made holds a new vertex (index >= n0); TetGen's own are unchanged.
     made = tets[_row_counts(tets >= n0) > 0]
     if np.any(tet_volumes(points, made) <= 0):

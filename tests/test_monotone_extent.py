@@ -49,6 +49,8 @@ def test_full_upwinding_is_an_m_matrix_with_zero_row_sums():
     dense_k = stiffness.toarray()
     dense_u = upwinded(stiffness, i, j, k).toarray()
     assert np.array_equal(dense_u, dense_u.T)
+    # Every positive coupling is mirrored to -k_ij: the edge still couples its two vertices.
+    assert np.array_equal(dense_u[i, j], -k)
     dense_k[i, j] = dense_k[j, i] = 0.0
     dense_u[i, j] = dense_u[j, i] = 0.0
     np.fill_diagonal(dense_k, 0.0)
@@ -127,16 +129,22 @@ CORPUS = [
                          ids=[f"{c[0]}-{'laplace' if c[2].get('bonded') else 'poisson'}" for c in CORPUS])
 def test_corpus_builds_obey_the_maximum_principle(meshes, tmp_path, monkeypatch, name, units, flags):
     import fieldgen.extent
+    import fieldgen.layering
 
-    captured = {}
-    original = fieldgen.extent.solve_extent
+    solves, layered = [], {}
+    original_solve, original_layer = fieldgen.extent.solve_extent, fieldgen.layering.layer
 
-    def spy(mesh, **kwargs):
-        captured["mesh"] = mesh
-        captured["solution"] = solution = original(mesh, **kwargs)
+    def spy_solve(mesh, **kwargs):
+        solution = original_solve(mesh, **kwargs)
+        solves.append((mesh, solution))
         return solution
 
-    monkeypatch.setattr(fieldgen.extent, "solve_extent", spy)
+    def spy_layer(mesh, extent, *args, **kwargs):
+        layered["extent"] = extent
+        return original_layer(mesh, extent, *args, **kwargs)
+
+    monkeypatch.setattr(fieldgen.extent, "solve_extent", spy_solve)
+    monkeypatch.setattr(fieldgen.layering, "layer", spy_layer)
     result = build(meshes / name, tmp_path / "part.vtu",
                    BuildOptions(units=units, modulus=1e5, **flags))
     from fieldgen.asset import read_metadata
@@ -144,7 +152,8 @@ def test_corpus_builds_obey_the_maximum_principle(meshes, tmp_path, monkeypatch,
     meta = read_metadata(tmp_path / "part.vtu")["extent_solution"]
     assert meta["max_violation"] == 0.0 and meta["rounding"] <= 1e-12
     assert not any("maximum principle" in w for w in result.warnings)
-    mesh, solution = captured["mesh"], captured["solution"]
+    # The solve whose extent the asset carries (a sized build also solves trial and refined meshes).
+    [(mesh, solution)] = [(m, s) for m, s in solves if s.extent is layered["extent"]]
     e = solution.extent
     assert e.min() >= 0.0 and e.max() <= 1.0
     # Nothing clipped: every vertex at e = 0 off the free surface is zero (to rounding) in the
@@ -154,9 +163,11 @@ def test_corpus_builds_obey_the_maximum_principle(meshes, tmp_path, monkeypatch,
     reference = galerkin_reference(mesh)
     zero = (e == 0.0) & ~free
     assert np.all(np.abs(reference[zero]) <= 1e-9)
-    if solution.problem == "poisson":
-        # With a source every interior vertex is positive: no tet has e = 0 at all four vertices.
-        assert not np.any(np.all(e[mesh.tets] == 0.0, axis=1))
+    # No tet has e = 0 at all four vertices: with a source every vertex off the free surface is
+    # positive; without one, the refinement leaves no vertex cut off from the rigid faces and the
+    # upwinded operator keeps every edge coupled.
+    assert not np.any(np.all(e[mesh.tets] == 0.0, axis=1))
+    assert not np.any(zero)
     # Galerkin solutions inside the bounds are returned as they are; otherwise only a few edges change.
     if reference.min() >= 0.0 and reference.max() <= 1.0:
         assert solution.rounds == 1 and solution.upwinded_edges == 0
