@@ -196,22 +196,20 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law, *, solve=None) -> Err
     """Relative errors of the P1 ``extent`` on ``mesh`` (and of ``law``'s pressure), estimated
     against the same problem solved on the mesh refined 1:8: E = RICHARDSON (e_fine - e_h).
 
-    ``solve(mesh) -> extent`` solves the extent problem (default :func:`fieldgen.extent.solve_extent`).
+    ``solve(mesh) -> extent`` solves the extent problem on the refined mesh (default: the
+    Galerkin solution by :func:`two_grid_extent`, started from ``extent``).
     """
     from .damping import characteristic_length
-
-    if solve is None:
-        from .extent import solve_extent
-
-        def solve(m):
-            return solve_extent(m).extent
 
     points = np.asarray(mesh.points, dtype=np.float64)
     tets = np.asarray(mesh.tets, dtype=np.int64)
     extent = np.asarray(extent, dtype=np.float64)
     n = len(points)
     refined = red_refine(mesh)
-    fine = np.asarray(solve(refined.mesh), dtype=np.float64)
+    if solve is None:
+        fine = two_grid_extent(mesh, refined, extent)
+    else:
+        fine = np.asarray(solve(refined.mesh), dtype=np.float64)
     edges, tet_edges = refined.edges, refined.tet_edges
     volume = np.abs(hat_gradients(points, tets)[1]) / 6.0
     total_volume = float(volume.sum())
@@ -235,6 +233,95 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law, *, solve=None) -> Err
         tet_rms_pressure=np.sqrt(np.maximum(p_error, 0.0) / volume),
         extent_rms=math.sqrt(e_norm / total_volume), pressure_rms=math.sqrt(p_norm / total_volume),
         fine_tets=int(refined.mesh.n_tets))
+
+
+
+#: Fine meshes with at most this many vertices are solved directly (:func:`fieldgen.extent.solve_extent`).
+TWO_GRID_LIMIT = 20_000
+
+
+def _prolongation(n: int, edges: np.ndarray):
+    """(n + m, n) linear interpolation from a mesh to its red refinement: the identity on the
+    vertices, the mean of the two ends on each edge midpoint."""
+    from scipy.sparse import coo_matrix, identity, vstack
+
+    m = len(edges)
+    midpoints = coo_matrix((np.full(2 * m, 0.5), (np.repeat(np.arange(m), 2), edges.ravel())), shape=(m, n))
+    return vstack([identity(n, format="csr"), midpoints]).tocsr()
+
+
+def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *, rtol: float = 1e-8,
+                    seed: int = 0, maxiter: int = 200) -> np.ndarray:
+    """The Galerkin P1 extent on the red refinement of ``mesh``, solved by CG preconditioned
+    with a two-grid cycle: symmetric Gauss-Seidel on the fine mesh and, for the coarse
+    correction, one smoothed-aggregation V-cycle on ``mesh``'s own stiffness (the P1 spaces are
+    nested, so that is the Galerkin coarse operator Pᵀ A P). CG starts from ``extent``
+    interpolated onto the fine mesh (for Poisson scaled by the energy-optimal factor, since
+    ``extent`` is normalised to max 1), so it only has to find the difference the estimate
+    measures. Measured on angle_block (119k tets, 950k fine): 5.6 s against 9.5 s for the fine
+    AMG solve from scratch, estimates equal to 1e-4 relative.
+
+    Small fine meshes (``TWO_GRID_LIMIT`` vertices) are solved by :func:`fieldgen.extent.solve_extent`.
+    Deterministic: one thread, seeded aggregation.
+    """
+    import pyamg
+    from pyamg.relaxation.relaxation import gauss_seidel
+    from scipy.sparse.linalg import LinearOperator
+    from threadpoolctl import threadpool_limits
+
+    from .extent import assemble, dirichlet_values, solve_extent
+
+    fine = refined.mesh
+    if fine.n_points <= TWO_GRID_LIMIT:
+        return np.asarray(solve_extent(fine).extent, dtype=np.float64)
+    n = mesh.n_points
+    with threadpool_limits(1):
+        problem, dofs_f, values_f = dirichlet_values(fine)
+        _, dofs_c, _ = dirichlet_values(mesh)
+        stiffness_f, load_f = assemble(fine, problem)
+        stiffness_c, _ = assemble(mesh, problem)
+        prolong = _prolongation(n, refined.edges)
+        free_f = np.ones(fine.n_points, dtype=bool)
+        free_f[dofs_f] = False
+        free_c = np.ones(n, dtype=bool)
+        free_c[dofs_c] = False
+        inner_f, inner_c = np.flatnonzero(free_f), np.flatnonzero(free_c)
+        if len(inner_f) == 0 or len(inner_c) == 0:
+            return np.asarray(solve_extent(fine).extent, dtype=np.float64)
+        x = prolong @ np.asarray(extent, dtype=np.float64)
+        if problem == "poisson":
+            x[dofs_f] = 0.0
+            x *= float(load_f @ x) / float(x @ (stiffness_f @ x))
+        else:
+            x[dofs_f] = values_f
+        matrix = stiffness_f[inner_f][:, inner_f].tocsr()
+        rhs = load_f[inner_f] - stiffness_f[inner_f] @ np.where(free_f, 0.0, x)
+        p = prolong[inner_f][:, inner_c].tocsr()
+        restrict = p.T.tocsr()
+        state = np.random.get_state()
+        try:
+            np.random.seed(seed)
+            coarse = pyamg.smoothed_aggregation_solver(stiffness_c[inner_c][:, inner_c].tocsr(),
+                                                       symmetry="symmetric", max_coarse=500).aspreconditioner()
+        finally:
+            np.random.set_state(state)
+
+        def cycle(r):
+            r = np.asarray(r, dtype=np.float64).ravel()
+            z = np.zeros_like(r)
+            gauss_seidel(matrix, z, r, iterations=1, sweep="forward")
+            z += p @ coarse.matvec(restrict @ (r - matrix @ z))
+            gauss_seidel(matrix, z, r, iterations=1, sweep="backward")
+            return z
+
+        residuals: list[float] = []
+        y, _ = pyamg.krylov.cg(matrix, rhs, x0=x[inner_f].copy(), tol=rtol, maxiter=maxiter,
+                               M=LinearOperator(matrix.shape, matvec=cycle, dtype=np.float64),
+                               residuals=residuals)
+        x[inner_f] = y
+        if problem == "poisson":
+            x = x / x.max()
+    return x
 
 
 def tet_edge_lengths(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
