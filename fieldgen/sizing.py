@@ -60,7 +60,7 @@ MAX_PASSES = 3
 #: Without a skin: passes of local refinement after the first mesh, and the share of the estimated
 #: squared error the tets refined in each pass hold (Dörfler marking; 0.8 reached 0.8% on
 #: angle_block in three passes, 0.5 needed five).
-ADAPTIVE_PASSES = 5
+ADAPTIVE_PASSES = 8
 DORFLER = 0.8
 #: Tets added per marked tet by one bisection pass with its closure (measured 2.65-3.0 on CAD parts).
 TETS_PER_MARKED = 3.0
