@@ -81,13 +81,14 @@ def dirichlet_values(mesh: TetMesh) -> tuple[str, np.ndarray, np.ndarray]:
     return "laplace", dofs[order], values[order]
 
 
-def assemble(mesh: TetMesh, problem: str):
+def assemble(mesh: TetMesh, problem: str, gradients=None):
     """Stiffness matrix (CSR) and load vector of the P1 problem (load = 1 for Poisson, 0 for Laplace).
 
     Assembled directly from the hat-function gradients: K_ij = Σ_tets V ∇λ_i·∇λ_j, load_i =
     Σ_tets V/4. Written by hand because scikit-fem's generic assembly (``Basis`` + ``asm``, kept
     as :func:`assemble_skfem`, the reference the tests compare against) took 5.3 s at 1M tets
-    on this machine, this 1.5 s; the matrices agree to rounding. K is symmetric, so only the six
+    on this machine, this 1.5 s; the matrices agree to rounding. ``gradients``: the mesh's
+    :func:`~fieldgen.mesh.hat_gradients`, when the caller has them. K is symmetric, so only the six
     edge entries (i < j by vertex index) of each tet are summed into the upper triangle U and
     K = U + Uᵀ + diag (the diagonal by bincount): 6 instead of 16 entries per tet to convert
     (at 1M tets the 16-entry COO -> CSR conversion alone took 0.8 s).
@@ -96,7 +97,8 @@ def assemble(mesh: TetMesh, problem: str):
 
     n = mesh.n_points
     tets = np.asarray(mesh.tets, dtype=np.int64)
-    gradients, det = hat_gradients(np.asarray(mesh.points, dtype=np.float64), tets)
+    gradients, det = hat_gradients(np.asarray(mesh.points, dtype=np.float64), tets) if gradients is None \
+        else gradients
     volume = np.abs(det) / 6.0
     local = np.matmul(gradients, gradients.transpose(0, 2, 1))                        # (t, 4, 4)
     local *= volume[:, None, None]

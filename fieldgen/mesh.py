@@ -46,11 +46,22 @@ class TetMesh:
         return np.unique(faces.ravel())
 
 
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross product of (t, 3) arrays: the same products and differences as ``np.cross``
+    (bit-identical), about twice as fast at a million rows (no axis moves, no temporaries of
+    the whole product)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    np.subtract(a[:, 1] * b[:, 2], a[:, 2] * b[:, 1], out=out[:, 0])
+    np.subtract(a[:, 2] * b[:, 0], a[:, 0] * b[:, 2], out=out[:, 1])
+    np.subtract(a[:, 0] * b[:, 1], a[:, 1] * b[:, 0], out=out[:, 2])
+    return out
+
+
 def tet_volumes(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
     """Signed volume of each tet (positive for VTK orientation)."""
     p = points[tets]
     a, b, c = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]
-    return np.einsum("ij,ij->i", a, np.cross(b, c)) / 6.0
+    return np.einsum("ij,ij->i", a, cross(b, c)) / 6.0
 
 
 def orient_positive(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
@@ -69,15 +80,15 @@ def hat_gradients(points: np.ndarray, tets: np.ndarray) -> tuple[np.ndarray, np.
     """
     p = points[tets]
     e1, e2, e3 = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]
-    cross = np.empty((len(tets), 4, 3))
-    cross[:, 1] = np.cross(e2, e3)
-    cross[:, 2] = np.cross(e3, e1)
-    cross[:, 3] = np.cross(e1, e2)
-    det = np.einsum("ij,ij->i", e1, cross[:, 1])
-    cross[:, 0] = -(cross[:, 1] + cross[:, 2] + cross[:, 3])
+    grad = np.empty((len(tets), 4, 3))
+    grad[:, 1] = cross(e2, e3)
+    grad[:, 2] = cross(e3, e1)
+    grad[:, 3] = cross(e1, e2)
+    det = np.einsum("ij,ij->i", e1, grad[:, 1])
+    grad[:, 0] = -(grad[:, 1] + grad[:, 2] + grad[:, 3])
     with np.errstate(divide="ignore", invalid="ignore"):
-        cross /= det[:, None, None]
-    return cross, det
+        grad /= det[:, None, None]
+    return grad, det
 
 
 def p1_gradients(points: np.ndarray, tets: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -89,7 +100,7 @@ def p1_gradients(points: np.ndarray, tets: np.ndarray, values: np.ndarray) -> np
     values = np.asarray(values, dtype=np.float64)
     p = points[tets]
     e1, e2, e3 = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]
-    c1, c2, c3 = np.cross(e2, e3), np.cross(e3, e1), np.cross(e1, e2)
+    c1, c2, c3 = cross(e2, e3), cross(e3, e1), cross(e1, e2)
     det = np.einsum("ij,ij->i", e1, c1)
     dv = values[tets[:, 1:]] - values[tets[:, :1]]   # (t, 3) or (t, 3, k)
     with np.errstate(divide="ignore", invalid="ignore"):

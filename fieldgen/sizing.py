@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import BuildError
-from .mesh import FREE, RIGID, TetMesh, hat_gradients
+from .mesh import FREE, RIGID, TetMesh, hat_gradients, tet_volumes
 
 _EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
 
@@ -219,12 +219,15 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law, *, solve=None) -> Err
     extent = np.asarray(extent, dtype=np.float64)
     n = len(points)
     refined = red_refine(mesh)
+    # The fine mesh's hat gradients once, for its stiffness and its L.
+    fine_points, fine_tets = refined.mesh.points, refined.mesh.tets
+    fine_gradients = hat_gradients(fine_points, fine_tets)
     if solve is None:
-        fine = two_grid_extent(mesh, refined, extent)
+        fine = two_grid_extent(mesh, refined, extent, gradients=fine_gradients)
     else:
         fine = np.asarray(solve(refined.mesh), dtype=np.float64)
     edges, tet_edges = refined.edges, refined.tet_edges
-    volume = np.abs(hat_gradients(points, tets)[1]) / 6.0
+    volume = np.abs(tet_volumes(points, tets))
     total_volume = float(volume.sum())
     mid_h = 0.5 * extent[edges].sum(axis=1)
     fine_v, fine_m = fine[:n], fine[n:]
@@ -237,7 +240,8 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law, *, solve=None) -> Err
         _hierarchical(p_fine_v - p_h_v, p_fine_m - p_h_m, tets, tet_edges, edges), volume)
     p_norm = float(_square_integrals(_hierarchical(p_fine_v, p_fine_m, tets, tet_edges, edges), volume).sum())
     length_h = characteristic_length(points, tets, extent)
-    length_f = characteristic_length(refined.mesh.points, refined.mesh.tets, fine)
+    length_f = characteristic_length(fine_points, fine_tets, fine, volumes=fine_gradients[1] / 6.0,
+                                     extent_gradient=np.einsum("tij,ti->tj", fine_gradients[0], fine[fine_tets]))
     return ErrorEstimate(
         extent=math.sqrt(float(e_error.sum()) / total_volume),
         pressure=math.sqrt(float(p_error.sum()) / total_volume) / law.max_pressure,
@@ -264,7 +268,7 @@ def _prolongation(n: int, edges: np.ndarray):
 
 
 def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *, rtol: float = 1e-8,
-                    seed: int = 0, maxiter: int = 200) -> np.ndarray:
+                    seed: int = 0, maxiter: int = 200, gradients=None) -> np.ndarray:
     """The Galerkin P1 extent on the red refinement of ``mesh``, solved by CG preconditioned
     with a two-grid cycle: symmetric Gauss-Seidel on the fine mesh and, for the coarse
     correction, one smoothed-aggregation V-cycle on ``mesh``'s own stiffness (the P1 spaces are
@@ -275,6 +279,7 @@ def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *
     AMG solve from scratch, estimates equal to 1e-4 relative.
 
     Small fine meshes (``TWO_GRID_LIMIT`` vertices) are solved by :func:`fieldgen.extent.solve_extent`.
+    ``gradients``: the fine mesh's hat gradients, when the caller has them.
     Deterministic: one thread, seeded aggregation.
     """
     import pyamg
@@ -291,7 +296,7 @@ def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *
     with threadpool_limits(1):
         problem, dofs_f, values_f = dirichlet_values(fine)
         _, dofs_c, _ = dirichlet_values(mesh)
-        stiffness_f, load_f = assemble(fine, problem)
+        stiffness_f, load_f = assemble(fine, problem, gradients=gradients)
         stiffness_c, _ = assemble(mesh, problem)
         prolong = _prolongation(n, refined.edges)
         free_f = np.ones(fine.n_points, dtype=bool)
