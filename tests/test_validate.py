@@ -115,12 +115,35 @@ def test_flat_zero_tet_in_a_doctored_slab(tmp_path):
     tet = candidates[0]
     asset.extent[asset.tets[tet]] = 0.0
     asset.pressure[asset.tets[tet]] = 0.0
-    flat = [t for t in outer_tets(asset.tets) if np.all(asset.extent[asset.tets[t]] == 0.0)]
+    flat = [t for t in range(len(asset.tets)) if np.all(asset.extent[asset.tets[t]] == 0.0)]
     assert tet in flat          # (a neighbour sharing three of its vertices may become flat too)
     report = validate_asset(written(tmp_path, asset))
     assert "no_flat_zero_tets" in failed(report)
     assert _detail(report, "no_flat_zero_tets").startswith(f"{len(flat)} of {len(asset.tets)} tets")
     assert f"(first: tet {min(flat)}," in _detail(report, "no_flat_zero_tets")
+
+
+def test_zero_tet_around_an_interior_vertex_in_a_doctored_slab(tmp_path):
+    """A vertex inside the slab given e = 0 (and p = 0), next to the e = 0 top: a tet with three
+    top vertices and this one has e = 0 at all four though it does not lie on the boundary."""
+    asset = slab_asset()
+    top = asset.points[:, 2] == SIZE[2]
+    boundary = np.zeros(len(asset.points), dtype=bool)
+    outer = outer_tets(asset.tets)
+    faces = np.sort(asset.tets[:, [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]]].reshape(-1, 3), axis=1)
+    unique, counts = np.unique(faces, axis=0, return_counts=True)
+    boundary[unique[counts == 1].ravel()] = True
+    candidates = [t for t in range(len(asset.tets)) if top[asset.tets[t]].sum() == 3
+                  and not boundary[asset.tets[t][~top[asset.tets[t]]]].any()]
+    assert candidates, "the slab mesh has a tet on the top face with an interior fourth vertex"
+    tet = candidates[0]
+    inner = asset.tets[tet][~top[asset.tets[tet]]][0]
+    asset.extent[inner] = 0.0
+    asset.pressure[inner] = 0.0
+    assert tet not in outer
+    report = validate_asset(written(tmp_path, asset))
+    assert "no_flat_zero_tets" in failed(report)
+    assert "tets have e = 0 at all four vertices" in _detail(report, "no_flat_zero_tets")
 
 
 def test_interpolation_error_above_the_layer_tolerance(tmp_path):
