@@ -405,7 +405,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                                     units=options.units, scale=scale)
                 part = skin_cut.mesh
         with progress.stage("refine"):
-            part, count = refine_zero_tets(part)
+            part, count = refine_zero_tets(part, path=input_path)
         return part, whole, skin_cut, count
 
     solution = None

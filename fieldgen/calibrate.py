@@ -223,7 +223,7 @@ def prepare_part(input_path: str, options, progress: Progress | None = None) -> 
                             path=input_path, units=options.units, scale=scale)
             mesh = skin.mesh
     with progress.stage("refine"):
-        mesh, _ = refine_zero_tets(mesh)
+        mesh, _ = refine_zero_tets(mesh, path=input_path)
     with progress.stage("extent"):
         solution = solve_extent(mesh)
     return PreparedPart(mesh, solution.extent, scale, dict(progress.stage_seconds))

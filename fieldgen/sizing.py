@@ -54,8 +54,6 @@ _EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
 DEFAULT_ACCURACY = 0.01
 #: Fraction of the accuracy the sizing aims at (the rest is margin for the estimate itself).
 AIM = 0.7
-#: Bounds of one sizing step's change of the local edge length.
-SHRINK, GROW = 0.25, 3.0
 MAX_PASSES = 3
 #: Without a skin: passes of local refinement after the first mesh, and the share of the estimated
 #: squared error the tets refined in each pass hold (Dörfler marking; 0.8 reached 0.8% on
@@ -205,12 +203,10 @@ def _square_integrals(coefficients: np.ndarray, volume: np.ndarray) -> np.ndarra
     return volume * np.einsum("ti,ij,tj->t", coefficients, _MASS, coefficients)
 
 
-def estimate_error(mesh: TetMesh, extent: np.ndarray, law, *, solve=None) -> ErrorEstimate:
+def estimate_error(mesh: TetMesh, extent: np.ndarray, law) -> ErrorEstimate:
     """Relative errors of the P1 ``extent`` on ``mesh`` (and of ``law``'s pressure), estimated
-    against the same problem solved on the mesh refined 1:8: E = RICHARDSON (e_fine - e_h).
-
-    ``solve(mesh) -> extent`` solves the extent problem on the refined mesh (default: the
-    Galerkin solution by :func:`two_grid_extent`, started from ``extent``).
+    against the same problem solved on the mesh refined 1:8 (the Galerkin solution by
+    :func:`two_grid_extent`, started from ``extent``): E = RICHARDSON (e_fine - e_h).
     """
     from .damping import characteristic_length
 
@@ -222,10 +218,7 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law, *, solve=None) -> Err
     # The fine mesh's hat gradients once, for its stiffness and its L.
     fine_points, fine_tets = refined.mesh.points, refined.mesh.tets
     fine_gradients = hat_gradients(fine_points, fine_tets)
-    if solve is None:
-        fine = two_grid_extent(mesh, refined, extent, gradients=fine_gradients)
-    else:
-        fine = np.asarray(solve(refined.mesh), dtype=np.float64)
+    fine = two_grid_extent(mesh, refined, extent, gradients=fine_gradients)
     edges, tet_edges = refined.edges, refined.tet_edges
     volume = np.abs(tet_volumes(points, tets))
     total_volume = float(volume.sum())
@@ -332,10 +325,8 @@ def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *
             gauss_seidel(matrix, z, r, iterations=1, sweep="backward")
             return z
 
-        residuals: list[float] = []
         y, info = pyamg.krylov.cg(matrix, rhs, x0=x[inner_f].copy(), tol=rtol, maxiter=maxiter,
-                                  M=LinearOperator(matrix.shape, matvec=cycle, dtype=np.float64),
-                                  residuals=residuals)
+                                  M=LinearOperator(matrix.shape, matvec=cycle, dtype=np.float64))
         if info != 0:       # not converged (not seen): the monotone AMG solve from scratch
             return np.asarray(solve_extent(fine).extent, dtype=np.float64)
         x[inner_f] = y
@@ -403,52 +394,6 @@ def marked_tets(estimate: ErrorEstimate, volume: np.ndarray, law, share: float =
     return np.sort(order[:count])
 
 
-def _carry_markers(parent: TetMesh, points: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Boundary markers for ``faces`` of a refinement of ``parent``: each lies inside one of the
-    parent's boundary faces, found among the nearest parent faces by centroid as the coplanar one
-    whose barycentric coordinates of the child's centroid are the least negative."""
-    markers = np.asarray(parent.boundary_markers)
-    if len(np.unique(markers)) == 1:
-        return np.full(len(faces), markers[0], dtype=np.int64)
-    from scipy.spatial import cKDTree
-
-    tri = parent.points[parent.boundary_faces]                                  # (f, 3, 3)
-    centroid = points[faces].mean(axis=1)
-    k = min(16, len(tri))
-    _, near = cKDTree(tri.mean(axis=1)).query(centroid, k=k)
-    near = near.reshape(len(faces), k)
-    a, b, c = (tri[near][:, :, i] for i in range(3))                             # (q, k, 3)
-    normal = np.cross(b - a, c - a)
-    area2 = np.einsum("qkj,qkj->qk", normal, normal)
-    rel = centroid[:, None, :] - a
-    # Barycentric coordinates (of the projection onto each candidate's plane) and plane distance.
-    v = np.einsum("qkj,qkj->qk", np.cross(rel, c - a), normal) / area2
-    w = np.einsum("qkj,qkj->qk", np.cross(b - a, rel), normal) / area2
-    inside = np.minimum(np.minimum(v, w), 1.0 - v - w)
-    distance = np.abs(np.einsum("qkj,qkj->qk", rel, normal)) / np.sqrt(area2)
-    size = np.sqrt(np.sqrt(area2))
-    score = np.where(distance <= 1e-6 * size, inside, -np.inf)
-    best = np.argmax(score, axis=1)
-    return markers[near[np.arange(len(faces)), best]].astype(np.int64)
-
-
-def bisected(mesh: TetMesh, marked: np.ndarray) -> TetMesh:
-    """``mesh`` with the ``marked`` tets refined by scikit-fem's conforming adaptive refinement
-    (``MeshTet.refined(marked)``: bisection with closure, so neighbours are split only as far as
-    conformity needs); boundary markers carried to the new boundary faces."""
-    from skfem import MeshTet
-
-    from .mesh import boundary_faces_of, orient_positive
-
-    refined = MeshTet(np.ascontiguousarray(mesh.points.T), np.ascontiguousarray(mesh.tets.T),
-                      validate=False).refined(np.asarray(marked, dtype=np.int64))
-    points = np.ascontiguousarray(refined.p.T, dtype=np.float64)
-    tets = orient_positive(points, np.ascontiguousarray(refined.t.T, dtype=np.int64))
-    faces = boundary_faces_of(tets)
-    return TetMesh(points=points, tets=tets, boundary_faces=faces,
-                   boundary_markers=_carry_markers(mesh, points, faces))
-
-
 def mesh_by_accuracy(make_mesh, law, accuracy: float, surface_vertices, volume: float, *,
                      progress=None, skin: float | None = None, free_surface=None,
                      max_passes: int = MAX_PASSES, max_tets: int = MAX_TETS) -> SizedMesh:
@@ -462,7 +407,7 @@ def mesh_by_accuracy(make_mesh, law, accuracy: float, surface_vertices, volume: 
 
     Without a skin: a first, uniform mesh of about ``FIRST_TETS`` tets in the part's ``volume``
     (m³; TetGen makes more where the surface has small features), then up to ``ADAPTIVE_PASSES``
-    passes of local refinement (:func:`bisected`) of the tets that hold ``DORFLER`` of the
+    passes of local refinement (:func:`fieldgen.tetmesh.bisected`) of the tets that hold ``DORFLER`` of the
     estimated squared error (:func:`marked_tets`), never past about ``max_tets`` tets. On CAD
     parts the error gathers at re-entrant edges and thin walls, where a uniform edge stopped
     near 2% at the tet budget.
@@ -473,6 +418,7 @@ def mesh_by_accuracy(make_mesh, law, accuracy: float, surface_vertices, volume: 
     """
     from .extent import solve_extent
     from .progress import Progress
+    from .tetmesh import bisected, refine_zero_tets
 
     progress = progress or Progress(enabled=False)
     first = first_size(volume)
@@ -495,8 +441,6 @@ def mesh_by_accuracy(make_mesh, law, accuracy: float, surface_vertices, volume: 
             if mesh is None:
                 mesh, whole, cut, split = make_mesh(edge)
             else:
-                from .tetmesh import refine_zero_tets
-
                 with progress.stage("refine"):
                     mesh, more = refine_zero_tets(bisected(mesh, marked))
                 split += more
@@ -519,13 +463,13 @@ def mesh_by_accuracy(make_mesh, law, accuracy: float, surface_vertices, volume: 
         if worst <= accuracy or index == passes - 1:
             break
         if skin is None:
-            volume_t = np.abs(hat_gradients(mesh.points, mesh.tets)[1]) / 6.0
+            volume_t = np.abs(tet_volumes(mesh.points, mesh.tets))
             room = int((max_tets - mesh.n_tets) / TETS_PER_MARKED)
             if room < 0.01 * mesh.n_tets:
                 break   # the tet budget is spent: the estimate says how far it is
             marked = marked_tets(estimate, volume_t, law, limit=room)
             continue
-        size = edge if skin is None else near
+        size = near     # with a skin: the edge length near the free surface
         rate = ASSUMED_RATE
         if previous is not None and previous[1] > worst > 0 and previous[0] > size:
             rate = float(np.clip(math.log(previous[1] / worst) / math.log(previous[0] / size), 1.0, 2.0))
@@ -537,10 +481,7 @@ def mesh_by_accuracy(make_mesh, law, accuracy: float, surface_vertices, volume: 
         if new >= 0.97 * size:
             break   # the tet budget allows no finer mesh: the estimate says how far it is
         previous = (size, worst)
-        if skin is None:
-            edge = new
-        else:
-            near = new
+        near = new
     return SizedMesh(mesh=mesh, skin=cut, split=int(split), solution=solution, estimate=estimate,
                      accuracy=float(accuracy), history=history)
 

@@ -464,6 +464,15 @@ def _split_corner_tets(points, tets, corner, n0, boundary_face_keys):
     return points, tets
 
 
+def _vertex_labels(n: int, pairs: np.ndarray) -> np.ndarray:
+    """Connected-component label of each of ``n`` vertices in the graph of the edges ``pairs``."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    graph = coo_matrix((np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    return connected_components(graph.tocsr(), directed=False)[1]
+
+
 def _at_zero(n: int, tets: np.ndarray, on_free: np.ndarray, on_rigid: np.ndarray) -> np.ndarray:
     """Vertices whose extent is 0 in every solve (docs/model.md §2.2): the FREE ones and, for the
     Laplace problem (some RIGID vertex), every vertex joined to no RIGID vertex by a path of mesh
@@ -473,19 +482,61 @@ def _at_zero(n: int, tets: np.ndarray, on_free: np.ndarray, on_rigid: np.ndarray
     flags[:len(on_free)] = on_free
     if not on_rigid.any():
         return flags
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     pairs = tets[:, _TET_EDGES].reshape(-1, 2)
-    keep = ~(flags[pairs[:, 0]] | flags[pairs[:, 1]])
-    graph = coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (pairs[keep, 0], pairs[keep, 1])), shape=(n, n))
-    _, label = connected_components(graph.tocsr(), directed=False)
+    label = _vertex_labels(n, pairs[~(flags[pairs[:, 0]] | flags[pairs[:, 1]])])
     reaches_rigid = np.zeros(label.max() + 1, dtype=bool)
     reaches_rigid[label[np.flatnonzero(on_rigid)]] = True
     return flags | ~reaches_rigid[label]
 
 
-def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
+def _check_every_piece_has_a_rigid_face(mesh: TetMesh, on_rigid: np.ndarray, path) -> None:
+    """In the Laplace problem every separate piece of the part needs an e = 1 face: a piece without
+    one has e = 0 throughout (no refinement can change that)."""
+    tets = np.asarray(mesh.tets, dtype=np.int64)
+    label = _vertex_labels(mesh.n_points, tets[:, _TET_EDGES].reshape(-1, 2))
+    used = np.unique(label[tets[:, 0]])
+    held = np.unique(label[on_rigid])
+    lacking = np.setdiff1d(used, held)
+    if len(lacking):
+        raise InputError(f"{len(lacking)} of the part's {len(used)} separate pieces have no rigid (e = 1) face "
+                         "while another piece has one, so their extent would be 0 throughout", path=path,
+                         fix="bond a face of every piece (--bonded SELECTOR), give each piece a core, or build "
+                             "each piece as its own part")
+
+
+def bisected(mesh: TetMesh, marked: np.ndarray) -> TetMesh:
+    """``mesh`` with the ``marked`` tets refined by scikit-fem's conforming adaptive refinement
+    (``MeshTet.refined(marked)``: bisection with closure, so neighbours are split only as far as
+    conformity needs). Each new boundary face takes the condition of the old boundary face it
+    lies in (:func:`fieldgen.robust.classify_boundary`: the nearest one to its centroid)."""
+    import logging
+
+    from skfem import MeshTet
+
+    from .robust import classify_boundary
+
+    # scikit-fem logs a warning for every intermediate mesh whose arrays it makes contiguous:
+    # harmless, and it would reach the user's terminal through --quiet.
+    log = logging.getLogger("skfem")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        refined = MeshTet(np.ascontiguousarray(mesh.points.T), np.ascontiguousarray(mesh.tets.T),
+                          validate=False).refined(np.asarray(marked, dtype=np.int64))
+    finally:
+        log.setLevel(level)
+    points = np.ascontiguousarray(refined.p.T, dtype=np.float64)
+    tets = orient_positive(points, np.ascontiguousarray(refined.t.T, dtype=np.int64))
+    faces = boundary_faces_of(tets)
+    old = np.asarray(mesh.boundary_markers, dtype=np.int64)
+    if len(np.unique(old)) == 1:
+        markers = np.full(len(faces), old[0], dtype=np.int64)
+    else:
+        markers = classify_boundary(points, faces, mesh.points, mesh.boundary_faces, old)
+    return TetMesh(points=points, tets=tets, boundary_faces=faces, boundary_markers=markers)
+
+
+def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
     """Split every tet whose 4 vertices are at e = 0; return the new mesh and how many were found.
 
     Such tets carry e = 0 everywhere and punch holes in the pressure field. A vertex is at e = 0
@@ -498,6 +549,8 @@ def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
     rim inward), else the longest. A tet whose edges all lie on the boundary (a corner tet) has its interior face split
     at the centroid in both tets sharing it; a lone tet whose four faces are all boundary is split
     at its centroid. Boundary faces are unchanged. Repeats until none is left (verified).
+    A Laplace part with a separate piece that has no RIGID face is refused (InputError naming
+    ``path``): that piece is at e = 0 throughout, whatever is split.
     """
     points = np.asarray(mesh.points, dtype=np.float64)
     tets = np.asarray(mesh.tets, dtype=np.int64)
@@ -506,6 +559,8 @@ def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
     on_rigid = np.zeros(len(points), dtype=bool)
     on_rigid[mesh.vertices_with(RIGID)] = True
     on_rigid &= ~on_free                               # FREE wins (extent.dirichlet_values)
+    if on_rigid.any():
+        _check_every_piece_has_a_rigid_face(mesh, on_rigid, path)
     boundary_edges = np.unique(np.sort(mesh.boundary_faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1), axis=0)
     boundary_faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
     n0 = len(points)
@@ -527,8 +582,9 @@ def refine_zero_tets(mesh: TetMesh) -> tuple[TetMesh, int]:
         interior = ~np.isin(keys, boundary_edges[:, 0] * n + boundary_edges[:, 1])
         length = np.linalg.norm(points[pairs[..., 0]] - points[pairs[..., 1]], axis=2)
         if on_rigid.any():
-            # Edges a tet with a vertex off e = 0 also holds (only tets holding two vertices of
-            # zero tets can): splitting one of those lifts the midpoint off e = 0.
+            # Laplace: prefer edges a tet with a vertex off e = 0 also holds (only tets holding two
+            # vertices of zero tets can), so the midpoint is off e = 0. (Poisson: every midpoint
+            # is, through the source, so the longest edge is kept as the rule there.)
             ends = np.zeros(n, dtype=bool)
             ends[tets[z].ravel()] = True
             around = tets[_row_counts(ends[tets]) >= 2]

@@ -155,6 +155,31 @@ def test_bad_input_is_refused_cleanly(meshes, tmp_path, name, word):
     assert list(tmp_path.iterdir()) == []  # nothing left behind
 
 
+def test_piece_without_a_rigid_face_is_refused(tmp_path):
+    """Two separate boxes in one file, only one bonded: the other would have e = 0 throughout
+    (an all-zero field no refinement can lift), so the build stops at once and says how to fix it."""
+    import trimesh
+
+    first = trimesh.creation.box(extents=(0.02, 0.02, 0.01))
+    second = trimesh.creation.box(extents=(0.02, 0.02, 0.01))
+    second.apply_translation((0.05, 0.0, 0.0))
+    source = tmp_path / "input" / "two_boxes.stl"
+    source.parent.mkdir()
+    trimesh.util.concatenate([first, second]).export(source)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    result = run("build", source, "--modulus", "1e5", "--bonded", "below:x=0.01", "--edge-length", "0.003",
+                 "-o", out_dir / "two.vtu")
+    assert result.exit_code == 1, result.output
+    assert "two_boxes.stl" in result.stderr and "1 of the part's 2 separate pieces" in result.stderr
+    assert "--bonded" in result.stderr and "Traceback" not in result.stderr
+    assert list(out_dir.iterdir()) == []
+    # Bonding a face of each piece builds.
+    result = run("build", source, "--modulus", "1e5", "--bonded", "normal:0,0,-1", "--edge-length", "0.003",
+                 "-o", out_dir / "two.vtu", "--quiet")
+    assert result.exit_code == 0, result.output
+
+
 EXAMPLE_SPECS = ("foam_pad.toml", "foam_ball.toml", "paddle.toml")
 
 

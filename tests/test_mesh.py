@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from fieldgen.mesh import (box_grid, boundary_faces_of, min_dihedral_angles, orient_positive, p1_gradients,
+from fieldgen.mesh import (box_grid, boundary_faces_of, cross, min_dihedral_angles, orient_positive, p1_gradients,
                            tet_volumes)
 
 
@@ -51,3 +51,9 @@ def test_min_dihedral_angle_of_known_tets():
     assert min_dihedral_angles(regular, tets)[0] == pytest.approx(np.degrees(np.arccos(1 / 3)), rel=1e-12)
     corner = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]])
     assert min_dihedral_angles(corner, np.array([[0, 1, 2, 3]]))[0] == pytest.approx(np.degrees(np.arctan(np.sqrt(2))), rel=1e-12)
+
+
+def test_row_cross_product_is_bit_identical_to_numpy():
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(1000, 3)) * 1e3, rng.normal(size=(1000, 3)) * 1e-3
+    np.testing.assert_array_equal(cross(a, b), np.cross(a, b))

@@ -9,6 +9,7 @@ the fine mesh.
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -22,19 +23,22 @@ from fieldgen.damping import characteristic_length
 from fieldgen.extent import solve_extent
 from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, tet_volumes
 from fieldgen.modulus import hyperbolic_law, linear_law
-from fieldgen.sizing import bisected, estimate_error, marked_tets, red_refine
-from fieldgen.tetmesh import MeshingOptions, refine_zero_tets, tetrahedralize
+from fieldgen.surface import load_surface
+from fieldgen.sizing import estimate_error, marked_tets, red_refine, two_grid_extent
+from fieldgen.tetmesh import MeshingOptions, bisected, refine_zero_tets, tetrahedralize
 
 
 def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
-def slab_mesh(edge: float) -> TetMesh:
-    """A 1 x 1 x 0.2 m slab, free top and bottom, insulated sides: e = z (0.2 - z) / 0.01."""
+def slab_mesh(edge: float, rigid_side: bool = False) -> TetMesh:
+    """A 1 x 1 x 0.2 m slab, free top and bottom, insulated sides: e = z (0.2 - z) / 0.01.
+    ``rigid_side``: the +x side RIGID instead (three conditions, for the refinement tests)."""
     box = trimesh.creation.box(extents=(1.0, 1.0, 0.2))
     box.apply_translation((0, 0, 0.1))
-    markers = np.where(np.abs(box.face_normals[:, 2]) > 0.9, FREE, INSULATED)
+    side = np.where(box.face_normals[:, 0] > 0.9, RIGID, INSULATED) if rigid_side else INSULATED
+    markers = np.where(np.abs(box.face_normals[:, 2]) > 0.9, FREE, side)
     mesh = tetrahedralize(box.vertices, box.faces, markers, options=MeshingOptions(edge_length=edge))
     return refine_zero_tets(mesh)[0]
 
@@ -131,11 +135,7 @@ def test_bisection_is_conforming_and_carries_the_boundary_conditions():
     interior face shared by two tets), fills the same volume, refines only around the marked tets,
     and each new boundary face has the condition its plane had (top/bottom FREE, sides INSULATED,
     one side RIGID) -- read from the geometry, not from the refinement."""
-    box = trimesh.creation.box(extents=(1.0, 1.0, 0.2))
-    box.apply_translation((0, 0, 0.1))
-    normals = box.face_normals
-    markers = np.where(np.abs(normals[:, 2]) > 0.9, FREE, np.where(normals[:, 0] > 0.9, RIGID, INSULATED))
-    mesh = tetrahedralize(box.vertices, box.faces, markers, options=MeshingOptions(edge_length=0.15))
+    mesh = slab_mesh(0.15, rigid_side=True)
     marked = np.flatnonzero(mesh.points[mesh.tets].mean(axis=1)[:, 0] > 0.3)      # next to the RIGID side
     fine = bisected(mesh, marked)
     volumes = tet_volumes(fine.points, fine.tets)
@@ -153,6 +153,54 @@ def test_bisection_is_conforming_and_carries_the_boundary_conditions():
     far = mesh.points[mesh.tets].max(axis=1)[:, 0] < -0.3
     kept = set(map(tuple, np.sort(fine.tets, axis=1).tolist()))
     assert all(tuple(t) in kept for t in np.sort(mesh.tets[far], axis=1).tolist())
+
+
+def test_bisection_of_a_bonded_cad_part_keeps_its_bonded_face(meshes, caplog):
+    """plate_holes with its bottom bonded, the tets along the bottom bisected: every new boundary
+    face whose normal is within the selector's 10 degrees of -z is RIGID, every other one FREE."""
+    from fieldgen.selectors import assign_conditions, parse_selector
+
+    surface = load_surface(meshes / "plate_holes.STL", "mm")
+    markers = assign_conditions(surface, [parse_selector("normal:0,0,-1", 1e-3)], [])
+    mesh = tetrahedralize(surface.vertices, surface.faces, markers, options=MeshingOptions())
+    low = mesh.points[:, 2].min()
+    marked = np.flatnonzero(mesh.points[mesh.tets].min(axis=1)[:, 2] < low + 1e-9)
+    with caplog.at_level(logging.DEBUG):
+        fine = bisected(mesh, marked)
+    # scikit-fem's refinement logs a warning per mesh it copies; it would reach a --quiet terminal.
+    assert fine.n_points > 1000 and not [r for r in caplog.records if r.name.startswith("skfem")]
+    assert fine.n_tets > mesh.n_tets and len(fine.boundary_faces) > len(mesh.boundary_faces)
+    f = fine.points[fine.boundary_faces]
+    normal = np.cross(f[:, 1] - f[:, 0], f[:, 2] - f[:, 0])
+    normal /= np.linalg.norm(normal, axis=1)[:, None]
+    np.testing.assert_array_equal(fine.boundary_markers, np.where(normal[:, 2] < -np.cos(np.radians(10.0)), RIGID, FREE))
+
+
+def test_two_grid_fine_solve_is_the_galerkin_solution(meshes):
+    """The estimate's fine solve (two-grid CG from the coarse solution) against scikit-fem's
+    assembly and a direct solve on the same refined mesh; with too few iterations to converge it
+    falls back to the monotone solve."""
+    from scipy.sparse.linalg import spsolve
+    from skfem import condense
+
+    from fieldgen.extent import assemble_skfem, dirichlet_values
+
+    surface = load_surface(meshes / "angle_block.STL", "in")
+    mesh = refine_zero_tets(tetrahedralize(surface.vertices, surface.faces, np.full(len(surface.faces), FREE),
+                                           options=MeshingOptions(edge_length=0.008)))[0]
+    refined = red_refine(mesh)
+    assert refined.mesh.n_points > 20_000                  # above the direct-solve limit
+    coarse = solve_extent(mesh).extent
+    problem, dofs, values = dirichlet_values(refined.mesh)
+    stiffness, load = assemble_skfem(refined.mesh, problem)
+    x = np.zeros(refined.mesh.n_points)
+    x[dofs] = values
+    matrix, rhs, _, interior = condense(stiffness, load, x=x, D=dofs)
+    x[interior] = spsolve(matrix.tocsc(), rhs)
+    reference = x / x.max()
+    assert np.abs(two_grid_extent(mesh, refined, coarse) - reference).max() < 1e-6
+    fallback = two_grid_extent(mesh, refined, coarse, maxiter=1)
+    np.testing.assert_array_equal(fallback, solve_extent(refined.mesh).extent)
 
 
 def test_doerfler_marking_takes_the_fewest_tets_holding_the_share():

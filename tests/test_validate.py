@@ -85,13 +85,18 @@ def test_nonlinear_laws_pass_and_a_wrong_law_is_named(tmp_path, law):
     assert failed(report) == {"pressure_law"}
 
 
-def outer_tets(tets: np.ndarray) -> np.ndarray:
-    """Indices of tets whose four vertices all lie on the boundary (faces used by one tet)."""
+def boundary_vertices(tets: np.ndarray) -> np.ndarray:
+    """Per vertex, whether it lies on the boundary (on a face used by one tet)."""
     faces = np.sort(tets[:, [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]]].reshape(-1, 3), axis=1)
     unique, counts = np.unique(faces, axis=0, return_counts=True)
     on_boundary = np.zeros(tets.max() + 1, dtype=bool)
     on_boundary[unique[counts == 1].ravel()] = True
-    return np.flatnonzero(on_boundary[tets].all(axis=1))
+    return on_boundary
+
+
+def outer_tets(tets: np.ndarray) -> np.ndarray:
+    """Indices of tets whose four vertices all lie on the boundary (faces used by one tet)."""
+    return np.flatnonzero(boundary_vertices(tets)[tets].all(axis=1))
 
 
 def test_real_mesh_asset_passes_except_its_flat_boundary_tets(tmp_path, meshes):
@@ -128,11 +133,8 @@ def test_zero_tet_around_an_interior_vertex_in_a_doctored_slab(tmp_path):
     top vertices and this one has e = 0 at all four though it does not lie on the boundary."""
     asset = slab_asset()
     top = asset.points[:, 2] == SIZE[2]
-    boundary = np.zeros(len(asset.points), dtype=bool)
+    boundary = boundary_vertices(asset.tets)
     outer = outer_tets(asset.tets)
-    faces = np.sort(asset.tets[:, [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]]].reshape(-1, 3), axis=1)
-    unique, counts = np.unique(faces, axis=0, return_counts=True)
-    boundary[unique[counts == 1].ravel()] = True
     candidates = [t for t in range(len(asset.tets)) if top[asset.tets[t]].sum() == 3
                   and not boundary[asset.tets[t][~top[asset.tets[t]]]].any()]
     assert candidates, "the slab mesh has a tet on the top face with an interior fourth vertex"
