@@ -21,10 +21,10 @@ from fieldgen.build import BuildOptions, build, make_law
 from fieldgen.cli.main import main
 from fieldgen.damping import characteristic_length
 from fieldgen.extent import solve_extent
-from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, tet_volumes
+from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, hat_gradients, tet_volumes
 from fieldgen.modulus import hyperbolic_law, linear_law
 from fieldgen.surface import load_surface
-from fieldgen.sizing import estimate_error, marked_tets, red_refine, two_grid_extent
+from fieldgen.sizing import estimate_error, marked_tets, red_refine, refined_gradients, two_grid_extent
 from fieldgen.tetmesh import MeshingOptions, bisected, refine_zero_tets, tetrahedralize
 
 
@@ -62,6 +62,27 @@ def test_red_refinement_is_conforming_and_keeps_the_boundary():
     key = lambda f: set(map(tuple, np.sort(f, axis=1).tolist()))  # noqa: E731
     assert key(faces) == key(fine.boundary_faces)
     assert np.array_equal(fine.points[: mesh.n_points], mesh.points)
+
+
+def test_refined_gradients_are_the_fine_meshs_own():
+    """The red refinement's hat gradients, four children per parent taken from the parent (twice
+    its gradients, an eighth of its det), equal those computed child by child from the fine
+    vertices, on a distorted mesh (so no child is a coincidence of a regular grid)."""
+    mesh = slab_mesh(0.2)
+    rng = np.random.default_rng(3)
+    inside = np.setdiff1d(np.arange(mesh.n_points), np.unique(mesh.boundary_faces))
+    points = mesh.points.copy()
+    points[inside] += rng.uniform(-0.01, 0.01, (len(inside), 3))
+    mesh = TetMesh(points, mesh.tets, mesh.boundary_faces, mesh.boundary_markers)
+    refined = red_refine(mesh)
+    grad, det = refined_gradients(refined, hat_gradients(mesh.points, mesh.tets))
+    direct_grad, direct_det = hat_gradients(refined.mesh.points, refined.mesh.tets)
+    assert grad.shape == direct_grad.shape and det.shape == direct_det.shape
+    np.testing.assert_allclose(grad, direct_grad, rtol=0, atol=1e-9 * np.abs(direct_grad).max())
+    np.testing.assert_allclose(det, direct_det, rtol=1e-9)
+    # A mismatched parent (the children's order matters) is caught by the same comparison.
+    shuffled = refined_gradients(refined, hat_gradients(mesh.points, mesh.tets[:, [1, 0, 2, 3]]))[0]
+    assert np.abs(shuffled - direct_grad).max() > 1e-3 * np.abs(direct_grad).max()
 
 
 @pytest.mark.parametrize("edge", [0.1, 0.05])
