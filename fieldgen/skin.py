@@ -196,9 +196,44 @@ def _pair_distances(points, tri, rows, cand):
 
 # ------------------------------------------------------------------ the skin
 
-def free_surface_depth(mesh: TetMesh, cap: float = np.inf, resolution: float | None = None,
+def distance_to_triangles(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Exact (unsigned) distance from each point to a triangle set, by VTK's
+    ``vtkImplicitPolyDataDistance`` (a cell locator and the closest point on each candidate
+    triangle, in C++, all points in one call). Agrees with :func:`surface_distance` to rounding
+    and was 30x faster on a CAD part's 143k vertices (0.7 s against 23 s); the nearest face,
+    which it does not give, is :func:`surface_distance`'s job. Each point's value is computed on
+    its own, so the result does not depend on VTK's thread count."""
+    from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray, vtk_to_numpy
+    from vtkmodules.vtkCommonCore import vtkDoubleArray, vtkPoints
+    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
+    from vtkmodules.vtkFiltersCore import vtkImplicitPolyDataDistance
+
+    points = np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, 3))
+    faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    if not len(faces):
+        raise BuildError("no surface triangles to measure the distance to",
+                         fix="mark at least one boundary face FREE")
+    if not len(points):
+        return np.zeros(0)
+    surface = vtkPolyData()
+    corners = vtkPoints()
+    corners.SetData(numpy_to_vtk(np.ascontiguousarray(vertices, dtype=np.float64), deep=True))
+    surface.SetPoints(corners)
+    cells = vtkCellArray()
+    cells.SetData(numpy_to_vtkIdTypeArray(np.arange(0, 3 * len(faces) + 1, 3, dtype=np.int64), deep=True),
+                  numpy_to_vtkIdTypeArray(np.ascontiguousarray(faces.ravel()), deep=True))
+    surface.SetPolys(cells)
+    field = vtkImplicitPolyDataDistance()
+    field.SetInput(surface)
+    values = vtkDoubleArray()
+    field.FunctionValue(numpy_to_vtk(points, deep=True), values)
+    return np.abs(vtk_to_numpy(values).astype(np.float64)).reshape(len(points))
+
+
+def free_surface_depth(mesh: TetMesh, cap: float = np.inf,
                        free_surface: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """Distance (m) of every mesh vertex to the exposed (FREE) surface.
+    """Distance (m) of every mesh vertex to the exposed (FREE) surface
+    (:func:`distance_to_triangles`).
 
     ``free_surface`` (vertices, faces) is that surface as given, e.g. the input's FREE faces, which
     TetGen subdivides without moving (fewer, larger triangles: a faster search); default: the
@@ -206,7 +241,7 @@ def free_surface_depth(mesh: TetMesh, cap: float = np.inf, resolution: float | N
     """
     free = mesh.boundary_faces[mesh.boundary_markers == FREE]
     surface_vertices, surface_faces = (mesh.points, free) if free_surface is None else free_surface
-    depth, _ = surface_distance(mesh.points, surface_vertices, surface_faces, resolution=resolution, cap=cap)
+    depth = np.minimum(distance_to_triangles(mesh.points, surface_vertices, surface_faces), cap)
     on_free = np.zeros(mesh.n_points, dtype=bool)
     on_free[free.ravel()] = True
     depth[on_free] = 0.0
@@ -231,8 +266,7 @@ def cut_skin(mesh: TetMesh, thickness: float, depth: np.ndarray | None = None, *
         raise OptionError(f"the skin thickness must be a positive length, got {thickness / scale:g} {units}",
                           path=path, fix="give --skin THICKNESS > 0 in the input's units")
     if depth is None:
-        depth = free_surface_depth(mesh, cap=DEPTH_CAP * thickness, resolution=0.5 * thickness,
-                                   free_surface=free_surface)
+        depth = free_surface_depth(mesh, cap=DEPTH_CAP * thickness, free_surface=free_surface)
     depth = np.asarray(depth, dtype=np.float64)
     max_depth = float(depth.max())
     part_volume = float(tet_volumes(mesh.points, mesh.tets).sum())
