@@ -67,6 +67,11 @@ MAX_TETS = 280_000
 #: Convergence rate of the error in the edge length assumed before two passes measure it
 #: (between a re-entrant edge's 4/3 and the smooth 2).
 ASSUMED_RATE = 1.5
+#: With a skin, a pass must shrink the edge near the surface to at most this fraction of the
+#: last (about 37% more tets), or the sizing stops: on angle_block with a 2 mm skin a last pass
+#: at the tet budget shrank it to 0.95 and took 18 s to go from 2.57% to 2.67% (TetGen's meshes
+#: of nearly the same size differ by more than the refinement gains).
+MIN_SHRINK = 0.9
 #: Size of the first, coarse mesh (TetGen tets).
 FIRST_TETS = 20_000
 #: e - e_h = (e_fine - e_h) / (1 - 2^-2) when the error falls as h^2 (halved edges).
@@ -528,20 +533,28 @@ def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress,
         _report_pass(progress, index, mesh, estimate, accuracy)
         if worst <= accuracy or index == max_passes - 1:
             break
-        rate = ASSUMED_RATE
-        if previous is not None and previous[1] > worst > 0 and previous[0] > near:
-            rate = float(np.clip(math.log(previous[1] / worst) / math.log(previous[0] / near), 1.0, 2.0))
-        new = _edge_for(near, worst, goal, rate)
-        # Never more than about max_tets: the count grows as (near / new)^3 in the refined part.
-        floor = near * (mesh.n_tets / max_tets) ** (1.0 / 3.0)
-        if new < floor:
-            new = floor
-        if new >= 0.97 * near:
-            break   # the tet budget allows no finer mesh: the estimate says how far it is
+        new = next_near_edge(near, worst, previous, goal, mesh.n_tets, max_tets)
+        if new is None:
+            break   # the tet budget allows no mesh much finer: the estimate says how far it is
         previous = (near, worst)
         near = new
     return SizedMesh(mesh=mesh, skin=cut, split=int(split), solution=solution, estimate=estimate,
                      accuracy=float(accuracy), history=history)
+
+
+def next_near_edge(near: float, worst: float, previous: tuple[float, float] | None, goal: float,
+                   tets: int, max_tets: int) -> float | None:
+    """The skin sizing's next edge near the free surface: the one that brings the ``worst`` error
+    at edge ``near`` to ``goal`` (error ∝ h^rate, the rate measured from the ``previous`` pass's
+    (edge, error) when there is one, else ``ASSUMED_RATE``), but no finer than the ``max_tets``
+    budget allows for a mesh of ``tets`` (the count grows as (near / new)^3); None when that is
+    not at most ``MIN_SHRINK`` x ``near`` (stop: a pass that small gains less than TetGen's
+    mesh-to-mesh variation)."""
+    rate = ASSUMED_RATE
+    if previous is not None and previous[1] > worst > 0 and previous[0] > near:
+        rate = float(np.clip(math.log(previous[1] / worst) / math.log(previous[0] / near), 1.0, 2.0))
+    new = max(_edge_for(near, worst, goal, rate), near * (tets / max_tets) ** (1.0 / 3.0))
+    return None if new > MIN_SHRINK * near else float(new)
 
 
 def convex_background(points: np.ndarray, sizes: np.ndarray):

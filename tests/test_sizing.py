@@ -24,7 +24,8 @@ from fieldgen.extent import solve_extent
 from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, hat_gradients, tet_volumes
 from fieldgen.modulus import hyperbolic_law, linear_law
 from fieldgen.surface import load_surface
-from fieldgen.sizing import estimate_error, marked_tets, red_refine, refined_gradients, two_grid_extent
+from fieldgen.sizing import (MIN_SHRINK, estimate_error, marked_tets, next_near_edge, red_refine,
+                             refined_gradients, two_grid_extent)
 from fieldgen.tetmesh import MeshingOptions, bisected, refine_zero_tets, tetrahedralize
 
 
@@ -357,3 +358,36 @@ def test_accuracy_sized_build_is_byte_identical_across_thread_counts(meshes, tmp
         assert proc.returncode == 0, proc.stderr
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
+
+
+def test_skin_sizing_asks_for_the_edge_its_error_model_predicts_and_stops_at_the_budget():
+    near, goal = 1e-3, 0.007
+    # error ∝ h^1.5 (assumed before two passes): 2.8% -> 0.7% needs the edge / 4^(2/3).
+    assert next_near_edge(near, 0.028, None, goal, 10_000, 280_000) == pytest.approx(near / 4 ** (2 / 3))
+    # With a previous pass the rate is measured: halving the edge quartered the error -> rate 2.
+    assert next_near_edge(near, 0.028, (2e-3, 0.112), goal, 10_000, 280_000) == pytest.approx(near / 2)
+    # The budget: 35k tets may grow 8x to 280k, so the edge may halve, no more.
+    assert next_near_edge(near, 0.5, None, goal, 35_000, 280_000) == pytest.approx(near / 2)
+    # Near the budget the possible shrink is small: stop rather than remesh for it.
+    assert next_near_edge(near, 0.03, None, goal, int(280_000 * 0.93 ** 3), 280_000) is None
+    assert next_near_edge(near, 0.03, None, goal, int(280_000 * 0.89 ** 3), 280_000) < MIN_SHRINK * near
+
+
+@pytest.mark.slow
+def test_accuracy_sized_skin_build_meets_the_accuracy_and_records_its_passes(meshes, tmp_path):
+    """A 0.15 m skin over a unit sphere with a stiffening law: the depth-graded sizing reaches 1%
+    (measured 0.66% in two passes), each pass's near-surface edge is the previous one shrunk by at
+    least MIN_SHRINK, and the layered asset keeps the law within the tolerance."""
+    out = tmp_path / "skin.vtu"
+    result = run("build", meshes / "unit_sphere.STL", "--modulus", "1e6", "--law", "hyperbolic", "--k", "0.8",
+                 "--skin", "0.15", "-o", out, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    meta = read_metadata(out)
+    assert max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length")) <= 0.01
+    passes = meta["mesher"]["sizing"]["passes"]
+    assert passes[0]["edge_length"] == pytest.approx(0.075)          # skin / 2
+    assert all(b["edge_length"] <= MIN_SHRINK * a["edge_length"] for a, b in zip(passes, passes[1:]))
+    assert passes[-1]["extent"] == meta["error_estimate"]["extent"]
+    assert report["tets_added_by_layering"] > 0
+    assert meta["max_interpolation_error"] <= 0.01 * make_law(BuildOptions(modulus=1e6, law="hyperbolic", k=0.8)).max_pressure
