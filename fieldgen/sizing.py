@@ -363,12 +363,6 @@ def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *
     return x
 
 
-def tet_edge_lengths(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
-    """Mean edge length of each tet."""
-    p = points[tets]
-    return np.linalg.norm(p[:, _EDGES[:, 0]] - p[:, _EDGES[:, 1]], axis=2).mean(axis=1)
-
-
 def depth_graded_sizes(depth: np.ndarray, skin: float, *, near: float | None = None,
                        grading: float = 0.5) -> np.ndarray:
     """Sizes that resolve a skin of thickness ``skin``: ``near`` (default skin/2) down to 1.25 x
