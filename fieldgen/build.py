@@ -414,7 +414,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     if by_accuracy:
         from .sizing import mesh_by_accuracy
 
-        sized = mesh_by_accuracy(make_mesh, law, options.accuracy, surface.vertices, _enclosed_volume(surface),
+        sized = mesh_by_accuracy(make_mesh, law, options.accuracy, _enclosed_volume(surface),
                                  progress=progress,
                                  skin=None if options.skin is None else options.skin * scale,
                                  free_surface=exposed)

@@ -412,7 +412,7 @@ def marked_tets(estimate: ErrorEstimate, volume: np.ndarray, law, share: float =
     return _doerfler(density ** 2 * np.asarray(volume, dtype=np.float64), share, limit)
 
 
-def mesh_by_accuracy(make_mesh, law, accuracy: float, surface_vertices, volume: float, *,
+def mesh_by_accuracy(make_mesh, law, accuracy: float, volume: float, *,
                      progress=None, skin: float | None = None, free_surface=None,
                      max_passes: int = MAX_PASSES, max_tets: int = MAX_TETS) -> SizedMesh:
     """Mesh, solve, estimate and refine until the estimated relative errors of e, p0 and L are

@@ -108,6 +108,26 @@ def test_bisection_keeps_the_mesh_conforming_and_the_extent_function():
     assert np.array_equal(again.extent, result.extent)
 
 
+def test_bisection_gives_up_past_its_tet_limit_and_the_stage_takes_the_slabs():
+    """``stop_above`` ends bisection as soon as it passes the limit (None), and changes nothing
+    below it; layer() takes the slabs exactly when bisection passes twice the mesh."""
+    mesh = slab_mesh()
+    extent = 1.0 - mesh.points[:, 2] / SLAB[2]
+    law = hyperbolic_law(1e5, 0.8)
+    tol = 0.01 * law.max_pressure
+    levels = fieldgen.layering.balanced_levels(law, tol)
+    snapped = snap_to_levels(extent, levels)
+    full, full_extent, _ = fieldgen.layering.refine_for_law(mesh, snapped, law, levels, tol)
+    assert full.n_tets > mesh.n_tets
+    assert fieldgen.layering.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets - 1) is None
+    same, same_extent, _ = fieldgen.layering.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets)
+    assert np.array_equal(same.tets, full.tets) and np.array_equal(same_extent, full_extent)
+    result = fieldgen.layering.layer(mesh, extent, law)
+    assert result.method == ("slabs" if full.n_tets > 2 * mesh.n_tets else "bisection")
+    if result.method == "bisection":
+        assert np.array_equal(result.mesh.tets, full.tets)
+
+
 def test_foam_ball_k08_adds_at_most_the_tets_it_starts_with(tmp_path, monkeypatch):
     options, source, _ = options_from_spec(ROOT / "assets" / "foam_ball.toml")
     options = dataclasses.replace(options, law="hyperbolic", k=0.8)
