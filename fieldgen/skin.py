@@ -26,7 +26,8 @@ from .mesh import FREE, RIGID, TetMesh, boundary_faces_of, tet_volumes
 
 #: Rounds of k nearest piece centres tried per point before a ball search.
 NEAREST_CANDIDATES = (8, 32, 128)
-#: Depths are computed exactly up to this multiple of the skin thickness.
+#: The skin cut clips depths at this multiple of the skin thickness: deeper than the skin, only
+#: "deeper" matters (those tets are dropped), and ``SkinResult.max_depth`` reports the clip.
 DEPTH_CAP = 2.0
 #: Largest number of (point, triangle) pairs evaluated at once.
 PAIR_CHUNK = 2_000_000
@@ -203,10 +204,11 @@ def distance_to_triangles(points: np.ndarray, vertices: np.ndarray, faces: np.nd
     and was 30x faster on a CAD part's 143k vertices (0.7 s against 23 s); the nearest face,
     which it does not give, is :func:`surface_distance`'s job. Each point's value is computed on
     its own, so the result does not depend on VTK's thread count."""
-    from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray, vtk_to_numpy
-    from vtkmodules.vtkCommonCore import vtkDoubleArray, vtkPoints
-    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
+    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+    from vtkmodules.vtkCommonCore import vtkDoubleArray
     from vtkmodules.vtkFiltersCore import vtkImplicitPolyDataDistance
+
+    from .vtk_data import triangles
 
     points = np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, 3))
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
@@ -215,14 +217,7 @@ def distance_to_triangles(points: np.ndarray, vertices: np.ndarray, faces: np.nd
                          fix="mark at least one boundary face FREE")
     if not len(points):
         return np.zeros(0)
-    surface = vtkPolyData()
-    corners = vtkPoints()
-    corners.SetData(numpy_to_vtk(np.ascontiguousarray(vertices, dtype=np.float64), deep=True))
-    surface.SetPoints(corners)
-    cells = vtkCellArray()
-    cells.SetData(numpy_to_vtkIdTypeArray(np.arange(0, 3 * len(faces) + 1, 3, dtype=np.int64), deep=True),
-                  numpy_to_vtkIdTypeArray(np.ascontiguousarray(faces.ravel()), deep=True))
-    surface.SetPolys(cells)
+    surface = triangles(vertices, faces)
     field = vtkImplicitPolyDataDistance()
     field.SetInput(surface)
     values = vtkDoubleArray()

@@ -51,26 +51,10 @@ def surface_tractions(surface: ContactSurface, body_a, body_b, *, V_WA: SpatialV
 
 
 def _polydata(surface: ContactSurface, traction: np.ndarray):
-    from vtkmodules.util.numpy_support import numpy_to_vtk
-    from vtkmodules.vtkCommonCore import vtkPoints
-    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
+    from fieldgen.vtk_data import named_array as array
+    from fieldgen.vtk_data import polygons
 
-    def array(values, name, components=None):
-        out = numpy_to_vtk(np.ascontiguousarray(values, dtype=np.float64), deep=True)
-        out.SetName(name)
-        if components:
-            for i, axis in enumerate(components):
-                out.SetComponentName(i, axis)
-        return out
-
-    data = vtkPolyData()
-    points = vtkPoints()
-    points.SetData(array(np.reshape(surface.vertices, (-1, 3)), "points"))
-    data.SetPoints(points)
-    cells = vtkCellArray()
-    cells.SetData(numpy_to_vtk(np.ascontiguousarray(surface.face_offsets, dtype=np.int64), deep=True),
-                  numpy_to_vtk(np.ascontiguousarray(surface.face_vertices, dtype=np.int64), deep=True))
-    data.SetPolys(cells)
+    data = polygons(np.reshape(surface.vertices, (-1, 3)), surface.face_offsets, surface.face_vertices)
     pd = data.GetPointData()
     pd.AddArray(array(surface.vertex_pressure, "pressure"))
     pd.SetActiveScalars("pressure")

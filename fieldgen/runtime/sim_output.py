@@ -65,22 +65,12 @@ def write_tangential(path, result) -> None:
 
 
 def _polydata(points, offsets, connectivity, point_data=(), cell_data=()):
-    import vtk
-    from vtk.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
+    from fieldgen.vtk_data import named_array, polygons
 
-    poly = vtk.vtkPolyData()
-    pts = vtk.vtkPoints()
-    pts.SetData(numpy_to_vtk(np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3), deep=True))
-    poly.SetPoints(pts)
-    cells = vtk.vtkCellArray()
-    cells.SetData(numpy_to_vtkIdTypeArray(np.ascontiguousarray(offsets, dtype=np.int64), deep=True),
-                  numpy_to_vtkIdTypeArray(np.ascontiguousarray(connectivity, dtype=np.int64), deep=True))
-    poly.SetPolys(cells)
+    poly = polygons(points, offsets, connectivity)
     for target, arrays in ((poly.GetPointData(), point_data), (poly.GetCellData(), cell_data)):
         for name, values in arrays:
-            arr = numpy_to_vtk(np.ascontiguousarray(values, dtype=np.float64), deep=True)
-            arr.SetName(name)
-            target.AddArray(arr)
+            target.AddArray(named_array(values, name))
     return poly
 
 
