@@ -176,12 +176,26 @@ def ftetwild_mesh(vertices: np.ndarray, faces: np.ndarray, options: RobustOption
 
 def classify_boundary(points: np.ndarray, faces: np.ndarray, surface_vertices: np.ndarray,
                       surface_faces: np.ndarray, surface_markers: np.ndarray) -> np.ndarray:
-    """Condition of each boundary face: that of the input face nearest to its centroid (D 5.1.1)."""
-    from .skin import surface_distance
+    """Condition of each boundary face: that of the input face nearest to its centroid (D 5.1.1).
 
-    centroids = points[faces].mean(axis=1)
-    _, nearest = surface_distance(centroids, surface_vertices, surface_faces)
-    return np.asarray(surface_markers, dtype=np.int64)[nearest]
+    Only the condition is needed, not the face: with one condition on every input face that is
+    the answer; otherwise the centroids' distance to the faces of each condition comes from
+    VTK (:func:`fieldgen.skin.distance_to_triangles`, one call per condition) and the nearest
+    condition wins, the smaller code on an exact tie (FREE before RIGID before INSULATED). On a
+    CAD part's 60k boundary faces this took 15 s as a nearest-face search in numpy.
+    """
+    from .skin import distance_to_triangles
+
+    codes = np.asarray(surface_markers, dtype=np.int64).ravel()
+    faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    kinds = np.unique(codes)
+    if len(kinds) == 1 or not len(faces):
+        return np.full(len(faces), kinds[0], dtype=np.int64)
+    centroids = np.asarray(points, dtype=np.float64)[faces].mean(axis=1)
+    surface_faces = np.asarray(surface_faces, dtype=np.int64).reshape(-1, 3)
+    distances = np.stack([distance_to_triangles(centroids, surface_vertices, surface_faces[codes == kind])
+                          for kind in kinds])
+    return kinds[np.argmin(distances, axis=0)]
 
 
 def robust_tetrahedralize(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,

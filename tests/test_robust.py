@@ -158,3 +158,48 @@ def test_self_intersecting_part_builds_with_robust(meshes, tmp_path):
     # At this coarse edge (1/10 of the diagonal, envelope 1/200) fTetWild's union was measured
     # 16% below the winding-number volume of a 32^3 grid (thin overlapping pieces are lost).
     assert volume == pytest.approx(winding_volume(path), rel=0.2)
+
+
+def _nearest_face_markers(points, faces, vertices, surface_faces, markers):
+    """Reference: the marker of the nearest input face to each centroid, by brute force."""
+    from fieldgen.skin import point_triangle_distance
+
+    centroids = points[faces].mean(axis=1)
+    tri = vertices[surface_faces]
+    d = np.stack([point_triangle_distance(centroids, np.repeat(tri[None, j, 0], len(centroids), 0),
+                                          np.repeat(tri[None, j, 1], len(centroids), 0),
+                                          np.repeat(tri[None, j, 2], len(centroids), 0))
+                  for j in range(len(surface_faces))], axis=1)
+    return markers[np.argmin(d, axis=1)], d
+
+
+def test_classify_boundary_takes_the_nearest_faces_condition():
+    from fieldgen.mesh import INSULATED
+    from fieldgen.robust import classify_boundary
+
+    # Input: an icosphere with three conditions by region; "mesh": a finer, jittered icosphere
+    # (the faces fTetWild would return lie near, not on, the input).
+    coarse = trimesh.creation.icosphere(subdivisions=2)
+    centres = coarse.triangles_center
+    markers = np.where(centres[:, 2] > 0.3, RIGID, np.where(centres[:, 0] > 0.2, INSULATED, FREE)).astype(np.int64)
+    fine = trimesh.creation.icosphere(subdivisions=4)
+    points = fine.vertices * (1.0 + 0.01 * np.random.default_rng(1).normal(size=(len(fine.vertices), 1)))
+    got = classify_boundary(points, fine.faces, coarse.vertices, coarse.faces, markers)
+    want, d = _nearest_face_markers(points, fine.faces, coarse.vertices, coarse.faces, markers)
+    # Exact ties between conditions may go either way; everything else must match.
+    best_per_kind = np.stack([d[:, markers == k].min(axis=1) for k in (FREE, RIGID, INSULATED)], axis=1)
+    gap = np.sort(best_per_kind, axis=1)[:, 1] - np.sort(best_per_kind, axis=1)[:, 0]
+    clear = gap > 1e-12
+    assert clear.sum() > 0.99 * len(clear)
+    np.testing.assert_array_equal(got[clear], want[clear])
+    assert set(np.unique(got)) == {FREE, RIGID, INSULATED}
+
+
+def test_classify_boundary_with_one_condition_needs_no_search():
+    from fieldgen.robust import classify_boundary
+
+    coarse = trimesh.creation.icosphere(subdivisions=1)
+    fine = trimesh.creation.icosphere(subdivisions=3)
+    got = classify_boundary(fine.vertices, fine.faces, coarse.vertices, coarse.faces,
+                            np.full(len(coarse.faces), RIGID))
+    assert got.dtype == np.int64 and got.shape == (len(fine.faces),) and (got == RIGID).all()
