@@ -162,14 +162,9 @@ def test_self_intersecting_part_builds_with_robust(meshes, tmp_path):
 
 def _nearest_face_markers(points, faces, vertices, surface_faces, markers):
     """Reference: the marker of the nearest input face to each centroid, by brute force."""
-    from fieldgen.skin import point_triangle_distance
+    from triangle_distance import distances_to_each
 
-    centroids = points[faces].mean(axis=1)
-    tri = vertices[surface_faces]
-    d = np.stack([point_triangle_distance(centroids, np.repeat(tri[None, j, 0], len(centroids), 0),
-                                          np.repeat(tri[None, j, 1], len(centroids), 0),
-                                          np.repeat(tri[None, j, 2], len(centroids), 0))
-                  for j in range(len(surface_faces))], axis=1)
+    d = distances_to_each(points[faces].mean(axis=1), vertices, surface_faces)
     return markers[np.argmin(d, axis=1)], d
 
 

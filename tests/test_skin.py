@@ -17,8 +17,9 @@ from fieldgen.build import BuildOptions, build
 from fieldgen.errors import OptionError
 from fieldgen.layering import SNAP_FRACTION
 from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, tet_volumes
-from fieldgen.skin import cut_skin, distance_to_triangles, point_triangle_distance, surface_distance
+from fieldgen.skin import cut_skin, distance_to_triangles
 from fieldgen.validate import validate_asset
+from triangle_distance import distances_to_each, point_triangle_distance
 
 
 def run(*args):
@@ -26,25 +27,6 @@ def run(*args):
 
 
 # ------------------------------------------------------------------ distance
-
-def test_surface_distance_is_exact_against_brute_force():
-    rng = np.random.default_rng(7)
-    mesh = trimesh.creation.icosphere(subdivisions=2)
-    mesh.vertices[:, 0] *= 3.0  # long triangles: exercises the bisection and the ball search
-    points = rng.normal(size=(1500, 3)) * 1.5
-    distance, face = surface_distance(points, mesh.vertices, mesh.faces, resolution=0.3)
-    tri = mesh.vertices[mesh.faces]
-    rows = np.repeat(np.arange(len(points)), len(tri))
-    cols = np.tile(np.arange(len(tri)), len(points))
-    brute = point_triangle_distance(points[rows], tri[cols, 0], tri[cols, 1], tri[cols, 2])
-    brute = brute.reshape(len(points), len(tri))
-    np.testing.assert_allclose(distance, brute.min(axis=1), rtol=0, atol=1e-14)
-    np.testing.assert_allclose(brute[np.arange(len(points)), face], distance, rtol=0, atol=1e-14)
-    _, reference, _ = trimesh.proximity.closest_point(mesh, points)
-    np.testing.assert_allclose(distance, reference, rtol=0, atol=1e-12)
-    capped, _ = surface_distance(points, mesh.vertices, mesh.faces, resolution=0.3, cap=0.5)
-    np.testing.assert_array_equal(capped, np.minimum(distance, 0.5))
-
 
 def test_vtk_distance_is_exact_against_brute_force_on_closed_and_open_surfaces():
     """The depth below the free surface comes from VTK's locator: the same distances as a brute
@@ -55,12 +37,12 @@ def test_vtk_distance_is_exact_against_brute_force_on_closed_and_open_surfaces()
     mesh.vertices[:, 0] *= 3.0
     points = rng.normal(size=(1200, 3)) * 1.5
     for faces in (mesh.faces, mesh.faces[mesh.triangles_center[:, 2] > 0.2]):
-        tri = mesh.vertices[faces]
-        rows = np.repeat(np.arange(len(points)), len(tri))
-        cols = np.tile(np.arange(len(tri)), len(points))
-        brute = point_triangle_distance(points[rows], tri[cols, 0], tri[cols, 1], tri[cols, 2])
-        brute = brute.reshape(len(points), len(tri)).min(axis=1)
+        brute = distances_to_each(points, mesh.vertices, faces).min(axis=1)
         np.testing.assert_allclose(distance_to_triangles(points, mesh.vertices, faces), brute, rtol=0, atol=1e-12)
+    # The reference itself against trimesh's closest points (closed surface).
+    _, reference, _ = trimesh.proximity.closest_point(mesh, points)
+    np.testing.assert_allclose(distances_to_each(points, mesh.vertices, mesh.faces).min(axis=1), reference,
+                               rtol=0, atol=1e-12)
 
 
 def test_vtk_distance_does_not_depend_on_the_thread_count():
