@@ -310,36 +310,42 @@ def make_law(options: BuildOptions):
     return modulus.table_law(options.table)
 
 
-def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
-          options: BuildOptions | None = None, *, progress: Progress | None = None,
-          extra_metadata: Mapping[str, Any] | None = None) -> BuildResult:
-    """Build a pressure-field asset from a surface mesh; raise FieldgenError on failure.
+@dataclass(frozen=True)
+class MeshedPart:
+    """What the front stages of ``fieldgen build`` give (:func:`mesh_part`): the surface and its
+    boundary conditions, the mesh the extent is solved on (after the skin cut and the zero-tet
+    refinement), and, when the mesh was sized by accuracy, the extent and its error estimate."""
 
-    Nothing is written unless every stage succeeds (the asset is written atomically).
-    """
-    from .asset import Asset, atomic_output, write_asset
-    from .asset import mesh_statistics as asset_mesh_statistics
-    from concurrent.futures import ThreadPoolExecutor
+    surface: Any                # fieldgen.surface.Surface, in m
+    core: Any                   # the core's Surface, or None
+    markers: np.ndarray         # condition of each surface face
+    mesh: Any                   # TetMesh
+    skin: Any                   # SkinResult or None
+    split: int                  # tets split by the zero-pressure refinement
+    solution: Any               # ExtentSolution, or None when not solved yet
+    estimate: Any               # ErrorEstimate (accuracy sizing) or None
+    sizing_report: dict | None
+    mesher: dict
+    law: Any                    # the law the sizing estimated the pressure error for
+    warnings: list
 
-    from .mesh import boundary_faces_of, p1_gradients, tet_volumes
-    from .damping import characteristic_length, dissipation_from_expansion_rate
-    from .extent import solve_extent
-    from .layering import layer
+
+def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
+              progress: Progress | None = None) -> MeshedPart:
+    """The front stages of ``fieldgen build`` (docs/model.md §2): load the surface (and core),
+    assign the boundary conditions, mesh with TetGen (or fTetWild with ``robust``), sized by
+    ``accuracy`` unless a size is given, cut the skin and refine the zero-pressure tets.
+    ``options`` are checked by the caller; ``law`` serves the accuracy sizing's pressure estimate
+    (the options' own law in a build). ``fieldgen calibrate`` meshes with this too, so the asset
+    it writes is built on the mesh it fitted."""
     from .mesh import FREE
     from .selectors import assign_conditions, parse_selector
     from .surface import UNIT_SCALE, check_core_inside, load_surface
-    from .tetmesh import MeshingOptions, mesh_statistics, refine_zero_tets, tetrahedralize
-    from .validate import BuiltGeometry, validate_asset
+    from .tetmesh import MeshingOptions, refine_zero_tets, tetrahedralize
 
-    options = (options or BuildOptions()).checked()
     progress = progress or Progress(enabled=False)
     input_path = str(input_path)
-    output_path = str(output_path or default_output(input_path))
-    if not output_path.endswith(".vtu"):
-        raise OptionError(f"output {output_path!r} does not end in .vtu", fix="name the asset FILE.vtu")
     scale = UNIT_SCALE[options.units]
-    warnings: list[str] = []
-    law = make_law(options)
 
     with progress.stage("load"):
         # --robust: open, non-manifold or self-intersecting input is kept for fTetWild.
@@ -423,10 +429,56 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         mesher["sizing"] = sizing_report
     else:
         mesh, _, skin, split = make_mesh()
+    warnings: list[str] = []
     if options.robust:
         from .robust import NONDETERMINISTIC_WARNING
 
         warnings.append(NONDETERMINISTIC_WARNING)
+    return MeshedPart(surface=surface, core=core, markers=markers, mesh=mesh, skin=skin, split=int(split),
+                      solution=solution, estimate=estimate, sizing_report=sizing_report, mesher=mesher,
+                      law=law, warnings=warnings)
+
+
+def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
+          options: BuildOptions | None = None, *, progress: Progress | None = None,
+          extra_metadata: Mapping[str, Any] | None = None, meshed: "MeshedPart | None" = None) -> BuildResult:
+    """Build a pressure-field asset from a surface mesh; raise FieldgenError on failure.
+
+    Nothing is written unless every stage succeeds (the asset is written atomically).
+    ``meshed``: the front stages already run (:func:`mesh_part`) with these ``options`` except
+    perhaps the law; the asset is then built on that very mesh.
+    """
+    from .asset import Asset, atomic_output, write_asset
+    from .asset import mesh_statistics as asset_mesh_statistics
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .mesh import boundary_faces_of, p1_gradients
+    from .damping import characteristic_length, dissipation_from_expansion_rate
+    from .extent import solve_extent
+    from .layering import layer
+    from .validate import BuiltGeometry, validate_asset
+
+    options = (options or BuildOptions()).checked()
+    progress = progress or Progress(enabled=False)
+    input_path = str(input_path)
+    output_path = str(output_path or default_output(input_path))
+    if not output_path.endswith(".vtu"):
+        raise OptionError(f"output {output_path!r} does not end in .vtu", fix="name the asset FILE.vtu")
+    law = make_law(options)
+    if meshed is None:
+        meshed = mesh_part(input_path, options, progress=progress, law=law)
+    elif meshed.estimate is not None and meshed.law.to_metadata() != law.to_metadata():
+        # The mesh was sized for another law (calibrate fits the law after meshing): the field's
+        # errors are the same, the pressure's is measured again for this law.
+        from .sizing import estimate_error
+
+        with progress.stage("error estimate"):
+            meshed = dataclasses.replace(meshed, law=law, estimate=estimate_error(meshed.mesh, meshed.solution.extent, law))
+    surface, core, markers = meshed.surface, meshed.core, meshed.markers
+    mesh, skin, split, solution, estimate = meshed.mesh, meshed.skin, meshed.split, meshed.solution, meshed.estimate
+    sizing_report, mesher = meshed.sizing_report, dict(meshed.mesher)
+    warnings: list[str] = list(meshed.warnings)
+
     if skin is not None:
         progress.message(f"skin {options.skin:g} {options.units}: {100 * skin.volume_fraction:.1f}% of the "
                          f"volume is skin, the rest is a rigid interior ({skin.rigid_faces} faces at e = 1)")

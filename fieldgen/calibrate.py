@@ -181,52 +181,34 @@ class PreparedPart:
     extent: np.ndarray        #: (n,) P1 extent
     scale: float              #: metres per input unit
     seconds: dict[str, float]
+    meshed: Any = None        #: fieldgen.build.MeshedPart: the build writes the asset on this mesh
 
 
 def prepare_part(input_path: str, options, progress: Progress | None = None) -> PreparedPart:
-    """Mesh ``input_path`` and solve its extent with the stages and options ``fieldgen build`` uses
-    (``fieldgen.build.build``: load, TetGen, skin, zero-tet refinement, extent)."""
+    """Mesh ``input_path`` and solve its extent with the build's own front stages
+    (:func:`fieldgen.build.mesh_part`: load, TetGen sized as the build sizes it, skin, zero-tet
+    refinement), then the extent if the sizing has not solved it already."""
+    from fieldgen.build import make_law, mesh_part
     from fieldgen.extent import solve_extent
-    from fieldgen.mesh import FREE
-    from fieldgen.selectors import assign_conditions, parse_selector
-    from fieldgen.surface import UNIT_SCALE, check_core_inside, load_surface
-    from fieldgen.tetmesh import MeshingOptions, refine_zero_tets, tetrahedralize
+    from fieldgen.surface import UNIT_SCALE
 
     progress = progress or Progress(enabled=False)
     if options.robust:
         raise OptionError("calibrate does not take robust = true (fTetWild's mesh differs from run to run, so the "
                           "calibrated asset would not be the mesh that was fitted)",
                           fix="repair the surface and drop robust from the spec")
-    scale = UNIT_SCALE[options.units]
-    with progress.stage("load"):
-        surface = load_surface(input_path, options.units)
-        core = None
-        if options.core is not None:
-            core = load_surface(options.core, options.units, role="core")
-            check_core_inside(surface, core)
-        markers = assign_conditions(surface, [parse_selector(t, scale) for t in options.bonded],
-                                    [parse_selector(t, scale) for t in options.insulated])
-    edge = None if options.edge_length is None else options.edge_length * scale
-    if options.skin is not None:
-        edge = min(edge or math.inf, 0.5 * options.skin * scale)
-    meshing = MeshingOptions(max_volume=None if options.max_volume is None else options.max_volume * scale ** 3,
-                             edge_length=edge, radius_edge=options.radius_edge)
-    with progress.stage("tetrahedralize"):
-        mesh = tetrahedralize(surface.vertices, surface.faces, markers,
-                              core_vertices=None if core is None else core.vertices,
-                              core_faces=None if core is None else core.faces, options=meshing)
-    if options.skin is not None:
-        from fieldgen.skin import cut_skin
-
-        with progress.stage("skin"):
-            skin = cut_skin(mesh, options.skin * scale, free_surface=(surface.vertices, surface.faces[markers == FREE]),
-                            path=input_path, units=options.units, scale=scale)
-            mesh = skin.mesh
-    with progress.stage("refine"):
-        mesh, _ = refine_zero_tets(mesh, path=input_path)
-    with progress.stage("extent"):
-        solution = solve_extent(mesh)
-    return PreparedPart(mesh, solution.extent, scale, dict(progress.stage_seconds))
+    try:
+        law = make_law(options.checked())
+    except OptionError:
+        # A law still to be fitted (a table with no values yet): the sizing's pressure estimate
+        # takes a linear law meanwhile; the build measures it again for the fitted law.
+        law = linear_law(1.0)
+    meshed = mesh_part(input_path, options, law=law, progress=progress)
+    if meshed.solution is None:
+        with progress.stage("extent"):
+            meshed = dataclasses.replace(meshed, solution=solve_extent(meshed.mesh))
+    return PreparedPart(meshed.mesh, meshed.solution.extent, UNIT_SCALE[options.units],
+                        dict(progress.stage_seconds), meshed)
 
 
 def geometry_body(mesh, extent: np.ndarray):
@@ -710,7 +692,7 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
             "unit": "N"}
         with progress.stage("build"):
             result = build(input_path, output_path, build_options, progress=Progress(enabled=False),
-                           extra_metadata={"calibration": calibration_meta})
+                           extra_metadata={"calibration": calibration_meta}, meshed=prepared.meshed)
     warnings += result.warnings
     with progress.stage("verify"):
         asset_body = CompliantBody.from_asset(output_path)

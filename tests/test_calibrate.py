@@ -21,7 +21,8 @@ from click.testing import CliRunner
 
 from fieldgen.asset import read_metadata
 from fieldgen.build import BuildOptions, build, options_from_spec
-from fieldgen.calibrate import (calibrate, force_model, geometry_body, prepare_part, read_data, table_from_values)
+from fieldgen.calibrate import (calibrate, force_model, geometry_body, parse_targets, prepare_part, read_data,
+                                table_from_values)
 from fieldgen.cli.main import main
 from fieldgen.halfspace import flat_punch_force, flat_punch_modulus, hertz_force, hertz_pressure
 from fieldgen.indenter import Press, parse_indenter
@@ -199,6 +200,34 @@ def test_design_target_cli(tmp_path):
                   0.5 * (lo + hi))
     assert press.force(0.002) == pytest.approx(20.0, rel=0.005)
     assert report["law"]["kind"] == "hyperbolic" and report["law"]["k"] == pytest.approx(0.6)
+
+
+@pytest.mark.slow
+def test_design_target_on_an_accuracy_sized_mesh(tmp_path):
+    """With no size in the spec the build sizes the mesh by accuracy for the law it is given;
+    calibrate fits on that mesh and must write the asset on the same one, not on a mesh sized
+    again for the fitted law: no warning, 20 N +- 0.5% at 2 mm on the written asset, and the
+    asset's unlayered mesh is the fitted mesh."""
+    text = SPEC.read_text()
+    spec = tmp_path / "pad.toml"
+    spec.write_text("\n".join(line for line in text.splitlines() if not line.startswith("edge_length"))
+                    .replace('input = "foam_pad.stl"', f'input = "{(SPEC.parent / "foam_pad.stl").as_posix()}"')
+                    + "\naccuracy = 0.03\n")
+    options, surface, _ = options_from_spec(spec)
+    assert options.edge_length is None and options.max_volume is None
+    output = tmp_path / "pad.vtu"
+    result = calibrate(surface, str(output), options, indenter_text="plane", direction=(0, 0, -1),
+                       data=parse_targets(["0.002:20"]), targets=True)
+    assert not [w for w in result.warnings if "differ" in w], result.warnings
+    prepared = prepare_part(surface, options)
+    meta = read_metadata(output)
+    assert meta["mesh"]["tets_before_layering"] == prepared.mesh.n_tets
+    assert meta["error_estimate"]["extent"] <= 0.03
+    part = CompliantBody.from_asset(output)
+    lo, hi = part.points.min(axis=0), part.points.max(axis=0)
+    press = Press(part, parse_indenter("plane", reach=0.002, part_size=float(np.linalg.norm(hi - lo))), (0, 0, -1),
+                  0.5 * (lo + hi))
+    assert press.force(0.002) == pytest.approx(20.0, rel=0.005)
 
 
 @pytest.mark.parametrize("content, reason", [
