@@ -310,6 +310,17 @@ def make_law(options: BuildOptions):
     return modulus.table_law(options.table)
 
 
+def same_shape(a, b) -> bool:
+    """Whether two modulus laws differ at most by a factor (``p0_b = c p0_a``), so every error
+    relative to the law's maximum is the same for both."""
+    e = np.linspace(0.0, 1.0, 257)
+    if a.kind == "table" or b.kind == "table":
+        e = np.union1d(e, np.concatenate([np.asarray(law.table_extent, dtype=np.float64)
+                                          for law in (a, b) if law.kind == "table"]))
+    pa, pb = a.pressure(e) / a.max_pressure, b.pressure(e) / b.max_pressure
+    return bool(np.allclose(pa, pb, rtol=1e-12, atol=1e-12))
+
+
 @dataclass(frozen=True)
 class MeshedPart:
     """What the front stages of ``fieldgen build`` give (:func:`mesh_part`): the surface and its
@@ -467,9 +478,10 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     law = make_law(options)
     if meshed is None:
         meshed = mesh_part(input_path, options, progress=progress, law=law)
-    elif meshed.estimate is not None and meshed.law.to_metadata() != law.to_metadata():
+    elif meshed.estimate is not None and not same_shape(meshed.law, law):
         # The mesh was sized for another law (calibrate fits the law after meshing): the field's
-        # errors are the same, the pressure's is measured again for this law.
+        # errors are the same, the pressure's is measured again for this law (its relative error
+        # does not change with the law's scale).
         from .sizing import estimate_error
 
         with progress.stage("error estimate"):

@@ -7,8 +7,9 @@ that asset with the calibration in its metadata.
 
 How the fit uses the real pipeline without rebuilding per evaluation:
 
-1. The part is meshed and its extent field solved once (the same stages as ``fieldgen build``:
-   load, TetGen, refinement of zero-pressure tets, extent solve). The extent does not depend on
+1. The part is meshed and its extent field solved once, by the build's own front stages
+   (``fieldgen.build.mesh_part``: load, TetGen sized by accuracy unless the spec gives a size,
+   skin, refinement of zero-pressure tets), then the extent solve. The extent does not depend on
    the law.
 2. The indenter is placed at first contact (``fieldgen.indenter``) and, at each data depth, the
    runtime computes the contact surface on that mesh. For a rigid indenter the surface's
@@ -23,8 +24,8 @@ How the fit uses the real pipeline without rebuilding per evaluation:
    after the fit the mesh is layered with the fitted law, the runtime's forces on that layered
    mesh are computed, and the fit is repeated against the data minus that difference (defect
    correction) until the layered asset itself matches (at most ``MAX_CORRECTIONS`` rounds).
-5. The asset is written by ``fieldgen.build.build`` with the fitted law, read back, and its
-   runtime forces are what the report's residuals are computed from.
+5. The asset is written by ``fieldgen.build.build`` with the fitted law on that same mesh, read
+   back, and its runtime forces are what the report's residuals are computed from.
 
 Laws: ``linear`` (M0, closed-form least squares), ``hyperbolic`` (M0, K: M0 in closed form for
 each K, K by a grid scan and a bounded scalar search), ``table`` (the pressures at the table's
@@ -197,12 +198,15 @@ def prepare_part(input_path: str, options, progress: Progress | None = None) -> 
         raise OptionError("calibrate does not take robust = true (fTetWild's mesh differs from run to run, so the "
                           "calibrated asset would not be the mesh that was fitted)",
                           fix="repair the surface and drop robust from the spec")
-    try:
-        law = make_law(options.checked())
-    except OptionError:
+    kind = options.resolved_law()
+    values_missing = (options.table is None if kind == "table"
+                      else options.modulus is None or (kind == "hyperbolic" and options.k is None))
+    if values_missing:
         # A law still to be fitted (a table with no values yet): the sizing's pressure estimate
-        # takes a linear law meanwhile; the build measures it again for the fitted law.
+        # takes a linear law meanwhile, and the build measures it again for the fitted law.
         law = linear_law(1.0)
+    else:
+        law = make_law(options.checked())
     meshed = mesh_part(input_path, options, law=law, progress=progress)
     if meshed.solution is None:
         with progress.stage("extent"):

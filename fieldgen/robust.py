@@ -193,8 +193,10 @@ def classify_boundary(points: np.ndarray, faces: np.ndarray, surface_vertices: n
         return np.full(len(faces), kinds[0], dtype=np.int64)
     centroids = np.asarray(points, dtype=np.float64)[faces].mean(axis=1)
     surface_faces = np.asarray(surface_faces, dtype=np.int64).reshape(-1, 3)
-    distances = np.stack([distance_to_triangles(centroids, surface_vertices, surface_faces[codes == kind])
-                          for kind in kinds])
+    used, compact = np.unique(surface_faces, return_inverse=True)   # only the vertices faces use
+    vertices = np.asarray(surface_vertices, dtype=np.float64)[used]
+    compact = compact.reshape(-1, 3)
+    distances = np.stack([distance_to_triangles(centroids, vertices, compact[codes == kind]) for kind in kinds])
     return kinds[np.argmin(distances, axis=0)]
 
 

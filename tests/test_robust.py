@@ -198,3 +198,17 @@ def test_classify_boundary_with_one_condition_needs_no_search():
     got = classify_boundary(fine.vertices, fine.faces, coarse.vertices, coarse.faces,
                             np.full(len(coarse.faces), RIGID))
     assert got.dtype == np.int64 and got.shape == (len(fine.faces),) and (got == RIGID).all()
+
+
+def test_classify_boundary_breaks_exact_ties_towards_the_smaller_code():
+    """A face whose centroid lies on the edge between a RIGID and an INSULATED input face is as
+    near to both: it takes RIGID (code 2 < 3)."""
+    from fieldgen.mesh import INSULATED
+    from fieldgen.robust import classify_boundary
+
+    square = np.array([[0.0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]])
+    faces = np.array([[0, 1, 2], [0, 2, 3]])                 # the diagonal 0-2 is shared
+    on_diagonal = np.array([[0.2, 0.2, 0.0], [0.5, 0.5, 0.0], [0.8, 0.8, 0.0]])   # centroid (0.5, 0.5, 0)
+    for markers in (np.array([RIGID, INSULATED]), np.array([INSULATED, RIGID])):
+        got = classify_boundary(on_diagonal, np.array([[0, 1, 2]]), square, faces, markers)
+        assert got.tolist() == [RIGID]

@@ -391,3 +391,34 @@ def test_accuracy_sized_skin_build_meets_the_accuracy_and_records_its_passes(mes
     assert passes[-1]["extent"] == meta["error_estimate"]["extent"]
     assert report["tets_added_by_layering"] > 0
     assert meta["max_interpolation_error"] <= 0.01 * make_law(BuildOptions(modulus=1e6, law="hyperbolic", k=0.8)).max_pressure
+
+
+def test_same_shape_is_equality_up_to_a_factor():
+    from fieldgen.build import same_shape
+    from fieldgen.modulus import table_law_from_points
+
+    assert same_shape(linear_law(1.0), linear_law(3e5))
+    assert same_shape(hyperbolic_law(1e5, 0.6), hyperbolic_law(7e6, 0.6))
+    assert not same_shape(hyperbolic_law(1e5, 0.6), hyperbolic_law(1e5, 0.7))
+    assert not same_shape(linear_law(1e5), hyperbolic_law(1e5, 0.1))
+    e, p = np.array([0.0, 0.3, 0.6, 1.0]), np.array([0.0, 1.0, 3.0, 8.0])
+    assert same_shape(table_law_from_points(e, p), table_law_from_points(e, 50.0 * p))
+    assert not same_shape(table_law_from_points(e, p), table_law_from_points(e, p + np.array([0, 0, 0.1, 0])))
+
+
+def test_a_mesh_reused_for_another_law_gets_that_laws_pressure_estimate(meshes, tmp_path):
+    """``build(meshed=...)`` (what calibrate does once the law is fitted) builds on the given mesh
+    and measures the pressure error for its own law, not the one the mesh was sized for."""
+    from fieldgen.build import mesh_part
+
+    sized_for = BuildOptions(modulus=1e5, law="linear")
+    meshed = mesh_part(meshes / "unit_sphere.STL", sized_for, law=make_law(sized_for))
+    assert meshed.estimate is not None
+    options = BuildOptions(modulus=1e5, law="hyperbolic", k=0.8)
+    build(meshes / "unit_sphere.STL", tmp_path / "a.vtu", options, meshed=meshed)
+    meta = read_metadata(tmp_path / "a.vtu")
+    assert meta["mesh"]["tets_before_layering"] == meshed.mesh.n_tets
+    expected = estimate_error(meshed.mesh, meshed.solution.extent, make_law(options))
+    assert meta["error_estimate"]["pressure"] == expected.pressure
+    assert meta["error_estimate"]["pressure"] != meshed.estimate.pressure
+    assert meta["error_estimate"]["extent"] == meshed.estimate.extent

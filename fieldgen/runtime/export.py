@@ -55,6 +55,7 @@ def _polydata(surface: ContactSurface, traction: np.ndarray):
     from fieldgen.vtk_data import polygons
 
     data = polygons(np.reshape(surface.vertices, (-1, 3)), surface.face_offsets, surface.face_vertices)
+    data.GetPoints().GetData().SetName("points")
     pd = data.GetPointData()
     pd.AddArray(array(surface.vertex_pressure, "pressure"))
     pd.SetActiveScalars("pressure")
