@@ -16,7 +16,7 @@ from fieldgen.asset import read_asset, read_metadata
 from fieldgen.build import BuildOptions, build
 from fieldgen.errors import OptionError
 from fieldgen.layering import SNAP_FRACTION
-from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, tet_volumes
+from fieldgen.mesh import FREE, INSULATED, RIGID, boundary_faces_of, tet_volumes
 from fieldgen.skin import cut_skin, distance_to_triangles
 from fieldgen.validate import validate_asset
 from triangle_distance import distances_to_each, point_triangle_distance

@@ -62,7 +62,6 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from fieldgen.runtime.bodies import DEFAULT_TANGENTIAL_DAMPING, DEFAULT_TANGENTIAL_STIFFNESS  # noqa: F401
 from fieldgen.runtime.contact_surface import ContactSurface
 #: eigenvalues of K̄ below this fraction of its largest are its null space
 NULL_SPACE_TOLERANCE = 1e-12
