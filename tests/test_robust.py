@@ -79,9 +79,13 @@ def test_open_mesh_builds_with_robust(meshes, tmp_path, name, units, simple, mon
     else:
         # The teapot's spout and handle run into its body: trimesh's signed volume counts the
         # overlap twice (6% too much); fTetWild meshes the union, which the winding number measures.
+        # fTetWild is not deterministic, and on this self-intersecting input its volume varies
+        # from run to run below the union's (measured over 13 builds, 1 or 2 threads: -0.8% in
+        # most, -1.9%, -2.2% and -3.7% in three), so the bounds are one-sided: well under the
+        # double count, and no more than 6% under the union.
         reference = winding_volume(path)
         assert trimesh_volume(path) > 1.04 * reference
-        assert volume == pytest.approx(reference, rel=0.02)
+        assert 0.94 * reference < volume < 1.02 * reference
 
 
 @pytest.mark.parametrize("name", [m[0] for m in OPEN_MESHES])
