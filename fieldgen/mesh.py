@@ -160,6 +160,32 @@ def boundary_faces_of(tets: np.ndarray) -> np.ndarray:
     return faces[order[~shared]]
 
 
+_FACE_RECORD = np.dtype([("a", np.int64), ("b", np.int64), ("c", np.int64)])
+
+
+def face_keys(faces: np.ndarray, n: int, limit: int = 2 ** 21) -> np.ndarray:
+    """One sortable key per triangle of vertex ids below ``n``, whatever its vertex order.
+
+    An int64 ``(a·n + b)·n + c`` of the sorted triple when ``n < limit`` (fast); otherwise a record
+    of the sorted triple, which sorts, compares and searches the same way.
+    """
+    s = np.sort(np.asarray(faces, dtype=np.int64).reshape(-1, 3), axis=1)
+    if n < limit:
+        return (s[:, 0] * n + s[:, 1]) * n + s[:, 2]
+    return np.ascontiguousarray(s).view(_FACE_RECORD).ravel()
+
+
+def find_faces(faces: np.ndarray, known: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``faces``: whether it is one of ``known`` (any vertex order) and its row there
+    (meaningful where found; the first such row if ``known`` repeats a face). Vertex ids < ``n``."""
+    keys, known_keys = face_keys(faces, n), face_keys(known, n)
+    if not len(known_keys):
+        return np.zeros(len(keys), dtype=bool), np.zeros(len(keys), dtype=np.int64)
+    order = np.argsort(known_keys, kind="stable")
+    position = np.clip(np.searchsorted(known_keys[order], keys), 0, len(order) - 1)
+    return known_keys[order][position] == keys, order[position]
+
+
 def box_grid(xs, ys, zs) -> tuple[np.ndarray, np.ndarray]:
     """Structured tet mesh of the box xs x ys x zs (coordinates may be graded).
 

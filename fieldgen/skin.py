@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import BuildError, OptionError
-from .mesh import FREE, RIGID, TetMesh, boundary_faces_of, tet_volumes
+from .mesh import FREE, RIGID, TetMesh, boundary_faces_of, find_faces, tet_volumes
 
 #: The skin cut clips depths at this multiple of the skin thickness: deeper than the skin, only
 #: "deeper" matters (those tets are dropped), and ``SkinResult.max_depth`` reports the clip.
@@ -145,20 +145,9 @@ def _all_used(faces, used):
     return used[faces].all(axis=1)
 
 
-def _face_key(faces: np.ndarray, n: int) -> np.ndarray:
-    s = np.sort(faces, axis=1).astype(np.int64)
-    return np.ascontiguousarray(s).view([("a", np.int64), ("b", np.int64), ("c", np.int64)]).ravel() \
-        if n >= 2 ** 21 else (s[:, 0] * n + s[:, 1]) * n + s[:, 2]
-
-
 def _inherit_markers(faces, old_faces, old_markers, n):
     """Marker of each face: that of the same outer face before the cut, RIGID for new faces."""
     markers = np.full(len(faces), RIGID, dtype=np.int64)
-    if not len(old_faces):
-        return markers
-    keys, old_keys = _face_key(faces, n), _face_key(old_faces, n)
-    order = np.argsort(old_keys, kind="stable")
-    pos = np.clip(np.searchsorted(old_keys[order], keys), 0, len(order) - 1)
-    found = old_keys[order][pos] == keys
-    markers[found] = old_markers[order][pos[found]]
+    found, row = find_faces(faces, old_faces, n)
+    markers[found] = np.asarray(old_markers, dtype=np.int64)[row[found]]
     return markers

@@ -27,6 +27,8 @@ from .mesh import (
     CONDITION_NAMES,
     TetMesh,
     boundary_faces_of,
+    face_keys,
+    find_faces,
     min_dihedral_angles,
     orient_positive,
     tet_volumes,
@@ -256,21 +258,6 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, 
                     np.array(out["trifaces"], dtype=np.int64), np.array(out["trimarkers"], dtype=np.int64))
 
 
-_FACE_RECORD = np.dtype([("a", np.int64), ("b", np.int64), ("c", np.int64)])
-
-
-def _face_keys(faces: np.ndarray, n: int, limit: int = 2 ** 21) -> np.ndarray:
-    """One sortable key per face, independent of its vertex order.
-
-    An int64 when ``n < limit`` (fast); otherwise a record of the sorted triple, which sorts,
-    compares and searches the same way.
-    """
-    s = np.sort(np.asarray(faces, dtype=np.int64).reshape(-1, 3), axis=1)
-    if n < limit:
-        return (s[:, 0] * n + s[:, 1]) * n + s[:, 2]
-    return np.ascontiguousarray(s).view(_FACE_RECORD).ravel()
-
-
 def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=None,
                    options: MeshingOptions = MeshingOptions(), timeout: float = 3600.0,
                    while_waiting=None, background=None) -> TetMesh:
@@ -327,17 +314,13 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
 
     boundary = boundary_faces_of(tets)
     n = len(points)
-    keys_b = _face_keys(boundary, n)
-    keys_t = _face_keys(trifaces, n)
-    order = np.argsort(keys_t, kind="stable")
-    pos = np.clip(np.searchsorted(keys_t[order], keys_b), 0, len(order) - 1)
-    found = keys_t[order][pos] == keys_b
-    if not found.all() or len(np.unique(keys_t)) != len(boundary):
+    found, row = find_faces(boundary, trifaces, n)
+    if not found.all() or len(np.unique(face_keys(trifaces, n))) != len(boundary):
         raise BuildError(
             f"{int((~found).sum())} boundary faces carry no marker and {len(trifaces)} marked faces != "
             f"{len(boundary)} boundary faces (the core was probably not carved out)",
             fix="check that the core lies strictly inside the outer surface and does not touch it")
-    boundary_markers = trimarkers[order][pos]
+    boundary_markers = trimarkers[row]
     return TetMesh(points=points, tets=tets, boundary_faces=boundary, boundary_markers=boundary_markers)
 
 
@@ -407,12 +390,12 @@ def _split_faces(points, tets, faces):
     """
     n = len(points)
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
-    keys = _face_keys(faces, n)
+    keys = face_keys(faces, n)
     order = np.argsort(keys, kind="stable")
     ends = np.zeros(n, dtype=bool)
     ends[faces.ravel()] = True
     candidates = np.flatnonzero(_row_counts(ends[tets]) >= 3)
-    tet_keys = _face_keys(tets[candidates][:, _TET_FACES].reshape(-1, 3), n).reshape(-1, 4)
+    tet_keys = face_keys(tets[candidates][:, _TET_FACES].reshape(-1, 3), n).reshape(-1, 4)
     pos = np.clip(np.searchsorted(keys[order], tet_keys), 0, len(keys) - 1)
     hit = keys[order][pos] == tet_keys
     c_idx, local = np.nonzero(hit)
@@ -429,7 +412,7 @@ def _split_corner_tets(points, tets, corner, n0, boundary_face_keys):
     """Split tets with no interior edge: one interior face each (an independent set of faces per
     round: no tet holds two of them), or the tet's centroid when all four faces are boundary."""
     local_faces = tets[corner][:, _TET_FACES]                                    # (c, 4, 3)
-    keys = _face_keys(local_faces.reshape(-1, 3), n0).reshape(-1, 4)
+    keys = face_keys(local_faces.reshape(-1, 3), n0).reshape(-1, 4)
     interior = ~np.isin(keys, boundary_face_keys)
     has_face = interior.any(axis=1)
     lone = corner[~has_face]
@@ -439,11 +422,11 @@ def _split_corner_tets(points, tets, corner, n0, boundary_face_keys):
     if len(chosen_faces):
         # Independent set: a face is kept unless a tet around it holds a lower-ranked chosen face.
         n = len(points)
-        chosen_keys = _face_keys(chosen_faces, n)
+        chosen_keys = face_keys(chosen_faces, n)
         ends = np.zeros(n, dtype=bool)
         ends[chosen_faces.ravel()] = True
         near = tets[np.flatnonzero(_row_counts(ends[tets]) >= 3)]
-        near_keys = _face_keys(near[:, _TET_FACES].reshape(-1, 3), n).reshape(-1, 4)
+        near_keys = face_keys(near[:, _TET_FACES].reshape(-1, 3), n).reshape(-1, 4)
         rank_order = np.argsort(chosen_keys, kind="stable")
         pos = np.clip(np.searchsorted(chosen_keys[rank_order], near_keys), 0, len(chosen_keys) - 1)
         hit = chosen_keys[rank_order][pos] == near_keys
@@ -539,17 +522,10 @@ def bisected(mesh: TetMesh, marked: np.ndarray) -> TetMesh:
         if not np.array_equal(points[:mesh.n_points], mesh.points):   # pragma: no cover - skfem's layout
             raise BuildError("scikit-fem's refinement renumbered the old vertices",
                              fix="this is a fieldgen bug: report it with the scikit-fem version")
-        n = len(points)
-        keys, old_keys = _face_keys(faces, n), _face_keys(old_faces, n)
-        order = np.argsort(old_keys, kind="stable")
-        position = np.clip(np.searchsorted(old_keys[order], keys), 0, len(order) - 1)
-        kept = old_keys[order][position] == keys
+        kept, row = find_faces(faces, old_faces, len(points))
         markers = np.empty(len(faces), dtype=np.int64)
-        markers[kept] = old[order][position[kept]]
-        still = np.sort(keys[kept])
-        split = np.ones(len(old_faces), dtype=bool)
-        if len(still):
-            split = still[np.clip(np.searchsorted(still, old_keys), 0, len(still) - 1)] != old_keys
+        markers[kept] = old[row[kept]]
+        split = ~find_faces(old_faces, faces[kept], len(points))[0]
         if np.any(~kept):
             markers[~kept] = classify_boundary(points, faces[~kept], mesh.points, old_faces[split], old[split])
     return TetMesh(points=points, tets=tets, boundary_faces=faces, boundary_markers=markers)
@@ -633,7 +609,7 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
         # No interior edge left (corner tets, common in fTetWild meshes of thin parts): split one
         # interior face of every such tet at its centroid, all in one round; a tet with no
         # interior face (a lone tet) is split at its centroid.
-        points, tets = _split_corner_tets(points, tets, z, n, np.unique(_face_keys(boundary_faces, n)))
+        points, tets = _split_corner_tets(points, tets, z, n, np.unique(face_keys(boundary_faces, n)))
     remaining = len(zero(tets, _at_zero(len(points), tets, on_free, on_rigid)))
     if remaining:
         raise BuildError(f"{remaining} tets still have e = 0 at all four vertices after refinement (on the free "

@@ -10,10 +10,10 @@ import pytest
 import trimesh
 
 from fieldgen.errors import BuildError, InputError, OptionError
-from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, tet_volumes
+from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, find_faces, tet_volumes
+from fieldgen.mesh import face_keys as _face_keys
 from fieldgen.tetmesh import (
     MeshingOptions,
-    _face_keys,
     interior_point,
     mesh_statistics,
     refine_zero_tets,
@@ -273,6 +273,23 @@ def test_face_keys_agree_above_the_integer_limit():
     large = np.isin(_face_keys(queries, 50, limit=0), _face_keys(faces, 50, limit=0))
     assert np.array_equal(small, large) and small[: len(faces[::3])].all()
     assert len(np.unique(_face_keys(faces, 50))) == len(np.unique(_face_keys(faces, 50, limit=0)))
+
+
+def test_find_faces_matches_in_any_vertex_order_with_either_kind_of_key():
+    """The lookup the mesher, the skin cut and bisection share: found flags and rows against a
+    brute force, with integer keys and with the record keys of meshes past 2**21 vertices."""
+    rng = np.random.default_rng(3)
+    known = np.unique(np.sort(rng.integers(0, 40, size=(120, 3)), axis=1), axis=0)
+    known = known[(known[:, 0] != known[:, 1]) & (known[:, 1] != known[:, 2])]
+    known = np.array([rng.permutation(f) for f in known])            # any winding
+    queries = np.vstack([known[::4][:, ::-1], known[1::5][:, [1, 2, 0]], rng.integers(0, 40, size=(30, 3))])
+    brute = [next((j for j, f in enumerate(known) if sorted(f) == sorted(q)), -1) for q in queries]
+    for n in (40, 2 ** 21):
+        found, row = find_faces(queries, known, n)
+        assert found.tolist() == [b >= 0 for b in brute]
+        assert row[found].tolist() == [b for b in brute if b >= 0]
+    found, _ = find_faces(queries, known[:0], 40)
+    assert found.shape == (len(queries),) and not found.any()
 
 
 def test_refine_many_corner_tets_in_one_mesh():
