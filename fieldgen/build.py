@@ -310,17 +310,6 @@ def make_law(options: BuildOptions):
     return modulus.table_law(options.table)
 
 
-def same_shape(a, b) -> bool:
-    """Whether two modulus laws differ at most by a factor (``p0_b = c p0_a``), so every error
-    relative to the law's maximum is the same for both."""
-    e = np.linspace(0.0, 1.0, 257)
-    if a.kind == "table" or b.kind == "table":
-        e = np.union1d(e, np.concatenate([np.asarray(law.table_extent, dtype=np.float64)
-                                          for law in (a, b) if law.kind == "table"]))
-    pa, pb = a.pressure(e) / a.max_pressure, b.pressure(e) / b.max_pressure
-    return bool(np.allclose(pa, pb, rtol=1e-12, atol=1e-12))
-
-
 @dataclass(frozen=True)
 class MeshedPart:
     """What the front stages of ``fieldgen build`` give (:func:`mesh_part`): the surface and its
@@ -335,8 +324,7 @@ class MeshedPart:
     split: int                  # tets split by the zero-pressure refinement
     solution: Any               # ExtentSolution, or None when not solved yet
     estimate: Any               # ErrorEstimate (accuracy sizing) or None
-    sizing_report: dict | None
-    mesher: dict
+    mesher: dict               # the mesher's parameters; "sizing" holds the accuracy sizing's passes
     law: Any                    # the law the sizing estimated the pressure error for
     warnings: list
 
@@ -427,7 +415,6 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
 
     solution = None
     estimate = None
-    sizing_report: dict[str, Any] | None = None
     if by_accuracy:
         from .sizing import mesh_by_accuracy
 
@@ -436,8 +423,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
                                  skin=None if options.skin is None else options.skin * scale,
                                  free_surface=exposed)
         mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
-        sizing_report = sized.report()
-        mesher["sizing"] = sizing_report
+        mesher["sizing"] = sized.report()
     else:
         mesh, _, skin, split = make_mesh()
     warnings: list[str] = []
@@ -446,7 +432,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
 
         warnings.append(NONDETERMINISTIC_WARNING)
     return MeshedPart(surface=surface, core=core, markers=markers, mesh=mesh, skin=skin, split=int(split),
-                      solution=solution, estimate=estimate, sizing_report=sizing_report, mesher=mesher,
+                      solution=solution, estimate=estimate, mesher=mesher,
                       law=law, warnings=warnings)
 
 
@@ -476,6 +462,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     if not output_path.endswith(".vtu"):
         raise OptionError(f"output {output_path!r} does not end in .vtu", fix="name the asset FILE.vtu")
     law = make_law(options)
+    from .modulus import same_shape
+
     if meshed is None:
         meshed = mesh_part(input_path, options, progress=progress, law=law)
     elif meshed.estimate is not None and not same_shape(meshed.law, law):
@@ -488,7 +476,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
             meshed = dataclasses.replace(meshed, law=law, estimate=estimate_error(meshed.mesh, meshed.solution.extent, law))
     surface, core, markers = meshed.surface, meshed.core, meshed.markers
     mesh, skin, split, solution, estimate = meshed.mesh, meshed.skin, meshed.split, meshed.solution, meshed.estimate
-    sizing_report, mesher = meshed.sizing_report, dict(meshed.mesher)
+    mesher = dict(meshed.mesher)
+    sizing_report = mesher.get("sizing")
     warnings: list[str] = list(meshed.warnings)
 
     if skin is not None:

@@ -207,3 +207,14 @@ def law_from_metadata(meta: dict, *, path=None) -> ModulusLaw:
         raise InputError(f"the table's modulus {meta['modulus']} Pa differs from its p0(1) = "
                          f"{law.modulus} Pa", path=where, fix="store modulus = the last pressure")
     return law
+
+
+def same_shape(a, b) -> bool:
+    """Whether two modulus laws differ at most by a factor (``p0_b = c p0_a``), so every error
+    relative to the law's maximum is the same for both."""
+    e = np.linspace(0.0, 1.0, 257)
+    if a.kind == "table" or b.kind == "table":
+        e = np.union1d(e, np.concatenate([np.asarray(law.table_extent, dtype=np.float64)
+                                          for law in (a, b) if law.kind == "table"]))
+    pa, pb = a.pressure(e) / a.max_pressure, b.pressure(e) / b.max_pressure
+    return bool(np.allclose(pa, pb, rtol=1e-12, atol=1e-12))

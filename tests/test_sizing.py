@@ -394,7 +394,7 @@ def test_accuracy_sized_skin_build_meets_the_accuracy_and_records_its_passes(mes
 
 
 def test_same_shape_is_equality_up_to_a_factor():
-    from fieldgen.build import same_shape
+    from fieldgen.modulus import same_shape
     from fieldgen.modulus import table_law_from_points
 
     assert same_shape(linear_law(1.0), linear_law(3e5))
