@@ -8,9 +8,9 @@ that asset with the calibration in its metadata.
 How the fit uses the real pipeline without rebuilding per evaluation:
 
 1. The part is meshed and its extent field solved once, by the build's own front stages
-   (``fieldgen.build.mesh_part``: load, TetGen sized by accuracy unless the spec gives a size,
-   skin, refinement of zero-pressure tets), then the extent solve. The extent does not depend on
-   the law.
+   (``fieldgen.build.mesh_part``: load, TetGen sized by accuracy unless the spec gives a size, or
+   fTetWild with ``robust``, skin, refinement of zero-pressure tets), then the extent solve.
+   The extent does not depend on the law.
 2. The indenter is placed at first contact (``fieldgen.indenter``) and, at each data depth, the
    runtime computes the contact surface on that mesh. For a rigid indenter the surface's
    geometry does not depend on the pressure field, only the pressure on it does.
@@ -187,17 +187,15 @@ class PreparedPart:
 
 def prepare_part(input_path: str, options, progress: Progress | None = None) -> PreparedPart:
     """Mesh ``input_path`` and solve its extent with the build's own front stages
-    (:func:`fieldgen.build.mesh_part`: load, TetGen sized as the build sizes it, skin, zero-tet
-    refinement), then the extent if the sizing has not solved it already."""
+    (:func:`fieldgen.build.mesh_part`: load, TetGen sized as the build sizes it or fTetWild, skin,
+    zero-tet refinement), then the extent if the sizing has not solved it already. The build
+    writes the asset on this mesh (``PreparedPart.meshed``), so fTetWild's run-to-run
+    differences do not come between the fit and the asset."""
     from fieldgen.build import make_law, mesh_part
     from fieldgen.extent import solve_extent
     from fieldgen.surface import UNIT_SCALE
 
     progress = progress or Progress(enabled=False)
-    if options.robust:
-        raise OptionError("calibrate does not take robust = true (fTetWild's mesh differs from run to run, so the "
-                          "calibrated asset would not be the mesh that was fitted)",
-                          fix="repair the surface and drop robust from the spec")
     kind = options.resolved_law()
     values_missing = (options.table is None if kind == "table"
                       else options.modulus is None or (kind == "hyperbolic" and options.k is None))
