@@ -180,11 +180,11 @@ def classify_boundary(points: np.ndarray, faces: np.ndarray, surface_vertices: n
 
     Only the condition is needed, not the face: with one condition on every input face that is
     the answer; otherwise the centroids' distance to the faces of each condition comes from
-    VTK (:func:`fieldgen.skin.distance_to_triangles`, one call per condition) and the nearest
+    VTK (:func:`fieldgen.vtk_data.distance_to_triangles`, one call per condition) and the nearest
     condition wins, the smaller code on an exact tie (FREE before RIGID before INSULATED). On a
     CAD part's 60k boundary faces this took 15 s as a nearest-face search in numpy.
     """
-    from .skin import distance_to_triangles
+    from .vtk_data import distance_to_triangles
 
     codes = np.asarray(surface_markers, dtype=np.int64).ravel()
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)

