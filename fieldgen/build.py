@@ -436,6 +436,24 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
                       law=law, warnings=warnings)
 
 
+def accuracy_warning(estimate, accuracy: float, sizing: Mapping[str, Any] | None, tets: int) -> list[str]:
+    """A warning when the estimated error of the field exceeds ``accuracy`` (docs/model.md §2.4):
+    the sizing stops at a tet budget, so a thin-walled part or a skin can end above what was asked.
+    Empty when the estimate is within it."""
+    from .sizing import MAX_TETS, worst_error
+
+    worst = worst_error(estimate)
+    if worst <= accuracy:
+        return []
+    why = (sizing or {}).get("stopped", "")
+    reason = {"tet budget": f"the sizing stopped at its tet budget (about {MAX_TETS:,} tets to solve on)",
+              "pass limit": "the sizing stopped at its last pass"}.get(why, "the mesh was sized for another law")
+    return [f"estimated discretisation error {100 * worst:.2f}% (e {100 * estimate.extent:.2f}%, "
+            f"p {100 * estimate.pressure:.2f}%, L {100 * estimate.characteristic_length:.2f}%, on {tets:,} tets) "
+            f"exceeds --accuracy {100 * accuracy:g}%: {reason}; give a larger --accuracy to accept it, "
+            "or an --edge-length to choose the mesh yourself"]
+
+
 def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
           options: BuildOptions | None = None, *, progress: Progress | None = None,
           extra_metadata: Mapping[str, Any] | None = None, meshed: "MeshedPart | None" = None) -> BuildResult:
@@ -479,6 +497,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     mesher = dict(meshed.mesher)
     sizing_report = mesher.get("sizing")
     warnings: list[str] = list(meshed.warnings)
+    if estimate is not None:
+        warnings.extend(accuracy_warning(estimate, options.accuracy, sizing_report, mesh.n_tets))
 
     if skin is not None:
         progress.message(f"skin {options.skin:g} {options.units}: {100 * skin.volume_fraction:.1f}% of the "

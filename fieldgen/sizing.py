@@ -385,16 +385,22 @@ class SizedMesh:
     estimate: ErrorEstimate
     accuracy: float
     history: list = field(default_factory=list)
+    stopped: str = "accuracy met"   #: why the sizing stopped: one of STOP_REASONS
 
     @property
     def passes(self) -> int:
         return len(self.history)
 
     def report(self) -> dict:
-        return {"accuracy": float(self.accuracy), "passes": list(self.history)}
+        return {"accuracy": float(self.accuracy), "stopped": self.stopped, "passes": list(self.history)}
 
 
-def _worst(estimate: ErrorEstimate) -> float:
+#: Why a sizing loop stopped (``SizedMesh.stopped``, the asset's ``mesher.sizing.stopped``).
+STOP_REASONS = ("accuracy met", "tet budget", "pass limit")
+
+
+def worst_error(estimate: "ErrorEstimate") -> float:
+    """The largest of the estimate's relative errors (e, p0, L): what ``accuracy`` bounds."""
     return max(estimate.extent, estimate.pressure, estimate.characteristic_length)
 
 
@@ -473,6 +479,7 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
     history: list[dict] = []
     mesh, marked = None, None
     passes = 1 + ADAPTIVE_PASSES
+    stopped = "pass limit"
     for index in range(passes):
         if mesh is None:
             mesh, _, _, split = make_mesh(edge)
@@ -486,14 +493,18 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
             estimate = estimate_error(mesh, solution.extent, law)
         history.append(_pass_record(mesh, estimate, edge, marked))
         _report_pass(progress, index, mesh, estimate, accuracy)
-        if _worst(estimate) <= accuracy or index == passes - 1:
+        if worst_error(estimate) <= accuracy:
+            stopped = "accuracy met"
             break
         room = int((max_tets - mesh.n_tets) / TETS_PER_MARKED)
         if room < 0.01 * mesh.n_tets:
+            stopped = "tet budget"
             break   # the tet budget is spent: the estimate says how far it is
+        if index == passes - 1:
+            break
         marked = marked_tets(estimate, np.abs(tet_volumes(mesh.points, mesh.tets)), law, limit=room)
     return SizedMesh(mesh=mesh, skin=None, split=int(split), solution=solution, estimate=estimate,
-                     accuracy=float(accuracy), history=history)
+                     accuracy=float(accuracy), history=history, stopped=stopped)
 
 
 def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress, skin: float,
@@ -514,6 +525,7 @@ def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress,
         depth = free_surface_depth(coarse, free_surface=free_surface)
     near = 0.5 * skin
     previous = None
+    stopped = "pass limit"
     for index in range(max_passes):
         background = convex_background(coarse.points, np.minimum(depth_graded_sizes(depth, skin, near=near),
                                                                   max(first, near)))
@@ -522,18 +534,22 @@ def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress,
             solution = solve_extent(mesh)
         with progress.stage("error estimate"):
             estimate = estimate_error(mesh, solution.extent, law)
-        worst = _worst(estimate)
+        worst = worst_error(estimate)
         history.append(_pass_record(mesh, estimate, near))
         _report_pass(progress, index, mesh, estimate, accuracy)
-        if worst <= accuracy or index == max_passes - 1:
+        if worst <= accuracy:
+            stopped = "accuracy met"
+            break
+        if index == max_passes - 1:
             break
         new = next_near_edge(near, worst, previous, goal, mesh.n_tets, max_tets)
         if new is None:
+            stopped = "tet budget"
             break   # the tet budget allows no mesh much finer: the estimate says how far it is
         previous = (near, worst)
         near = new
     return SizedMesh(mesh=mesh, skin=cut, split=int(split), solution=solution, estimate=estimate,
-                     accuracy=float(accuracy), history=history)
+                     accuracy=float(accuracy), history=history, stopped=stopped)
 
 
 def next_near_edge(near: float, worst: float, previous: tuple[float, float] | None, goal: float,

@@ -304,10 +304,48 @@ def test_accuracy_option_is_checked_and_recorded(meshes, tmp_path):
     passes = meta["mesher"]["sizing"]["passes"]
     assert passes[-1]["extent"] == meta["error_estimate"]["extent"]
     assert max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length")) <= 0.05
+    assert meta["mesher"]["sizing"]["stopped"] == "accuracy met"
+    assert not any("--accuracy" in w for w in report["warnings"])
     # A size given by hand: no sizing, no estimate.
     result = run("build", meshes / "unit_sphere.STL", "--modulus", "1e5", "--edge-length", "0.3", "-o", out,
                  "--json", "--quiet")
     assert result.exit_code == 0 and "error_estimate" not in read_metadata(out)
+
+
+def test_an_estimate_above_the_accuracy_is_a_warning_that_says_why(meshes, tmp_path, monkeypatch):
+    """The sizing may stop above the asked accuracy (its pass limit, its tet budget): the build
+    still succeeds, but says so in its warnings and records why in the metadata."""
+    import fieldgen.sizing as sizing
+
+    monkeypatch.setattr(sizing, "ADAPTIVE_PASSES", 0)      # the first, uniform mesh only
+    out = tmp_path / "sphere.vtu"
+    result = run("build", meshes / "unit_sphere.STL", "--modulus", "1e5", "--accuracy", "0.001", "-o", out,
+                 "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    meta = read_metadata(out)
+    worst = max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length"))
+    assert worst > 0.001
+    assert meta["mesher"]["sizing"]["stopped"] == "pass limit"
+    [warning] = [w for w in report["warnings"] if "--accuracy" in w]
+    assert f"{100 * worst:.2f}%" in warning and "last pass" in warning
+
+
+def test_the_local_sizing_stops_at_its_tet_budget(meshes):
+    """With room for less than 1% more tets, the loop stops and says it was the budget."""
+    from fieldgen.sizing import mesh_by_accuracy
+
+    surface = load_surface(str(meshes / "unit_sphere.STL"), "m")
+    markers = np.full(len(surface.faces), FREE)
+
+    def make_mesh(edge, background=None, cut=True):
+        mesh = refine_zero_tets(tetrahedralize(surface.vertices, surface.faces, markers,
+                                               options=MeshingOptions(edge_length=edge)))[0]
+        return mesh, mesh, None, 0
+
+    sized = mesh_by_accuracy(make_mesh, linear_law(1e5), 1e-4, 4.19, max_tets=1000)
+    assert sized.stopped == "tet budget" and sized.passes == 1
+    assert sized.report()["stopped"] == "tet budget"
 
 
 # Candidate parts a few centimetres across (inch CAD files): default-sized builds.
