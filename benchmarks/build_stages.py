@@ -8,7 +8,9 @@ peak the child reports from ``RUSAGE_CHILDREN`` (the child holds only the surfac
 Cases:
 
 - ``box-<size>``: a 0.1 m cube, bottom face bonded (Laplace), linear law, at about 10k / 100k /
-  1M tets (``--sizes``);
+  300k / 1M tets (``--sizes``);
+- ``flat-box-509k`` (``--flat-box``): a 0.2 x 0.1 x 0.04 m box at ``--max-volume 3e-9``, the same
+  options otherwise;
 - ``ball-hyperbolic-<size>``: an icosphere of radius 0.05 m (Poisson), hyperbolic law k = 0.9,
   which exercises layering (``--hyperbolic-sizes``, default 100k);
 - the real parts of the test corpus ``tests/data/meshes`` that build (``--parts``), with their default meshing.
@@ -41,7 +43,7 @@ MESHES = ROOT / "tests" / "data" / "meshes"
 #: Target edge length (m) per nominal size (tets from TetGen, before layering), calibrated here
 #: with TetGen's default radius-edge bound: TetGen's mean tet is about 1/5 of the volume bound
 #: a^3/(6 sqrt 2). The ball (radius 0.05 m) has 0.52 x the cube's volume, hence 0.805 x its edge.
-BOX_EDGE = {"10k": 0.0118, "100k": 0.00545, "1M": 0.00253}
+BOX_EDGE = {"10k": 0.0118, "100k": 0.00545, "300k": 0.00378, "1M": 0.00253}
 BALL_EDGE = {"10k": 0.0095, "100k": 0.0044, "1M": 0.00204}
 
 #: Real parts (file, units, extra options): the ones test_build.py builds plus other closed parts.
@@ -61,7 +63,7 @@ STAGES = ("load", "tetrahedralize", "skin", "refine", "extent", "error estimate"
 
 # --------------------------------------------------------------------------- cases
 
-def synthetic_cases(sizes: list[str], hyperbolic_sizes: list[str], folder: Path) -> list[dict]:
+def synthetic_cases(sizes: list[str], hyperbolic_sizes: list[str], folder: Path, flat_box: bool = False) -> list[dict]:
     """Write the synthetic surfaces into ``folder`` and describe their builds."""
     import trimesh
 
@@ -73,6 +75,13 @@ def synthetic_cases(sizes: list[str], hyperbolic_sizes: list[str], folder: Path)
     for size in sizes:
         cases.append({"name": f"box-{size}", "input": str(box), "options": {
             "units": "m", "edge_length": BOX_EDGE[size], "bonded": ["normal:0,0,-1"],
+            "law": "linear", "modulus": 1e5, "expansion_rate": 10.0}})
+    if flat_box:
+        # The box of the real-parts trial: 0.2 x 0.1 x 0.04 m at --max-volume 3e-9 (about 509k tets).
+        flat = folder / "flat_box.stl"
+        trimesh.creation.box(extents=(0.2, 0.1, 0.04)).export(flat)
+        cases.append({"name": "flat-box-509k", "input": str(flat), "options": {
+            "units": "m", "max_volume": 3e-9, "bonded": ["normal:0,0,-1"],
             "law": "linear", "modulus": 1e5, "expansion_rate": 10.0}})
     for size in hyperbolic_sizes:
         cases.append({"name": f"ball-hyperbolic-{size}", "input": str(ball), "options": {
@@ -186,7 +195,9 @@ def table(records: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10k,100k,1M", help="box sizes, from 10k,100k,1M (or 'none')")
+    parser.add_argument("--sizes", default="10k,100k,1M", help="box sizes, from 10k,100k,300k,1M (or 'none')")
+    parser.add_argument("--flat-box", action="store_true",
+                        help="also the 0.2 x 0.1 x 0.04 m box at --max-volume 3e-9 (about 509k tets)")
     parser.add_argument("--hyperbolic-sizes", default="100k", help="layered ball sizes (or 'none')")
     parser.add_argument("--parts", dest="parts", action="store_true", default=True, help="real parts too (default)")
     parser.add_argument("--no-parts", dest="parts", action="store_false")
@@ -209,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     with tempfile.TemporaryDirectory(prefix="fieldgen-bench-") as name:
         folder = Path(name)
-        cases = synthetic_cases(sizes(args.sizes), sizes(args.hyperbolic_sizes), folder)
+        cases = synthetic_cases(sizes(args.sizes), sizes(args.hyperbolic_sizes), folder, flat_box=args.flat_box)
         if args.parts:
             cases += part_cases()
         for case in cases:

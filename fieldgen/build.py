@@ -491,7 +491,10 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         from .sizing import estimate_error
 
         with progress.stage("error estimate"):
-            meshed = dataclasses.replace(meshed, law=law, estimate=estimate_error(meshed.mesh, meshed.solution.extent, law))
+            estimate = estimate_error(meshed.mesh, meshed.solution.extent, law)
+        # The passes' pressure errors stay those of the law the mesh was sized for: say which.
+        sized_for = {**meshed.mesher["sizing"], "law": meshed.law.to_metadata()}
+        meshed = dataclasses.replace(meshed, law=law, estimate=estimate, mesher={**meshed.mesher, "sizing": sized_for})
     surface, core, markers = meshed.surface, meshed.core, meshed.markers
     mesh, skin, split, solution, estimate = meshed.mesh, meshed.skin, meshed.split, meshed.solution, meshed.estimate
     mesher = dict(meshed.mesher)

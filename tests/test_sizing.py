@@ -460,3 +460,7 @@ def test_a_mesh_reused_for_another_law_gets_that_laws_pressure_estimate(meshes, 
     assert meta["error_estimate"]["pressure"] == expected.pressure
     assert meta["error_estimate"]["pressure"] != meshed.estimate.pressure
     assert meta["error_estimate"]["extent"] == meshed.estimate.extent
+    # The sizing passes keep the pressure errors of the law the mesh was sized for, and say so.
+    assert meta["mesher"]["sizing"]["law"] == make_law(sized_for).to_metadata()
+    assert meta["mesher"]["sizing"]["passes"][-1]["pressure"] == meshed.estimate.pressure
+    assert meta["law"] == make_law(options).to_metadata()
