@@ -456,19 +456,43 @@ def _vertex_labels(n: int, pairs: np.ndarray) -> np.ndarray:
     return connected_components(graph.tocsr(), directed=False)[1]
 
 
-def _at_zero(n: int, tets: np.ndarray, on_free: np.ndarray, on_rigid: np.ndarray) -> np.ndarray:
+def _star_pairs(tets: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """Edges joining each tet's vertices (those ``keep`` flags, all when None) into one
+    connected set: a star from the first kept vertex, 3 edges a tet instead of 6, with the same
+    connected components as all the edges among kept vertices."""
+    tets = np.asarray(tets, dtype=np.int64)
+    if keep is None:
+        return np.stack([np.repeat(tets[:, 0], 3), tets[:, 1:].ravel()], axis=1)
+    kept = keep[tets]
+    order = np.argsort(~kept, axis=1, kind="stable")               # kept vertices first
+    tets, kept = np.take_along_axis(tets, order, axis=1), np.take_along_axis(kept, order, axis=1)
+    use = (kept[:, :1] & kept[:, 1:]).ravel()
+    return np.stack([np.repeat(tets[:, 0], 3), tets[:, 1:].ravel()], axis=1)[use]
+
+
+def _at_zero(n: int, tets: np.ndarray, on_free: np.ndarray, on_rigid: np.ndarray,
+             reaching: np.ndarray | None = None) -> np.ndarray:
     """Vertices whose extent is 0 in every solve (docs/model.md §2.2): the FREE ones and, for the
     Laplace problem (some RIGID vertex), every vertex joined to no RIGID vertex by a path of mesh
     edges through vertices off the free surface: e at such a vertex is a weighted mean of values
-    that are all 0. For the Poisson problem the source lifts every vertex off the free surface."""
+    that are all 0. For the Poisson problem the source lifts every vertex off the free surface.
+
+    ``reaching``: vertices already known to be joined to a RIGID one on an earlier mesh that this
+    one refines by splitting (every old edge survives, split or whole, so a joined vertex stays
+    joined); then only the tets holding another vertex off the free surface are searched."""
     flags = np.zeros(n, dtype=bool)
     flags[:len(on_free)] = on_free
     if not on_rigid.any():
         return flags
-    pairs = tets[:, _TET_EDGES].reshape(-1, 2)
-    label = _vertex_labels(n, pairs[~(flags[pairs[:, 0]] | flags[pairs[:, 1]])])
+    seeds = np.zeros(n, dtype=bool)
+    seeds[:len(on_rigid)] = on_rigid
+    if reaching is not None:
+        seeds[:len(reaching)] |= reaching
+        unknown = ~flags & ~seeds
+        tets = tets[unknown[tets].any(axis=1)]     # a path from an unknown vertex to a seed stays in these
+    label = _vertex_labels(n, _star_pairs(tets, ~flags))
     reaches_rigid = np.zeros(label.max() + 1, dtype=bool)
-    reaches_rigid[label[np.flatnonzero(on_rigid)]] = True
+    reaches_rigid[label[np.flatnonzero(seeds)]] = True
     return flags | ~reaches_rigid[label]
 
 
@@ -476,7 +500,7 @@ def _check_every_piece_has_a_rigid_face(mesh: TetMesh, on_rigid: np.ndarray, pat
     """In the Laplace problem every separate piece of the part needs an e = 1 face: a piece without
     one has e = 0 throughout (no refinement can change that)."""
     tets = np.asarray(mesh.tets, dtype=np.int64)
-    label = _vertex_labels(mesh.n_points, tets[:, _TET_EDGES].reshape(-1, 2))
+    label = _vertex_labels(mesh.n_points, _star_pairs(tets))
     used = np.unique(label[tets[:, 0]])
     held = np.unique(label[on_rigid])
     lacking = np.setdiff1d(used, held)
@@ -563,12 +587,14 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
     def zero(tets_now, flags):
         return np.flatnonzero(_row_counts(flags[tets_now]) == 4)
 
-    found = len(zero(tets, _at_zero(n0, tets, on_free, on_rigid)))
+    flags = _at_zero(n0, tets, on_free, on_rigid)
+    found = len(zero(tets, flags))
     # Every round splits at least one edge or all corner tets, so this bound is never reached on
     # a valid mesh; it only guards against a bug looping forever.
     for _ in range(max(64, 2 * found + 8)):
         n = len(points)
-        flags = _at_zero(n, tets, on_free, on_rigid)
+        if n > len(flags):   # the mesh was split: vertices joined to a RIGID one stay joined
+            flags = _at_zero(n, tets, on_free, on_rigid, reaching=~flags)
         z = zero(tets, flags)
         if len(z) == 0:
             break

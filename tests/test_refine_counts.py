@@ -25,3 +25,67 @@ def test_tets_touching_holds_every_tet_containing_an_edge():
     candidates = _tets_touching(tets, edges, len(points))
     assert set(holding) <= set(candidates.tolist()) and len(holding) > 0
     assert np.all(np.diff(candidates) > 0)
+
+
+def test_zero_flags_carried_across_splits_equal_a_fresh_search():
+    """refine_zero_tets carries "joined to a RIGID vertex" from round to round (splitting keeps
+    every old edge, whole or split): the flags it gets must equal a search of the whole new mesh,
+    also when a split joins a cut-off region to the rigid side."""
+    from fieldgen.tetmesh import _at_zero, _split_edges
+
+    points, tets = box_grid(*(np.linspace(0, 1, 6),) * 3)
+    x, y, z = points.T
+    side = (x == 0) | (x == 1) | (y == 0) | (y == 1)
+    # FREE: the sides, the top and the layer z = 0.6, which cuts the upper interior off the rigid base.
+    on_free = side | (z == 1) | np.isclose(z, 0.6)
+    on_rigid = (z == 0) & ~side
+    flags = _at_zero(len(points), tets, on_free, on_rigid)
+    cut_off = int(np.count_nonzero(flags & ~on_free))
+    assert cut_off > 0
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        pairs = np.unique(np.sort(tets[:, _TET_EDGES].reshape(-1, 2), axis=1), axis=0)
+        # Independent edges (no two in one tet) as the refinement takes them; prefer edges in the
+        # free layer, whose midpoints join the two sides.
+        layer = np.flatnonzero(np.isclose(points[pairs, 2], 0.6).all(axis=1))
+        candidates = np.concatenate([rng.permutation(layer)[:3], rng.permutation(len(pairs))[:20]])
+        taken, used = [], set()
+        for a, b in pairs[candidates]:
+            held = {tuple(t) for t in tets[(tets == a).any(axis=1) & (tets == b).any(axis=1)].tolist()}
+            if not (held & used):
+                taken.append((a, b))
+                used |= held
+        points, tets = _split_edges(points, tets, np.array(taken))
+        carried = _at_zero(len(points), tets, on_free, on_rigid, reaching=~flags)
+        fresh = _at_zero(len(points), tets, on_free, on_rigid)
+        np.testing.assert_array_equal(carried, fresh)
+        flags = fresh
+    assert np.count_nonzero(flags[:len(on_free)] & ~on_free) < cut_off    # some were joined by a split
+
+
+def test_star_pairs_give_the_components_of_all_edges_among_kept_vertices():
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from fieldgen.tetmesh import _star_pairs
+
+    points, tets = box_grid(*(np.linspace(0, 1, 7),) * 3)
+    rng = np.random.default_rng(5)
+    n = len(points)
+
+    def components(pairs):
+        graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+        label = connected_components(graph, directed=False)[1]
+        return np.unique(label, return_inverse=True)[1]     # canonical: first-seen numbering
+
+    for keep in (None, rng.random(n) < 0.45, rng.random(n) < 0.7):
+        every = tets[:, _TET_EDGES].reshape(-1, 2)
+        if keep is not None:
+            every = every[keep[every].all(axis=1)]
+        star = _star_pairs(tets, keep)
+        assert len(star) <= 3 * len(tets)
+        if keep is not None:
+            assert keep[star].all()
+        a, b = components(every), components(star)
+        # Same partition: a bijection between the labels.
+        assert len(set(zip(a.tolist(), b.tolist()))) == len(np.unique(a)) == len(np.unique(b))
