@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import BuildError
 from .mesh import FREE, RIGID, TetMesh, hat_gradients, tet_volumes
 
 _EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
@@ -61,8 +62,6 @@ ADAPTIVE_PASSES = 8
 DORFLER = 0.8
 #: Tets added per marked tet by one bisection pass with its closure (measured 2.65-3.0 on CAD parts).
 TETS_PER_MARKED = 3.0
-#: Tets added per split edge (the tets around an edge; measured 5.4 on idler_riser).
-TETS_PER_EDGE = 5.5
 #: Largest mesh the sizing asks for (tets before layering).
 MAX_TETS = 280_000
 #: Convergence rate of the error in the edge length assumed before two passes measure it
@@ -113,9 +112,6 @@ class ErrorEstimate:
     extent_rms: float = 0.0                            # RMS of e over the volume
     pressure_rms: float = 0.0                          # RMS of p0(e) over the volume, Pa
     fine_tets: int = 0
-    edges: np.ndarray | None = field(default=None, repr=False)         # (m, 2) the mesh's edges
-    tet_edges: np.ndarray | None = field(default=None, repr=False)     # (t, 6) each tet's edges (rows of edges)
-    edge_surplus: np.ndarray | None = field(default=None, repr=False)  # (m,) see estimate_error
 
     def to_metadata(self) -> dict:
         return {"method": "two-mesh: the extent solved again on the mesh refined 1:8, "
@@ -266,13 +262,7 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law) -> ErrorEstimate:
                                      extent_gradient=np.einsum("tij,ti->tj", coarse_gradients[0], extent[tets]))
     length_f = characteristic_length(fine_points, fine_tets, fine, volumes=fine_gradients[1] / 6.0,
                                      extent_gradient=np.einsum("tij,ti->tj", fine_gradients[0], fine[fine_tets]))
-
-    # The fine solution's departure from the coarse one's linear interpolant at each edge's
-    # midpoint (relative, as the larger of e's and p0's): about h² ∂²e/∂s² / 8 along the edge,
-    # the error that splitting this very edge removes.
-    surplus = np.maximum(np.abs(fine_m - mid_h), np.abs(p_fine_m - p_h_m) / law.max_pressure)
     return ErrorEstimate(
-        edges=edges, tet_edges=tet_edges, edge_surplus=surplus,
         extent=math.sqrt(float(e_error.sum()) / total_volume),
         pressure=math.sqrt(float(p_error.sum()) / total_volume) / law.max_pressure,
         characteristic_length=RICHARDSON * abs(length_h - length_f) / length_f,
@@ -396,15 +386,13 @@ class SizedMesh:
     accuracy: float
     history: list = field(default_factory=list)
     stopped: str = "accuracy met"   #: why the sizing stopped: one of STOP_REASONS
-    refinement: str = ""            #: how passes refined: "steepest edge" or "bisection" ("" if none ran)
 
     @property
     def passes(self) -> int:
         return len(self.history)
 
     def report(self) -> dict:
-        return {"accuracy": float(self.accuracy), "stopped": self.stopped,
-                **({"refinement": self.refinement} if self.refinement else {}), "passes": list(self.history)}
+        return {"accuracy": float(self.accuracy), "stopped": self.stopped, "passes": list(self.history)}
 
 
 #: Why a sizing loop stopped (``SizedMesh.stopped``, the asset's ``mesher.sizing.stopped``).
@@ -421,13 +409,13 @@ def _edge_for(h: float, error: float, goal: float, rate: float) -> float:
     return h * (goal / max(error, 1e-300)) ** (1.0 / rate)
 
 
-def marked_tets(estimate: ErrorEstimate, volume: np.ndarray, law, share: float | None = None,
+def marked_tets(estimate: ErrorEstimate, volume: np.ndarray, law, share: float = DORFLER,
                 limit: int | None = None) -> np.ndarray:
     """The fewest tets that hold ``share`` of the estimated squared error (Dörfler marking), at
     most ``limit`` of the worst, sorted; a tet's error is the larger of its e and p0 errors
     (relative)."""
     density = np.maximum(estimate.tet_rms_extent, estimate.tet_rms_pressure / law.max_pressure)
-    return _doerfler(density ** 2 * np.asarray(volume, dtype=np.float64), DORFLER if share is None else share, limit)
+    return _doerfler(density ** 2 * np.asarray(volume, dtype=np.float64), share, limit)
 
 
 def mesh_by_accuracy(make_mesh, law, accuracy: float, volume: float, *,
@@ -466,27 +454,6 @@ def _report_pass(progress, index, mesh, estimate, accuracy) -> None:
                      f"L {100 * estimate.characteristic_length:.2f}% (asked {100 * accuracy:g}%)")
 
 
-def steepest_edges(estimate: ErrorEstimate, marked: np.ndarray, limit: int | None = None):
-    """The edge of largest surplus (``ErrorEstimate.edge_surplus``) of each ``marked`` tet, at most
-    ``limit`` of them (largest surplus first), as (k, 2) vertex pairs and their surpluses.
-    Splitting these refines across the direction the field bends in, not in every direction."""
-    local = estimate.tet_edges[marked]
-    chosen = np.unique(local[np.arange(len(marked)), np.argmax(estimate.edge_surplus[local], axis=1)])
-    if limit is not None and len(chosen) > limit:
-        order = np.lexsort((chosen, -estimate.edge_surplus[chosen]))
-        chosen = np.sort(chosen[order[:max(int(limit), 1)]])
-    return estimate.edges[chosen], estimate.edge_surplus[chosen]
-
-
-def rim_vertices(mesh) -> np.ndarray:
-    """Vertices on both a FREE and a RIGID boundary face (where the Dirichlet data jump)."""
-    faces, markers = np.asarray(mesh.boundary_faces), np.asarray(mesh.boundary_markers)
-    on = np.zeros((2, mesh.n_points), dtype=bool)
-    on[0, faces[markers == FREE].ravel()] = True
-    on[1, faces[markers == RIGID].ravel()] = True
-    return on[0] & on[1]
-
-
 def _doerfler(squared: np.ndarray, share: float, limit: int | None) -> np.ndarray:
     """The fewest tets holding ``share`` of Σ ``squared``, at most ``limit``, sorted."""
     order = np.argsort(-squared, kind="stable")
@@ -499,22 +466,18 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
     """Adaptive refinement without a skin (the standard solve-estimate-mark-refine loop).
 
     A first, uniform TetGen mesh of about ``FIRST_TETS`` tets in ``volume`` (more where the
-    surface has small features), then up to ``ADAPTIVE_PASSES`` passes that refine the tets
-    holding ``DORFLER`` of the estimated squared error (:func:`marked_tets`), never past about
-    ``max_tets`` tets. On CAD parts the error gathers at re-entrant edges and thin walls, where a
-    uniform edge stopped near 2% at the tet budget. Each marked tet has its steepest edge split
-    (:func:`steepest_edges`): in a thin wall the field bends across the wall only, and splitting
-    there gave idler_riser 1.1% at the budget where bisection in every direction gave 1.7%. A part
-    with a rim (:func:`rim_vertices`) is bisected instead (:func:`fieldgen.tetmesh.bisected`):
-    around the rim ∇e is singular in every direction across it, and split by steepest edge
-    fandisk's estimate of L stalled at 1.9-4.4% where bisection reaches 0.9%.
+    surface has small features), then up to ``ADAPTIVE_PASSES`` passes: the tets holding
+    ``DORFLER`` of the estimated squared error (:func:`marked_tets`) are bisected
+    (:func:`fieldgen.tetmesh.bisected`), never past about ``max_tets`` tets. On CAD parts the
+    error gathers at re-entrant edges and thin walls, where a uniform edge stopped near 2% at the
+    tet budget.
     """
     from .extent import solve_extent
-    from .tetmesh import bisected, refine_zero_tets, split_edges
+    from .tetmesh import bisected, refine_zero_tets
 
     edge = first_size(volume)
     history: list[dict] = []
-    mesh, marked, steepest, edges, priority = None, None, None, None, None
+    mesh, marked = None, None
     passes = 1 + ADAPTIVE_PASSES
     stopped = "pass limit"
     for index in range(passes):
@@ -522,10 +485,7 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
             mesh, _, _, split = make_mesh(edge)
         else:
             with progress.stage("refine"):
-                if steepest:
-                    mesh, more = refine_zero_tets(split_edges(mesh, edges, priority))
-                else:
-                    mesh, more = refine_zero_tets(bisected(mesh, marked))
+                mesh, more = refine_zero_tets(bisected(mesh, marked))
             split += more
         with progress.stage("extent"):
             solution = solve_extent(mesh)
@@ -543,13 +503,8 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
         if index == passes - 1:
             break
         marked = marked_tets(estimate, np.abs(tet_volumes(mesh.points, mesh.tets)), law, limit=room)
-        if steepest is None:
-            steepest = not rim_vertices(mesh).any()
-        if steepest:
-            edges, priority = steepest_edges(estimate, marked, limit=int((max_tets - mesh.n_tets) / TETS_PER_EDGE))
     return SizedMesh(mesh=mesh, skin=None, split=int(split), solution=solution, estimate=estimate,
-                     accuracy=float(accuracy), history=history, stopped=stopped,
-                     refinement="" if steepest is None else "steepest edge" if steepest else "bisection")
+                     accuracy=float(accuracy), history=history, stopped=stopped)
 
 
 def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress, skin: float,

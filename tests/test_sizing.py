@@ -177,63 +177,6 @@ def test_bisection_is_conforming_and_carries_the_boundary_conditions():
     assert all(tuple(t) in kept for t in np.sort(mesh.tets[far], axis=1).tolist())
 
 
-def test_split_edges_is_conforming_splits_every_edge_and_carries_the_boundary_conditions():
-    """Edges of a three-condition slab split in every tet around them, several per tet (so in
-    rounds): same volume, conforming (the single faces are the box's area), each new boundary
-    face with its plane's condition, every requested edge gone and its midpoint a vertex, and
-    the tets that hold none of the edges untouched. A pair that is not an edge is refused."""
-    from fieldgen.errors import BuildError
-    from fieldgen.tetmesh import split_edges
-
-    mesh = slab_mesh(0.15, rigid_side=True)
-    pairs = np.unique(np.sort(mesh.tets[:, [0, 1, 0, 2, 0, 3, 1, 2, 1, 3, 2, 3]].reshape(-1, 2), axis=1), axis=0)
-    middle = mesh.points[pairs].mean(axis=1)
-    chosen = pairs[middle[:, 0] > 0.25]                         # boundary and interior edges, many per tet
-    priority = np.abs(mesh.points[chosen[:, 0], 2] - mesh.points[chosen[:, 1], 2])
-    fine = split_edges(mesh, chosen, priority)
-    volumes = tet_volumes(fine.points, fine.tets)
-    assert np.all(volumes > 0) and volumes.sum() == pytest.approx(0.2, rel=1e-12)
-    f = fine.points[fine.boundary_faces]
-    normal = np.cross(f[:, 1] - f[:, 0], f[:, 2] - f[:, 0])
-    assert 0.5 * np.linalg.norm(normal, axis=1).sum() == pytest.approx(2 * 1.0 + 4 * 0.2, rel=1e-12)
-    normal /= np.linalg.norm(normal, axis=1)[:, None]
-    expected = np.where(np.abs(normal[:, 2]) > 0.9, FREE, np.where(normal[:, 0] > 0.9, RIGID, INSULATED))
-    np.testing.assert_array_equal(fine.boundary_markers, expected)
-    n = fine.n_points
-    fine_pairs = np.sort(fine.tets[:, [0, 1, 0, 2, 0, 3, 1, 2, 1, 3, 2, 3]].reshape(-1, 2), axis=1)
-    assert not np.isin(chosen[:, 0] * n + chosen[:, 1], fine_pairs[:, 0] * n + fine_pairs[:, 1]).any()
-    assert fine.n_points == mesh.n_points + len(chosen)
-    np.testing.assert_allclose(np.sort(fine.points[mesh.n_points:], axis=0),
-                               np.sort(mesh.points[chosen].mean(axis=1), axis=0), atol=1e-15)
-    untouched = ~np.isin(mesh.tets, np.unique(chosen)).any(axis=1)
-    kept = set(map(tuple, np.sort(fine.tets, axis=1).tolist()))
-    assert untouched.any() and all(tuple(t) in kept for t in np.sort(mesh.tets[untouched], axis=1).tolist())
-    with pytest.raises(BuildError, match="not an edge"):
-        split_edges(mesh, np.array([[np.argmin(mesh.points[:, 0]), np.argmax(mesh.points[:, 0])]]))   # 1 m apart
-
-
-def test_steepest_edge_refinement_beats_bisection_where_the_field_bends_one_way():
-    """A Poisson slab (free top and bottom): e = 4 z (0.2 - z) / 0.04 bends across the slab only.
-    One pass over every tet: splitting each tet's steepest edge (largest surplus) leaves a smaller
-    estimated error with fewer tets than bisecting every tet, and the edges it splits run across
-    the slab (largest |dz| of their tet, on average)."""
-    from fieldgen.sizing import steepest_edges
-    from fieldgen.tetmesh import split_edges
-
-    mesh = slab_mesh(0.08)
-    law = linear_law(1e5)
-    estimate = estimate_error(mesh, solve_extent(mesh).extent, law)
-    everything = np.arange(mesh.n_tets)
-    edges, priority = steepest_edges(estimate, everything)
-    dz = np.abs(np.diff(mesh.points[edges][..., 2], axis=1))[:, 0]
-    all_dz = np.abs(np.diff(mesh.points[estimate.edges][..., 2], axis=1))[:, 0]
-    assert dz.mean() > 1.5 * all_dz.mean()
-    steep = refine_zero_tets(split_edges(mesh, edges, priority))[0]
-    bisect = refine_zero_tets(bisected(mesh, everything))[0]
-    errors = [estimate_error(m, solve_extent(m).extent, law).extent for m in (steep, bisect)]
-    assert steep.n_tets < bisect.n_tets and errors[0] < errors[1], (steep.n_tets, bisect.n_tets, errors)
-
-
 def test_bisection_of_a_bonded_cad_part_keeps_its_bonded_face(meshes, caplog):
     """plate_holes with its bottom bonded, the tets along the bottom bisected: every new boundary
     face whose normal is within the selector's 10 degrees of -z is RIGID, every other one FREE."""
