@@ -76,6 +76,9 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
     if as_json:
         print_json(report.to_dict())
     for result in report.results:
+        if not quiet:
+            for warning in result.warnings:
+                click.echo(f"warning: {result.output}: {warning}", err=True)
         if result.status == "failed":
             click.echo(f"failed: {result.output}: {result.error}", err=True)
         elif result.status == "stale":

@@ -381,6 +381,7 @@ class ItemResult:
     cache_key: str | None
     error: str | None = None         #: the message, when failed
     reason: str | None = None        #: why an asset is (or was) stale
+    warnings: list[str] = dataclasses.field(default_factory=list)   #: the build's, when built
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -538,7 +539,8 @@ def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = Fals
             item, key, reason = by_index[answer["index"]]
             status = "built" if answer.get("error") is None else "failed"
             results[item.index] = ItemResult(item.index, item.input, item.output, status,
-                                             float(answer.get("seconds", 0.0)), key, answer.get("error"), reason)
+                                             float(answer.get("seconds", 0.0)), key, answer.get("error"), reason,
+                                             warnings=list(answer.get("warnings", [])))
             notify(results[item.index])
 
         payloads = [_payload(item, key, description) for item, key, _, description in pending]

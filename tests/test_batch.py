@@ -105,6 +105,12 @@ def test_failing_items_are_reported_and_do_not_stop_the_others(first_run):
         assert f"failed: {item['output']}" in proc.stderr
     # Progress: one line per finished item with its status.
     assert proc.stderr.count("batch [") >= 6 and "6/6" in proc.stderr
+    # A build's warnings reach the report and the terminal, named by item (two specs give no damping).
+    for name in GOOD:
+        undamped = "dissipation" not in GOOD[name] and "expansion_rate" not in GOOD[name]
+        said = [w for w in items[name]["warnings"] if w.startswith("no damping given")]
+        assert bool(said) == undamped, (name, items[name]["warnings"])
+        assert (f"warning: {items[name]['output']}: no damping given" in proc.stderr) == undamped
 
     # JUnit: the standard structure, one test case per item, failures with their message.
     root = ElementTree.parse(folder / "junit.xml").getroot()
