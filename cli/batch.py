@@ -76,7 +76,7 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
     if as_json:
         print_json(report.to_dict())
     for result in report.results:
-        if not quiet:
+        if not (quiet or as_json):      # as `fieldgen build`: with --json the warnings are in the report
             for warning in result.warnings:
                 click.echo(f"warning: {result.output}: {warning}", err=True)
         if result.status == "failed":

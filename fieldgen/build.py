@@ -437,7 +437,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
 
 
 def accuracy_warning(estimate, accuracy: float, sizing: Mapping[str, Any] | None, tets: int) -> list[str]:
-    """A warning when the estimated error of the field exceeds ``accuracy`` (docs/model.md §2.4):
+    """A warning when the estimated error of the field exceeds ``accuracy`` (README, "Sized by accuracy"):
     the sizing stops at a tet budget, so a thin-walled part or a skin can end above what was asked.
     Empty when the estimate is within it."""
     from .sizing import MAX_TETS, worst_error
@@ -445,13 +445,20 @@ def accuracy_warning(estimate, accuracy: float, sizing: Mapping[str, Any] | None
     worst = worst_error(estimate)
     if worst <= accuracy:
         return []
-    why = (sizing or {}).get("stopped", "")
-    reason = {"tet budget": f"the sizing stopped at its tet budget (about {MAX_TETS:,} tets to solve on)",
-              "pass limit": "the sizing stopped at its last pass"}.get(why, "the mesh was sized for another law")
+    sizing = sizing or {}
+    reasons = []
+    if sizing.get("stopped") == "tet budget":
+        reasons.append(f"the sizing stopped at its tet budget (about {MAX_TETS:,} tets to solve on)")
+    elif sizing.get("stopped") == "pass limit":
+        reasons.append("the sizing stopped at its last pass")
+    if "law" in sizing:
+        reasons.append("the mesh was sized for the law before the fit (a starting law of the fitted "
+                       "shape in the spec sizes it for this one)")
     return [f"estimated discretisation error {100 * worst:.2f}% (e {100 * estimate.extent:.2f}%, "
             f"p {100 * estimate.pressure:.2f}%, L {100 * estimate.characteristic_length:.2f}%, on {tets:,} tets) "
-            f"exceeds --accuracy {100 * accuracy:g}%: {reason}; give a larger --accuracy to accept it, "
-            "or an --edge-length to choose the mesh yourself"]
+            f"exceeds the accuracy asked, {100 * accuracy:g}%: {'; '.join(reasons) or 'the sizing stopped short'}; "
+            "a larger accuracy (--accuracy, or `accuracy` in a spec) accepts it, an edge length "
+            "(--edge-length, `edge_length`) chooses the mesh yourself"]
 
 
 def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,

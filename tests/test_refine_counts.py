@@ -28,10 +28,10 @@ def test_tets_touching_holds_every_tet_containing_an_edge():
 
 
 def test_zero_flags_carried_across_splits_equal_a_fresh_search():
-    """refine_zero_tets carries "joined to a RIGID vertex" from round to round (splitting keeps
-    every old edge, whole or split): the flags it gets must equal a search of the whole new mesh,
-    also when a split joins a cut-off region to the rigid side."""
-    from fieldgen.tetmesh import _at_zero, _split_edges
+    """refine_zero_tets carries "joined to a RIGID vertex" from round to round (splitting edges or
+    faces keeps every old edge, whole or split): the flags it gets must equal a search of the whole
+    new mesh, also when a split joins a cut-off region to the rigid side."""
+    from fieldgen.tetmesh import _at_zero, _split_edges, _split_faces
 
     points, tets = box_grid(*(np.linspace(0, 1, 6),) * 3)
     x, y, z = points.T
@@ -56,6 +56,22 @@ def test_zero_flags_carried_across_splits_equal_a_fresh_search():
                 taken.append((a, b))
                 used |= held
         points, tets = _split_edges(points, tets, np.array(taken))
+        carried = _at_zero(len(points), tets, on_free, on_rigid, reaching=~flags)
+        fresh = _at_zero(len(points), tets, on_free, on_rigid)
+        np.testing.assert_array_equal(carried, fresh)
+        flags = fresh
+        # The corner-tet rule splits faces at their centroids (each owner tet into three): the
+        # carried flags must hold for that too.
+        faces = np.sort(tets[:, [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]]].reshape(-1, 3), axis=1)
+        faces = np.unique(faces, axis=0)[rng.permutation(len(np.unique(faces, axis=0)))[:15]]
+        chosen, used = [], set()
+        for face in faces:
+            owners = np.flatnonzero(np.isin(tets, face).sum(axis=1) == 3)
+            if len(owners) == 2 and not (set(owners.tolist()) & used):
+                chosen.append(face)
+                used |= set(owners.tolist())
+        assert chosen
+        points, tets = _split_faces(points, tets, np.array(chosen))
         carried = _at_zero(len(points), tets, on_free, on_rigid, reaching=~flags)
         fresh = _at_zero(len(points), tets, on_free, on_rigid)
         np.testing.assert_array_equal(carried, fresh)

@@ -305,7 +305,7 @@ def test_accuracy_option_is_checked_and_recorded(meshes, tmp_path):
     assert passes[-1]["extent"] == meta["error_estimate"]["extent"]
     assert max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length")) <= 0.05
     assert meta["mesher"]["sizing"]["stopped"] == "accuracy met"
-    assert not any("--accuracy" in w for w in report["warnings"])
+    assert not any("accuracy asked" in w for w in report["warnings"])
     # A size given by hand: no sizing, no estimate.
     result = run("build", meshes / "unit_sphere.STL", "--modulus", "1e5", "--edge-length", "0.3", "-o", out,
                  "--json", "--quiet")
@@ -327,8 +327,28 @@ def test_an_estimate_above_the_accuracy_is_a_warning_that_says_why(meshes, tmp_p
     worst = max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length"))
     assert worst > 0.001
     assert meta["mesher"]["sizing"]["stopped"] == "pass limit"
-    [warning] = [w for w in report["warnings"] if "--accuracy" in w]
-    assert f"{100 * worst:.2f}%" in warning and "last pass" in warning
+    [warning] = [w for w in report["warnings"] if "accuracy asked" in w]
+    assert f"{100 * worst:.2f}%" in warning and "last pass" in warning and "--edge-length" in warning
+
+
+def test_the_accuracy_warning_gives_every_reason():
+    """The tet budget, the pass limit and a mesh sized for the law before a fit are each named;
+    a budget stop on a mesh sized for another law names both; within the accuracy, no warning."""
+    from fieldgen.build import accuracy_warning
+    from fieldgen.sizing import ErrorEstimate
+
+    estimate = ErrorEstimate(extent=0.02, pressure=0.03, characteristic_length=0.001,
+                             tet_rms_extent=np.zeros(1), tet_rms_pressure=np.zeros(1))
+    law = linear_law(1e5).to_metadata()
+    assert accuracy_warning(estimate, 0.05, {"stopped": "tet budget"}, 10) == []
+    [budget] = accuracy_warning(estimate, 0.01, {"stopped": "tet budget"}, 10)
+    assert "3.00%" in budget and "tet budget" in budget and "before the fit" not in budget
+    [last] = accuracy_warning(estimate, 0.01, {"stopped": "pass limit"}, 10)
+    assert "last pass" in last
+    [fitted] = accuracy_warning(estimate, 0.01, {"stopped": "accuracy met", "law": law}, 10)
+    assert "before the fit" in fitted and "tet budget" not in fitted
+    [both] = accuracy_warning(estimate, 0.01, {"stopped": "tet budget", "law": law}, 10)
+    assert "before the fit" in both and "tet budget" in both
 
 
 def test_the_local_sizing_stops_at_its_tet_budget(meshes):
