@@ -436,31 +436,6 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
                       law=law, warnings=warnings)
 
 
-def accuracy_warning(estimate, accuracy: float, sizing: Mapping[str, Any] | None, tets: int) -> list[str]:
-    """A warning when the estimated error of the field exceeds ``accuracy`` (README, "Sized by accuracy"):
-    the sizing stops at a tet budget, so a thin-walled part or a skin can end above what was asked.
-    Empty when the estimate is within it."""
-    from .sizing import MAX_TETS, worst_error
-
-    worst = worst_error(estimate)
-    if worst <= accuracy:
-        return []
-    sizing = sizing or {}
-    reasons = []
-    if sizing.get("stopped") == "tet budget":
-        reasons.append(f"the sizing stopped at its tet budget (about {MAX_TETS:,} tets to solve on)")
-    elif sizing.get("stopped") == "pass limit":
-        reasons.append("the sizing stopped at its last pass")
-    if "law" in sizing:
-        reasons.append("the mesh was sized for the law before the fit (a starting law of the fitted "
-                       "shape in the spec sizes it for this one)")
-    return [f"estimated discretisation error {100 * worst:.2f}% (e {100 * estimate.extent:.2f}%, "
-            f"p {100 * estimate.pressure:.2f}%, L {100 * estimate.characteristic_length:.2f}%, on {tets:,} tets) "
-            f"exceeds the accuracy asked, {100 * accuracy:g}%: {'; '.join(reasons) or 'the sizing stopped short'}; "
-            "a larger accuracy (--accuracy, or `accuracy` in a spec) accepts it, an edge length "
-            "(--edge-length, `edge_length`) chooses the mesh yourself"]
-
-
 def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
           options: BuildOptions | None = None, *, progress: Progress | None = None,
           extra_metadata: Mapping[str, Any] | None = None, meshed: "MeshedPart | None" = None) -> BuildResult:
@@ -478,6 +453,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     from .damping import characteristic_length, dissipation_from_expansion_rate
     from .extent import solve_extent
     from .layering import layer
+    from .modulus import same_shape
+    from .sizing import accuracy_warning
     from .validate import BuiltGeometry, validate_asset
 
     options = (options or BuildOptions()).checked()
@@ -487,7 +464,6 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     if not output_path.endswith(".vtu"):
         raise OptionError(f"output {output_path!r} does not end in .vtu", fix="name the asset FILE.vtu")
     law = make_law(options)
-    from .modulus import same_shape
 
     if meshed is None:
         meshed = mesh_part(input_path, options, progress=progress, law=law)

@@ -46,8 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import BuildError
-from .mesh import FREE, RIGID, TetMesh, hat_gradients, tet_volumes
+from .mesh import TetMesh, hat_gradients, tet_volumes
 
 _EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
 
@@ -407,6 +406,30 @@ def worst_error(estimate: "ErrorEstimate") -> float:
 def _edge_for(h: float, error: float, goal: float, rate: float) -> float:
     """Edge length that brings ``error`` at edge ``h`` to ``goal`` when error ∝ h^rate."""
     return h * (goal / max(error, 1e-300)) ** (1.0 / rate)
+
+
+def accuracy_warning(estimate: "ErrorEstimate", accuracy: float, sizing: dict | None, tets: int) -> list[str]:
+    """A warning when the estimated error of the field exceeds ``accuracy`` (README, "Sized by
+    accuracy"), with why: ``sizing`` is the asset's ``mesher.sizing`` (:meth:`SizedMesh.report`,
+    ``stopped``; ``law`` when the mesh was sized for another law). The sizing stops at a tet
+    budget, so a thin-walled part or a skin can end above what was asked. Empty when within it."""
+    worst = worst_error(estimate)
+    if worst <= accuracy:
+        return []
+    sizing = sizing or {}
+    reasons = []
+    if sizing.get("stopped") == "tet budget":
+        reasons.append(f"the sizing stopped at its tet budget (about {MAX_TETS:,} tets to solve on)")
+    elif sizing.get("stopped") == "pass limit":
+        reasons.append("the sizing stopped at its last pass")
+    if "law" in sizing:
+        reasons.append("the mesh was sized for the law before the fit (a starting law of the fitted "
+                       "shape in the spec sizes it for this one)")
+    return [f"estimated discretisation error {100 * worst:.2f}% (e {100 * estimate.extent:.2f}%, "
+            f"p {100 * estimate.pressure:.2f}%, L {100 * estimate.characteristic_length:.2f}%, on {tets:,} tets) "
+            f"exceeds the accuracy asked, {100 * accuracy:g}%: {'; '.join(reasons) or 'the sizing stopped short'}; "
+            "a larger accuracy (--accuracy, or `accuracy` in a spec) accepts it, an edge length "
+            "(--edge-length, `edge_length`) chooses the mesh yourself"]
 
 
 def marked_tets(estimate: ErrorEstimate, volume: np.ndarray, law, share: float = DORFLER,

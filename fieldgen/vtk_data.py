@@ -62,8 +62,9 @@ def distance_to_triangles(points: np.ndarray, vertices: np.ndarray, faces: np.nd
     points = np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, 3))
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     if not len(faces):
-        raise BuildError("no surface triangles to measure the distance to",
-                         fix="mark at least one boundary face FREE")
+        raise BuildError("no triangles to measure the distance to (the callers pass a non-empty set: the "
+                         "build refuses a part with no free face first)",
+                         fix="this is a fieldgen bug: report it with the input and the options")
     if not len(points):
         return np.zeros(0)
     surface = triangles(vertices, faces)

@@ -334,8 +334,7 @@ def test_an_estimate_above_the_accuracy_is_a_warning_that_says_why(meshes, tmp_p
 def test_the_accuracy_warning_gives_every_reason():
     """The tet budget, the pass limit and a mesh sized for the law before a fit are each named;
     a budget stop on a mesh sized for another law names both; within the accuracy, no warning."""
-    from fieldgen.build import accuracy_warning
-    from fieldgen.sizing import ErrorEstimate
+    from fieldgen.sizing import ErrorEstimate, accuracy_warning
 
     estimate = ErrorEstimate(extent=0.02, pressure=0.03, characteristic_length=0.001,
                              tet_rms_extent=np.zeros(1), tet_rms_pressure=np.zeros(1))
