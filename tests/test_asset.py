@@ -16,7 +16,6 @@ from vtkmodules.util.numpy_support import vtk_to_numpy
 from vtkmodules.vtkCommonCore import VTK_DOUBLE, vtkDataArray
 from vtkmodules import vtkIOXML
 
-from fieldgen import asset as asset_module
 from fieldgen.asset import (SCHEMA, Asset, atomic_output, read_asset, read_metadata, write_asset)
 from fieldgen.errors import BuildError, InputError
 from fieldgen.mesh import boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
@@ -87,9 +86,10 @@ def test_round_trip_read_by_plain_vtk(tmp_path):
 
     head = path.read_bytes()[:400]
     assert b'type="UnstructuredGrid"' in head
-    assert b'compressor="vtkZLibDataCompressor"' in head
+    assert b'compressor="vtkLZ4DataCompressor"' in head
     text = path.read_text(errors="replace")
-    assert 'format="binary"' in text and 'format="ascii"' not in text
+    assert '<AppendedData encoding="raw">' in text
+    assert 'format="appended"' in text and 'format="ascii"' not in text and 'format="binary"' not in text
 
     grid = vtk_read(path)
     n, t = len(asset.points), len(asset.tets)
@@ -161,20 +161,20 @@ def test_read_asset_returns_exactly_what_was_written(tmp_path):
     assert asset.pressure_gradient is None and "schema" not in asset.metadata
 
 
-def test_read_metadata_fast_path_agrees_with_vtk(tmp_path):
+def test_long_metadata_round_trips(tmp_path):
     asset = slab_asset()
-    asset.metadata["notes"] = "ünïcode ✓ " + "x" * 70000   # several zlib blocks (32 KiB each)
+    asset.metadata["notes"] = "ünïcode ✓ " + "x" * 70000   # longer than one compressed block
     path = tmp_path / "big.vtu"
     write_asset(path, asset)
-    fast = asset_module._metadata_text_fast(str(path))
-    assert fast is not None
     grid = vtk_read(path)
-    assert fast == grid.GetFieldData().GetAbstractArray("fieldgen_metadata").GetValue(0)
+    stored = json.loads(grid.GetFieldData().GetAbstractArray("fieldgen_metadata").GetValue(0))
+    assert stored["notes"] == asset.metadata["notes"]
     assert read_metadata(path)["notes"] == asset.metadata["notes"]
 
 
-@pytest.mark.parametrize("mode", ["ascii", "raw-appended", "uncompressed"])
-def test_read_metadata_falls_back_to_vtk_for_other_encodings(tmp_path, mode):
+@pytest.mark.parametrize("mode", ["ascii", "raw-appended", "uncompressed", "zlib-base64"])
+def test_other_encodings_read_the_same(tmp_path, mode):
+    """Any encoding vtk writes reads alike, among them the inline base64 + zlib of older assets."""
     path = tmp_path / "slab.vtu"
     write_asset(path, slab_asset(2, 2, 2))
     grid = vtk_read(path)
@@ -187,10 +187,14 @@ def test_read_metadata_falls_back_to_vtk_for_other_encodings(tmp_path, mode):
     elif mode == "raw-appended":
         writer.SetDataModeToAppended()
         writer.EncodeAppendedDataOff()
+    elif mode == "zlib-base64":
+        writer.SetDataModeToBinary()
+        writer.SetCompressorTypeToZLib()
     else:
         writer.SetDataModeToBinary()
         writer.SetCompressorTypeToNone()
     assert writer.Write() == 1
+    assert other.read_bytes() != path.read_bytes()
     assert read_metadata(other) == read_metadata(path)
     assert np.array_equal(read_asset(other).pressure, read_asset(path).pressure)
 
