@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import PchipInterpolator
 
 from fieldgen.errors import InputError, OptionError
 
@@ -47,8 +46,13 @@ class ModulusLaw:
         raise OptionError(f"unknown modulus law kind {self.kind!r}",
                           fix=f"use one of {', '.join(KINDS)}")
 
-    def interpolator(self) -> PchipInterpolator:
-        """The monotone piecewise-cubic (PCHIP) interpolant of a table law."""
+    def interpolator(self):
+        """The monotone piecewise-cubic (PCHIP) interpolant of a table law (scipy's
+        ``PchipInterpolator``)."""
+        # Imported here: scipy.interpolate takes 0.5 s to import, and the build makes its law
+        # before TetGen runs, when nothing else overlaps the import (a table law is rare).
+        from scipy.interpolate import PchipInterpolator
+
         if self.kind != "table":
             raise OptionError(f"a {self.kind} law has no table to interpolate",
                               fix="call interpolator() only on a table law")
