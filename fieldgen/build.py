@@ -495,9 +495,9 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     # Pure numpy work on a second thread (numpy and vtk's writer release the GIL; the results
     # are the same whichever thread computes them): the mesh quality (volumes, dihedral angles,
     # statistics) overlaps the extent solve when layering will not cut (a linear law), else
-    # damping; the boundary faces the validation needs overlap the write.
+    # damping; the boundary faces the validation needs overlap damping and the write.
     pool = ThreadPoolExecutor(max_workers=1)
-    early = pool.submit(_quality, mesh) if law.kind == "linear" else None
+    early = pool.submit(_quality, mesh, True) if law.kind == "linear" else None
     if solution is None:
         with progress.stage("extent"):
             solution = solve_extent(mesh)
@@ -518,9 +518,14 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         # pressure_gradient, the statistics and the validation of the written file. The early
         # quality is used only when layering returned the very arrays it was computed for.
         quality = early if early is not None and _same_arrays(layered.mesh, mesh) else pool.submit(_quality, layered.mesh)
+        # The validation's boundary faces, from the tets alone, on the second thread meanwhile.
+        faces = pool.submit(boundary_faces_of, layered.mesh.tets)
+        pool.shutdown(wait=False)
+        # The early quality brings the gradients' mesh geometry (computed during the solve).
+        geometry = quality.result()[3] if quality is early else None
         gradients = p1_gradients(layered.mesh.points, layered.mesh.tets,
-                                 np.column_stack([layered.pressure, layered.extent]))
-        volumes, angles, stats = quality.result()
+                                 np.column_stack([layered.pressure, layered.extent]), geometry=geometry)
+        volumes, angles, stats, _ = quality.result()
         length = characteristic_length(layered.mesh.points, layered.mesh.tets, layered.extent,
                                        volumes=volumes, extent_gradient=gradients[:, :, 1])
         if options.expansion_rate is not None:
@@ -593,8 +598,6 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     drake = None
     with atomic_output(output_path) as temporary:
         with progress.stage("write"):
-            faces = pool.submit(boundary_faces_of, layered.mesh.tets)
-            pool.shutdown(wait=False)
             write_asset(temporary, asset, statistics=asset_statistics)
             built.boundary_faces = faces.result()
         with progress.stage("validate"):
@@ -646,15 +649,18 @@ def _same_arrays(a, b) -> bool:
                for name in ("points", "tets", "boundary_faces", "boundary_markers"))
 
 
-def _quality(mesh):
+def _quality(mesh, geometry: bool = False):
     """Signed tet volumes, smallest dihedral angles and the mesh statistics (shared by damping,
-    the asset's cell data, its metadata and the validation)."""
-    from .mesh import min_dihedral_angles, tet_volumes
+    the asset's cell data, its metadata and the validation); with ``geometry`` also the mesh's
+    :func:`~fieldgen.mesh.p1_geometry` for the gradients (else None)."""
+    from .mesh import min_dihedral_angles, p1_geometry, tet_volumes
     from .tetmesh import mesh_statistics
 
-    volumes = tet_volumes(mesh.points, mesh.tets)
+    shared = p1_geometry(mesh.points, mesh.tets) if geometry else None
+    # det / 6 is tet_volumes to the bit (the same products in the same order).
+    volumes = tet_volumes(mesh.points, mesh.tets) if shared is None else shared[3] / 6.0
     angles = min_dihedral_angles(mesh.points, mesh.tets)
-    return volumes, angles, mesh_statistics(mesh, min_dihedral=angles, volumes=volumes)
+    return volumes, angles, mesh_statistics(mesh, min_dihedral=angles, volumes=volumes), shared
 
 
 def warm_imports() -> None:

@@ -57,3 +57,21 @@ def test_row_cross_product_is_bit_identical_to_numpy():
     rng = np.random.default_rng(5)
     a, b = rng.normal(size=(1000, 3)) * 1e3, rng.normal(size=(1000, 3)) * 1e-3
     np.testing.assert_array_equal(cross(a, b), np.cross(a, b))
+
+
+def test_shared_p1_geometry_gives_the_same_bits():
+    """The build computes the mesh geometry of the gradients once (during the extent solve) and
+    takes the volumes from it: the validation recomputes both without it, so they must agree to
+    the bit, not merely to rounding."""
+    from fieldgen.mesh import p1_geometry, tet_volumes
+
+    rng = np.random.default_rng(11)
+    points, tets = box_grid(*(np.linspace(0, 1, 7),) * 3)
+    points = points + rng.normal(scale=0.02, size=points.shape) * 1e-3
+    values = np.column_stack([np.sin(points @ [1.0, 2.0, 3.0]) * 1e5, points[:, 2]])
+    geometry = p1_geometry(points, tets)
+    np.testing.assert_array_equal(p1_gradients(points, tets, values, geometry=geometry),
+                                  p1_gradients(points, tets, values))
+    np.testing.assert_array_equal(p1_gradients(points, tets, values[:, 0], geometry=geometry),
+                                  p1_gradients(points, tets, values[:, 0]))
+    np.testing.assert_array_equal(geometry[3] / 6.0, tet_volumes(points, tets))
