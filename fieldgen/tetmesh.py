@@ -578,8 +578,11 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
     on_rigid = np.zeros(len(points), dtype=bool)
     on_rigid[mesh.vertices_with(RIGID)] = True
     on_rigid &= ~on_free                               # FREE wins (extent.dirichlet_values)
-    if on_rigid.any():
-        _check_every_piece_has_a_rigid_face(mesh, on_rigid, path)
+    # A separate piece without a RIGID face is refused. The whole-mesh search for one runs only
+    # once some vertex off the free surface is cut off from every RIGID one: such a piece has one
+    # from the start (an interior vertex) or after its first split (every split adds one), so a
+    # part with no cut-off vertex (the common case) skips the search.
+    pieces_checked = not on_rigid.any()
     boundary_edges = np.unique(np.sort(mesh.boundary_faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1), axis=0)
     boundary_faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
     n0 = len(points)
@@ -595,6 +598,9 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
         n = len(points)
         if n > len(flags):   # the mesh was split: vertices joined to a RIGID one stay joined
             flags = _at_zero(n, tets, on_free, on_rigid, reaching=~flags)
+        if not pieces_checked and np.any(flags[:n0] & ~on_free) | np.any(flags[n0:]):
+            _check_every_piece_has_a_rigid_face(mesh, on_rigid, path)
+            pieces_checked = True
         z = zero(tets, flags)
         if len(z) == 0:
             break

@@ -105,3 +105,38 @@ def test_star_pairs_give_the_components_of_all_edges_among_kept_vertices():
         a, b = components(every), components(star)
         # Same partition: a bijection between the labels.
         assert len(set(zip(a.tolist(), b.tolist()))) == len(np.unique(a)) == len(np.unique(b))
+
+
+def _two_pieces(second_points, second_tets):
+    """A 4 x 4 x 4-cell grid bonded at z = 0 (every other face free) and a second piece."""
+    from fieldgen.mesh import FREE, RIGID, TetMesh, boundary_faces_of
+
+    points, tets = box_grid(*(np.linspace(0, 1, 5),) * 3)
+    points = np.vstack([points, second_points])
+    tets = np.vstack([tets, second_tets + len(points) - len(second_points)])
+    faces = boundary_faces_of(tets)
+    markers = np.where(np.all(points[faces][:, :, 2] == 0.0, axis=1) & (faces < 125).all(axis=1), RIGID, FREE)
+    return TetMesh(points=points, tets=tets, boundary_faces=faces, boundary_markers=markers)
+
+
+def test_a_piece_without_a_rigid_face_is_refused_whatever_its_shape():
+    """The whole-mesh search for pieces without a RIGID face runs only once a vertex off the free
+    surface is cut off from every RIGID one. A piece with interior vertices has one at once; a
+    single tet, all four faces free, has none until its first split: both are refused, naming the
+    file, and a part whose pieces are all bonded refines as before."""
+    import pytest
+
+    from fieldgen.errors import InputError
+    from fieldgen.tetmesh import refine_zero_tets, zero_tets
+
+    lone = np.array([[3.0, 0, 0], [4, 0, 0], [3, 1, 0], [3, 0, 1]])
+    grid_points, grid_tets = box_grid(*(np.linspace(3, 4, 4),) * 3)     # has interior vertices
+    for second_points, second_tets in ((lone, np.array([[0, 1, 2, 3]])), (grid_points, grid_tets)):
+        mesh = _two_pieces(second_points, second_tets)
+        with pytest.raises(InputError, match="1 of the part's 2 separate pieces") as error:
+            refine_zero_tets(mesh, path="two.stl")
+        assert "two.stl" in str(error.value)
+    points, tets = box_grid(*(np.linspace(0, 1, 5),) * 3)
+    mesh = _two_pieces(np.zeros((0, 3)), np.zeros((0, 4), dtype=np.int64))
+    refined, found = refine_zero_tets(mesh)
+    assert found > 0 and len(zero_tets(refined)) == 0
