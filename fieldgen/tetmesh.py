@@ -452,22 +452,24 @@ def _vertex_labels(n: int, pairs: np.ndarray) -> np.ndarray:
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
+    # scipy indexes a graph this size with int32 anyway: converting first saves a copy of each column.
+    pairs = pairs.astype(np.int32 if n < 2**31 else np.int64, copy=False)
     graph = coo_matrix((np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
     return connected_components(graph.tocsr(), directed=False)[1]
 
 
 def _star_pairs(tets: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     """Edges joining each tet's vertices (those ``keep`` flags, all when None) into one
-    connected set: a star from the first kept vertex, 3 edges a tet instead of 6, with the same
+    connected set: a star from the first kept vertex, at most 3 edges a tet instead of 6, with the same
     connected components as all the edges among kept vertices."""
     tets = np.asarray(tets, dtype=np.int64)
     if keep is None:
         return np.stack([np.repeat(tets[:, 0], 3), tets[:, 1:].ravel()], axis=1)
     kept = keep[tets]
-    order = np.argsort(~kept, axis=1, kind="stable")               # kept vertices first
-    tets, kept = np.take_along_axis(tets, order, axis=1), np.take_along_axis(kept, order, axis=1)
-    use = (kept[:, :1] & kept[:, 1:]).ravel()
-    return np.stack([np.repeat(tets[:, 0], 3), tets[:, 1:].ravel()], axis=1)[use]
+    first = kept.argmax(axis=1)                                    # the first kept vertex's column
+    root = tets[np.arange(len(tets)), first]
+    use = kept & (np.arange(4) != first[:, None])                  # none in a tet with no kept vertex
+    return np.stack([np.broadcast_to(root[:, None], tets.shape)[use], tets[use]], axis=1)
 
 
 def _at_zero(n: int, tets: np.ndarray, on_free: np.ndarray, on_rigid: np.ndarray,
