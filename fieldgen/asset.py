@@ -44,6 +44,9 @@ VTK_TETRA = 10
 #: reads in 0.03-0.06 s at 29.3 MB (float64 fields barely compress: zlib's raw file is 24.9 MB
 #: but takes 0.9 s to write). ParaView reads LZ4 since 5.6; vtk's reader reads both.
 LZ4_LEVEL = 9
+#: How the arrays are encoded, recorded in batch cache keys: a change of encoding changes every
+#: asset's bytes, so assets written the old way are rebuilt rather than kept as cached.
+ENCODING = f"vtu appended raw, lz4 level {LZ4_LEVEL}"
 
 #: Unit of every array in the file (and of the metadata numbers of the same name).
 UNITS = {

@@ -220,9 +220,12 @@ def cache_description(item: BatchItem) -> dict[str, Any]:
                            "sha256": _file_digest(options["core"], "core", item)}
     if options.get("table") is not None:
         options["table"] = {"sha256": _file_digest(options["table"], "table", item)}
+    from .asset import ENCODING
+
     return {
         "schema": CACHE_SCHEMA,
         "tool": {"name": "fieldgen", "version": __version__},
+        "encoding": ENCODING,
         "libraries": library_versions(),
         "input": {"name": Path(item.input).name, "sha256": _file_digest(item.input, "input", item)},
         "options": options,
@@ -284,6 +287,8 @@ def describe_changes(stored: dict[str, Any] | None, current: dict[str, Any]) -> 
     old_tool, new_tool = stored.get("tool") or {}, current.get("tool") or {}
     if old_tool.get("version") != new_tool.get("version"):
         changes.append(f"fieldgen {old_tool.get('version')} -> {new_tool.get('version')}")
+    if stored.get("encoding") != current.get("encoding"):
+        changes.append(f"asset encoding {stored.get('encoding', 'not recorded')} -> {current.get('encoding')}")
     old_libs, new_libs = stored.get("libraries") or {}, current.get("libraries") or {}
     for name in sorted(set(old_libs) | set(new_libs)):
         if old_libs.get(name) != new_libs.get(name):

@@ -494,8 +494,9 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
 
     # Pure numpy work on a second thread (numpy and vtk's writer release the GIL; the results
     # are the same whichever thread computes them): the mesh quality (volumes, dihedral angles,
-    # statistics) overlaps the extent solve when layering will not cut (a linear law), else
-    # damping; the boundary faces the validation needs overlap damping and the write.
+    # statistics) and the gradients' mesh geometry overlap the extent solve when layering will
+    # not cut (a linear law), else the quality overlaps damping; the boundary faces the
+    # validation needs overlap damping and the write.
     pool = ThreadPoolExecutor(max_workers=1)
     early = pool.submit(_quality, mesh, True) if law.kind == "linear" else None
     if solution is None:
@@ -526,6 +527,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         gradients = p1_gradients(layered.mesh.points, layered.mesh.tets,
                                  np.column_stack([layered.pressure, layered.extent]), geometry=geometry)
         volumes, angles, stats, _ = quality.result()
+        del early, quality, geometry      # the geometry (~80 bytes a tet) is not needed past here
         length = characteristic_length(layered.mesh.points, layered.mesh.tets, layered.extent,
                                        volumes=volumes, extent_gradient=gradients[:, :, 1])
         if options.expansion_rate is not None:

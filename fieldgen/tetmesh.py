@@ -645,6 +645,8 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
         # interior face (a lone tet) is split at its centroid.
         points, tets = _split_corner_tets(points, tets, z, n, np.unique(face_keys(boundary_faces, n)))
     remaining = len(zero(tets, _at_zero(len(points), tets, on_free, on_rigid)))
+    if remaining and not pieces_checked:   # the rounds ran out before a split revealed the piece
+        _check_every_piece_has_a_rigid_face(mesh, on_rigid, path)
     if remaining:
         raise BuildError(f"{remaining} tets still have e = 0 at all four vertices after refinement (on the free "
                          "surface, or cut off from every rigid face)",

@@ -87,6 +87,18 @@ def test_a_named_library(workspace, monkeypatch):
     assert code == 1 and item["reason"] == f"numpy {real['numpy']} -> 0.0.1"
 
 
+def test_an_asset_encoding(workspace, monkeypatch):
+    """Assets written in another encoding (the zlib of earlier versions) are rebuilt, not cached:
+    the same fieldgen version number does not mean the same bytes."""
+    import fieldgen.asset
+
+    current = fieldgen.asset.ENCODING
+    monkeypatch.setattr(fieldgen.asset, "ENCODING", "vtu binary, zlib level 1")
+    code, item = check(write_manifest(workspace))
+    assert code == 1 and item["status"] == "stale"
+    assert item["reason"] == f"asset encoding {current} -> vtu binary, zlib level 1"
+
+
 def test_fieldgen_version_and_several_at_once(workspace, monkeypatch):
     monkeypatch.setattr(batch, "__version__", "9.9.9")
     code, item = check(write_manifest(workspace))

@@ -141,3 +141,17 @@ def test_metadata_refusals():
     with pytest.raises(InputError, match="decrease"):
         law_from_metadata({"kind": "table", "modulus": 1.0, "extent": [0, 0.5, 1],
                            "pressure": [0, 2, 1], "interpolation": "pchip"})
+
+
+def test_a_linear_or_hyperbolic_law_does_not_import_scipy_interpolate():
+    """The build makes its law before TetGen starts, where an import overlaps nothing: PCHIP
+    (0.5 s to import) is loaded only for a table law."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from fieldgen.modulus import hyperbolic_law, linear_law, table_law_from_points; "
+            "linear_law(1e5).pressure([0.5]); hyperbolic_law(1e5, 0.8).pressure([0.5]); "
+            "print('scipy.interpolate' in sys.modules); "
+            "table_law_from_points([0, 1], [0, 1e5]).pressure([0.5]); print('scipy.interpolate' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

@@ -72,8 +72,8 @@ def test_binary_stl_reads_as_trimesh_reads_it(meshes, name):
 
 
 def test_ascii_and_damaged_stl_go_to_trimesh(tmp_path):
-    """An ASCII STL (text: no NUL byte) is read by trimesh; a binary STL cut short is refused,
-    naming the file, the declared and the actual length."""
+    """An ASCII STL is read by trimesh, also with a NUL byte at its end (some exporters write
+    one); a binary STL cut short is refused, naming the file, the declared and the actual length."""
     import trimesh
 
     from fieldgen.errors import InputError
@@ -85,12 +85,16 @@ def test_ascii_and_damaged_stl_go_to_trimesh(tmp_path):
     assert _read_binary_stl(text.read_bytes()) is None
     vertices, faces, _, _ = read_triangles(text)
     assert len(faces) == 12 and np.allclose(np.ptp(vertices, axis=0), [0.25, 0.5, 1.0])
+    padded = tmp_path / "box_ascii_nul.stl"
+    padded.write_bytes(text.read_bytes() + b"\0")
+    assert np.array_equal(read_triangles(padded)[1], faces)
     binary = tmp_path / "box.stl"
     binary.write_bytes(trimesh.exchange.stl.export_stl(box))
     vertices_b, faces_b, _, _ = read_triangles(binary)
     assert np.array_equal(faces_b, faces) and np.allclose(vertices_b, vertices)
     cut = tmp_path / "cut.stl"
     cut.write_bytes(binary.read_bytes()[:-20])
+    assert _read_binary_stl(cut.read_bytes()) is None
     with pytest.raises(InputError, match="cut short") as error:
         read_triangles(cut)
     assert "cut.stl" in str(error.value) and "declares 12 triangles (684 bytes)" in str(error.value)

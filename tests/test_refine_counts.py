@@ -136,7 +136,6 @@ def test_a_piece_without_a_rigid_face_is_refused_whatever_its_shape():
         with pytest.raises(InputError, match="1 of the part's 2 separate pieces") as error:
             refine_zero_tets(mesh, path="two.stl")
         assert "two.stl" in str(error.value)
-    points, tets = box_grid(*(np.linspace(0, 1, 5),) * 3)
     mesh = _two_pieces(np.zeros((0, 3)), np.zeros((0, 4), dtype=np.int64))
     refined, found = refine_zero_tets(mesh)
     assert found > 0 and len(zero_tets(refined)) == 0
