@@ -157,6 +157,20 @@ def _inner_children() -> np.ndarray:
 _INNER = _inner_children()
 
 
+def _inner_maps() -> np.ndarray:
+    """(3, 16, 4): per diagonal, the inner children's hat gradients as combinations of the
+    parent's. A child vertex at slot s has parent barycentric coordinates b_s (a unit vector, or
+    the mean of two), so at any point the parent's coordinates are λ = B μ with B = [b_s] over the
+    child's four slots, and μ = B⁻¹ λ: grad μ_k = Σ_j (B⁻¹)_kj grad λ_j, exactly (affine maps)."""
+    unit = np.eye(4)
+    bary = np.vstack([unit, 0.5 * (unit[_EDGES[:, 0]] + unit[_EDGES[:, 1]])])      # (10, 4)
+    return np.stack([np.vstack([np.linalg.inv(bary[_INNER[d, k]].T) for k in range(4)])
+                     for d in range(3)])
+
+
+_INNER_MAPS = _inner_maps()
+
+
 @dataclass
 class RedRefinement:
     """A mesh split 1:8 (every edge halved) and where its vertices came from."""
@@ -164,6 +178,7 @@ class RedRefinement:
     mesh: TetMesh
     edges: np.ndarray        # (m, 2) parent edges; fine vertex n + k is the midpoint of edge k
     tet_edges: np.ndarray    # (t, 6) edge index of each parent tet's local edge
+    diagonal: np.ndarray     # (t,) which of _DIAGONALS cut each parent's inner octahedron
 
 
 def red_refine(mesh: TetMesh) -> RedRefinement:
@@ -194,26 +209,28 @@ def red_refine(mesh: TetMesh) -> RedRefinement:
                            np.stack([mrp, mqr, r], 1), np.stack([mpq, mqr, mrp], 1)], axis=1).reshape(-1, 3)
     markers = np.repeat(np.asarray(mesh.boundary_markers, dtype=np.int64), 4)
     return RedRefinement(mesh=TetMesh(points=fine_points, tets=children, boundary_faces=fine_faces,
-                                      boundary_markers=markers), edges=edges, tet_edges=tet_edges)
+                                      boundary_markers=markers), edges=edges, tet_edges=tet_edges,
+                          diagonal=choice)
 
 
 def refined_gradients(refined: RedRefinement, gradients) -> tuple[np.ndarray, np.ndarray]:
     """:func:`fieldgen.mesh.hat_gradients` of the red refinement, from the parent mesh's
-    ``gradients`` (grad, det): each parent's four corner children are the parent halved about
-    one of its vertices, with the vertices in the parent's order (``_CORNERS``), so their hat
-    gradients are twice the parent's and their det an eighth (both exact in floating point);
-    only the four inner children are computed. Half the work of computing all eight."""
+    ``gradients`` (grad, det), without the fine vertices: each parent's four corner children are
+    the parent halved about one of its vertices, with the vertices in the parent's order
+    (``_CORNERS``), so their hat gradients are twice the parent's; the four inner children's are
+    fixed combinations of the parent's (``_INNER_MAPS``, per diagonal); every child's det is an
+    eighth of the parent's (eight children of equal volume, wound as the parent). Equal to the
+    direct computation to rounding; at 280k parents 0.5 s where computing the inner children
+    from their vertices took 3 s."""
     parent_grad, parent_det = gradients
     t = len(parent_det)
     grad = np.empty((t, 8, 4, 3))
-    det = np.empty((t, 8))
     grad[:, :4] = 2.0 * parent_grad[:, None]
-    det[:, :4] = 0.125 * parent_det[:, None]
-    inner = np.asarray(refined.mesh.tets, dtype=np.int64).reshape(t, 8, 4)[:, 4:].reshape(-1, 4)
-    inner_grad, inner_det = hat_gradients(np.asarray(refined.mesh.points, dtype=np.float64), inner)
-    grad[:, 4:] = inner_grad.reshape(t, 4, 4, 3)
-    det[:, 4:] = inner_det.reshape(t, 4)
-    return grad.reshape(-1, 4, 3), det.ravel()
+    for d in range(3):
+        chosen = np.flatnonzero(refined.diagonal == d)
+        grad[chosen, 4:] = (_INNER_MAPS[d] @ parent_grad[chosen]).reshape(-1, 4, 4, 3)
+    det = np.repeat(0.125 * parent_det, 8)
+    return grad.reshape(-1, 4, 3), det
 
 
 def _hierarchical(vertex: np.ndarray, mid: np.ndarray, tets, tet_edges, edges) -> np.ndarray:
