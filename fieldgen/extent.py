@@ -47,7 +47,10 @@ from .mesh import FREE, RIGID, TetMesh, hat_gradients
 #: whose neighbours all lie on the free surface). They are set to the bound and reported as
 #: ``ExtentSolution.rounding``; anything larger is corrected by upwinding.
 ROUNDING = 1e-12
-DIRECT_LIMIT = 10_000  #: unknowns above which AMG-CG is used (spsolve took 3.7 s at 22k, AMG-CG 0.3 s)
+#: Unknowns above which AMG-CG is used. Measured on unit_sphere (Poisson, best of 3): at 9.7k
+#: unknowns SuperLU took 1.28 s and AMG-CG 0.17 s, at 2.7k 0.10 and 0.04 s, at 1.1k 0.025 and
+#: 0.019 s (the limit was 10k: small parts paid up to a second for the direct solve).
+DIRECT_LIMIT = 2_000
 
 
 @dataclass
