@@ -422,7 +422,8 @@ class BatchReport:
 
 
 def junit_tree(report: BatchReport) -> ElementTree.ElementTree:
-    """JUnit XML: one <testcase> per item; failed and stale items carry a <failure>."""
+    """JUnit XML: one <testcase> per item; failed and stale items carry a <failure>, a built
+    item's warnings are its <system-err> (one ``warning: OUTPUT: …`` line each, as on stderr)."""
     counts = report.counts
     suites = ElementTree.Element("testsuites", name="fieldgen batch", tests=str(len(report.results)),
                                  failures=str(counts["failed"] + counts["stale"]), errors="0",
@@ -444,6 +445,9 @@ def junit_tree(report: BatchReport) -> ElementTree.ElementTree:
             failure.text = f"{message}; rebuild it with fieldgen batch {report.manifest}"
         else:
             ElementTree.SubElement(case, "system-out").text = f"{result.status} (cache key {result.cache_key})"
+        if result.warnings:
+            ElementTree.SubElement(case, "system-err").text = "\n".join(
+                f"warning: {result.output}: {warning}" for warning in result.warnings)
     ElementTree.indent(suites)
     return ElementTree.ElementTree(suites)
 

@@ -120,8 +120,16 @@ def test_failing_items_are_reported_and_do_not_stop_the_others(first_run):
     cases = suites[0].findall("testcase")
     assert len(cases) == 6
     failures = {case.get("name"): case.find("failure") for case in cases}
+    errors = {case.get("name"): case.find("system-err") for case in cases}
     for name in GOOD:
-        assert failures[items[name]["output"]] is None
+        output = items[name]["output"]
+        assert failures[output] is None
+        # A build's warnings are the test case's stderr, so a CI run shows them by item.
+        if items[name]["warnings"]:
+            assert errors[output].text.splitlines() == [f"warning: {output}: {w}" for w in items[name]["warnings"]]
+        else:
+            assert errors[output] is None
+    assert any(items[name]["warnings"] for name in GOOD)
     for name in BROKEN:
         failure = failures[items[name]["output"]]
         assert failure is not None and failure.get("message") == items[name]["error"]
