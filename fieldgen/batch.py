@@ -388,6 +388,10 @@ class ItemResult:
     reason: str | None = None        #: why an asset is (or was) stale
     warnings: list[str] = dataclasses.field(default_factory=list)   #: the build's, when built
 
+    def warning_lines(self) -> list[str]:
+        """The build's warnings as printed on stderr and in JUnit: ``warning: OUTPUT: …``."""
+        return [f"warning: {self.output}: {warning}" for warning in self.warnings]
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["name"] = Path(self.output).name
@@ -446,8 +450,7 @@ def junit_tree(report: BatchReport) -> ElementTree.ElementTree:
         else:
             ElementTree.SubElement(case, "system-out").text = f"{result.status} (cache key {result.cache_key})"
         if result.warnings:
-            ElementTree.SubElement(case, "system-err").text = "\n".join(
-                f"warning: {result.output}: {warning}" for warning in result.warnings)
+            ElementTree.SubElement(case, "system-err").text = "\n".join(result.warning_lines())
     ElementTree.indent(suites)
     return ElementTree.ElementTree(suites)
 

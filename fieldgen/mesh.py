@@ -76,15 +76,12 @@ def hat_gradients(points: np.ndarray, tets: np.ndarray) -> tuple[np.ndarray, np.
     """Gradients (t, 4, 3) of the four P1 hat functions of each tet, and 6 x its signed volume (t,).
 
     With edges e_k = p_k - p_0: grad λ_1 = e_2×e_3 / det, grad λ_2 = e_3×e_1 / det,
-    grad λ_3 = e_1×e_2 / det, grad λ_0 = -(sum of the others), det = e_1·(e_2×e_3) (D 5.0.1).
+    grad λ_3 = e_1×e_2 / det, grad λ_0 = -(sum of the others), det = e_1·(e_2×e_3) (D 5.0.1):
+    the cross products and det are :func:`p1_geometry`'s.
     """
-    p = points[tets]
-    e1, e2, e3 = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]
+    c1, c2, c3, det = p1_geometry(points, tets)
     grad = np.empty((len(tets), 4, 3))
-    grad[:, 1] = cross(e2, e3)
-    grad[:, 2] = cross(e3, e1)
-    grad[:, 3] = cross(e1, e2)
-    det = np.einsum("ij,ij->i", e1, grad[:, 1])
+    grad[:, 1], grad[:, 2], grad[:, 3] = c1, c2, c3
     grad[:, 0] = -(grad[:, 1] + grad[:, 2] + grad[:, 3])
     with np.errstate(divide="ignore", invalid="ignore"):
         grad /= det[:, None, None]

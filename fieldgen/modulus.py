@@ -49,13 +49,13 @@ class ModulusLaw:
     def interpolator(self):
         """The monotone piecewise-cubic (PCHIP) interpolant of a table law (scipy's
         ``PchipInterpolator``)."""
+        if self.kind != "table":
+            raise OptionError(f"a {self.kind} law has no table to interpolate",
+                              fix="call interpolator() only on a table law")
         # Imported here: scipy.interpolate takes 0.5 s to import, and the build makes its law
         # before TetGen runs, when nothing else overlaps the import (a table law is rare).
         from scipy.interpolate import PchipInterpolator
 
-        if self.kind != "table":
-            raise OptionError(f"a {self.kind} law has no table to interpolate",
-                              fix="call interpolator() only on a table law")
         return PchipInterpolator(np.asarray(self.table_extent), np.asarray(self.table_pressure),
                                  extrapolate=False)
 

@@ -600,7 +600,7 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
         n = len(points)
         if n > len(flags):   # the mesh was split: vertices joined to a RIGID one stay joined
             flags = _at_zero(n, tets, on_free, on_rigid, reaching=~flags)
-        if not pieces_checked and np.any(flags[:n0] & ~on_free) | np.any(flags[n0:]):
+        if not pieces_checked and (np.any(flags[:n0] & ~on_free) or np.any(flags[n0:])):
             _check_every_piece_has_a_rigid_face(mesh, on_rigid, path)
             pieces_checked = True
         z = zero(tets, flags)
