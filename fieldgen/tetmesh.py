@@ -364,6 +364,55 @@ def _split_edges(points, tets, edges):
     return np.vstack([points, new_points]), np.vstack([tets[keep], first, second])
 
 
+def _independent_edges(tets, keys, rank, n) -> np.ndarray:
+    """Which of the edges ``keys`` (unique keys ``a * n + b`` of sorted pairs) no tet holds
+    together with an edge of smaller ``rank`` (unique integers): an independent set, so each tet
+    is split at most once in a round, and never empty (the smallest rank is always in it).
+    Only tets holding two endpoints of the edges can contain one (exact restriction)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    near = tets[_tets_touching(tets, np.stack([keys // n, keys % n], axis=1), n)]
+    pairs = np.sort(near[:, _TET_EDGES], axis=2)
+    near_keys = pairs[..., 0] * n + pairs[..., 1]                         # (c, 6)
+    order = np.argsort(keys)
+    pos = np.clip(np.searchsorted(keys[order], near_keys), 0, len(keys) - 1)
+    hit = keys[order][pos] == near_keys
+    ranks = np.where(hit, np.asarray(rank)[order][pos], np.iinfo(np.int64).max)
+    best = ranks.min(axis=1)
+    t_idx, local = np.nonzero(hit)
+    losing = ranks[t_idx, local] != best[t_idx]
+    take = np.ones(len(keys), dtype=bool)
+    take[order[pos[t_idx, local][losing]]] = False
+    return take
+
+
+def split_edges(mesh: TetMesh, edges: np.ndarray, priority: np.ndarray | None = None) -> TetMesh:
+    """``mesh`` with each of ``edges`` (k, 2) split at its midpoint in every tet around it: conforming
+    by construction, and every other edge kept. A tet that holds several of the edges is split
+    once per round, by its edge of highest ``priority`` (ties: the smaller vertex pair), so a
+    steep direction goes first; rounds continue until every edge is split. A boundary face
+    that is split passes its condition to its two halves (:func:`_carried_markers`)."""
+    points = np.asarray(mesh.points, dtype=np.float64)
+    tets = np.asarray(mesh.tets, dtype=np.int64)
+    pairs = np.unique(np.sort(np.asarray(edges, dtype=np.int64).reshape(-1, 2), axis=1), axis=0, return_index=True)
+    pairs, first = pairs
+    priority = np.zeros(len(pairs)) if priority is None else np.asarray(priority, dtype=np.float64)[first]
+    n = len(points)
+    known = np.unique(np.sort(tets[:, _TET_EDGES], axis=2).reshape(-1, 2) @ np.array([n, 1]))
+    keys = pairs @ np.array([n, 1])
+    if len(keys) and not np.isin(keys, known).all():
+        raise BuildError("split_edges was given a pair of vertices that is not an edge of the mesh",
+                         fix="this is a fieldgen bug: report it with the input")
+    rank = np.empty(len(pairs), dtype=np.int64)
+    rank[np.lexsort((keys, -priority))] = np.arange(len(pairs))
+    while len(pairs):
+        n = len(points)
+        take = _independent_edges(tets, pairs @ np.array([n, 1]), rank, n)
+        points, tets = _split_edges(points, tets, pairs[take])
+        pairs, rank = pairs[~take], rank[~take]
+    faces, markers = _carried_markers(mesh, points, tets)
+    return TetMesh(points=points, tets=tets, boundary_faces=faces, boundary_markers=markers)
+
+
 def _tets_touching(tets, edges, n):
     """Sorted indices of the tets holding at least two endpoints of ``edges`` (a superset of the
     tets containing one of the edges)."""
@@ -522,8 +571,6 @@ def bisected(mesh: TetMesh, marked: np.ndarray) -> TetMesh:
 
     from skfem import MeshTet
 
-    from .robust import classify_boundary
-
     # scikit-fem logs a warning for every intermediate mesh whose arrays it makes contiguous:
     # harmless, and it would reach the user's terminal through --quiet.
     log = logging.getLogger("skfem")
@@ -536,25 +583,33 @@ def bisected(mesh: TetMesh, marked: np.ndarray) -> TetMesh:
         log.setLevel(level)
     points = np.ascontiguousarray(refined.p.T, dtype=np.float64)
     tets = orient_positive(points, np.ascontiguousarray(refined.t.T, dtype=np.int64))
+    if not np.array_equal(points[:mesh.n_points], mesh.points):   # pragma: no cover - skfem's layout
+        raise BuildError("scikit-fem's refinement renumbered the old vertices",
+                         fix="this is a fieldgen bug: report it with the scikit-fem version")
+    faces, markers = _carried_markers(mesh, points, tets)
+    return TetMesh(points=points, tets=tets, boundary_faces=faces, boundary_markers=markers)
+
+
+def _carried_markers(mesh: TetMesh, points: np.ndarray, tets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Boundary faces of ``tets``, a refinement of ``mesh`` by splitting that keeps the old
+    vertices' numbers, and their conditions: a face that was already on the boundary keeps its
+    own; each child of a split face takes the condition of the old face it lies in (the nearest
+    to it, :func:`fieldgen.robust.classify_boundary`), looked up among the split faces only (the
+    search over every boundary face took 27 s on a skinned CAD part)."""
+    from .robust import classify_boundary
+
     faces = boundary_faces_of(tets)
     old = np.asarray(mesh.boundary_markers, dtype=np.int64)
     if len(np.unique(old)) == 1:
-        markers = np.full(len(faces), old[0], dtype=np.int64)
-    else:
-        # A face that was already on the boundary keeps its condition (scikit-fem keeps the old
-        # vertices' numbers); only the children of split faces are looked up, among those faces
-        # (the search over every boundary face took 27 s on a skinned CAD part).
-        old_faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
-        if not np.array_equal(points[:mesh.n_points], mesh.points):   # pragma: no cover - skfem's layout
-            raise BuildError("scikit-fem's refinement renumbered the old vertices",
-                             fix="this is a fieldgen bug: report it with the scikit-fem version")
-        kept, row = find_faces(faces, old_faces, len(points))
-        markers = np.empty(len(faces), dtype=np.int64)
-        markers[kept] = old[row[kept]]
-        split = ~find_faces(old_faces, faces[kept], len(points))[0]
-        if np.any(~kept):
-            markers[~kept] = classify_boundary(points, faces[~kept], mesh.points, old_faces[split], old[split])
-    return TetMesh(points=points, tets=tets, boundary_faces=faces, boundary_markers=markers)
+        return faces, np.full(len(faces), old[0], dtype=np.int64)
+    old_faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
+    kept, row = find_faces(faces, old_faces, len(points))
+    markers = np.empty(len(faces), dtype=np.int64)
+    markers[kept] = old[row[kept]]
+    split = ~find_faces(old_faces, faces[kept], len(points))[0]
+    if np.any(~kept):
+        markers[~kept] = classify_boundary(points, faces[~kept], mesh.points, old_faces[split], old[split])
+    return faces, markers
 
 
 def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
@@ -628,15 +683,7 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
         chosen = np.unique(keys[np.arange(len(z)), best][has_edge])
         if len(chosen):
             # Keep an independent set: an edge is taken unless a tet around it holds a smaller chosen edge.
-            # Only tets holding two endpoints of chosen edges can contain one (exact restriction).
-            near = tets[_tets_touching(tets, np.stack([chosen // n, chosen % n], axis=1), n)]
-            all_pairs = np.sort(near[:, _TET_EDGES], axis=2)
-            all_keys = all_pairs[..., 0] * n + all_pairs[..., 1]
-            is_chosen = np.isin(all_keys, chosen)
-            smallest = np.where(is_chosen, all_keys, np.iinfo(np.int64).max).min(axis=1)
-            t_idx, local = np.nonzero(is_chosen)
-            blocked = np.unique(all_keys[t_idx, local][all_keys[t_idx, local] != smallest[t_idx]])
-            accepted = np.setdiff1d(chosen, blocked)
+            accepted = chosen[_independent_edges(tets, chosen, np.arange(len(chosen)), n)]
             edges = np.stack([accepted // n, accepted % n], axis=1)
             points, tets = _split_edges(points, tets, edges)
             continue
