@@ -332,6 +332,17 @@ def stale_reason(output: str, key: str, description: dict[str, Any] | None = Non
     return None
 
 
+def stored_warnings(output: str) -> list[str]:
+    """The warnings the asset at ``output`` recorded when it was built (``warnings`` in its
+    metadata; none for an asset from before they were recorded, or one that cannot be read)."""
+    from .asset import read_metadata
+
+    try:
+        return [str(w) for w in read_metadata(output).get("warnings", [])]
+    except (FieldgenError, OSError, ValueError):
+        return []
+
+
 def discard_unvalidated(output: str, key: str) -> bool:
     """Remove ``output`` if it carries ``key``: a build stopped between writing and validating.
 
@@ -386,7 +397,7 @@ class ItemResult:
     cache_key: str | None
     error: str | None = None         #: the message, when failed
     reason: str | None = None        #: why an asset is (or was) stale
-    warnings: list[str] = dataclasses.field(default_factory=list)   #: the build's, when built
+    warnings: list[str] = dataclasses.field(default_factory=list)   #: the build's (a cached asset's as recorded)
 
     def warning_lines(self) -> list[str]:
         """The build's warnings as printed on stderr and in JUnit: ``warning: OUTPUT: …``."""
@@ -426,8 +437,9 @@ class BatchReport:
 
 
 def junit_tree(report: BatchReport) -> ElementTree.ElementTree:
-    """JUnit XML: one <testcase> per item; failed and stale items carry a <failure>, a built
-    item's warnings are its <system-err> (one ``warning: OUTPUT: …`` line each, as on stderr)."""
+    """JUnit XML: one <testcase> per item; failed and stale items carry a <failure>, a built or
+    cached item's warnings are its <system-err> (one ``warning: OUTPUT: …`` line each, as on
+    stderr)."""
     counts = report.counts
     suites = ElementTree.Element("testsuites", name="fieldgen batch", tests=str(len(report.results)),
                                  failures=str(counts["failed"] + counts["stale"]), errors="0",
@@ -535,7 +547,8 @@ def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = Fals
         reason = "forced (--force)" if force else stale_reason(item.output, key, description)
         if reason is None:
             results[item.index] = ItemResult(item.index, item.input, item.output, "cached",
-                                             time.perf_counter() - began, key)
+                                             time.perf_counter() - began, key,
+                                             warnings=stored_warnings(item.output))
             notify(results[item.index])
         elif check:
             results[item.index] = ItemResult(item.index, item.input, item.output, "stale",

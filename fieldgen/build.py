@@ -571,6 +571,9 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         "tool": {"name": "fieldgen", "version": __version__},
         "deterministic": not options.robust,  # fTetWild's output differs from run to run
         "mesher": mesher,
+        # What the build warned of about this asset, so a later look (a cached batch item,
+        # inspect) still says it.
+        "warnings": list(warnings),
     }
     if "tangential" in metadata:      # D 6.2.3: units of the friction spring's material constants
         metadata["units"].update({"tangential_stiffness": "1/m", "tangential_damping": "s/m"})

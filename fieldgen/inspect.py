@@ -205,6 +205,8 @@ def summarize(asset, path=None) -> dict:
         "max_interpolation_error": meta.get("max_interpolation_error"),
         "boundary": meta.get("boundary"),
         "source": meta.get("source"),
+        "error_estimate": meta.get("error_estimate"),
+        "warnings": list(meta.get("warnings", [])),
     }
 
 
@@ -296,6 +298,13 @@ def format_summary(summary: dict) -> str:
         if boundary.get("insulated"):
             text += f"; insulated {', '.join(boundary['insulated'])}"
         row("boundary", "faces " + text)
+    estimate = summary.get("error_estimate")
+    if estimate:
+        row("accuracy", f"estimated error e {100 * estimate.get('extent', 0):.2f}%, "
+                        f"p {100 * estimate.get('pressure', 0):.2f}%, L {100 * estimate.get('characteristic_length', 0):.2f}% "
+                        f"(asked {100 * estimate.get('accuracy', 0):g}%)")
+    for warning in summary.get("warnings") or []:
+        row("warning", warning)
     return "\n".join(lines)
 
 

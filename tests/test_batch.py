@@ -153,6 +153,16 @@ def test_cache_rebuilds_only_what_changed(first_run, tmp_path):
     report = json.loads(proc.stdout)
     assert [item["status"] for item in report["items"]] == ["cached"] * 4
     assert report["seconds"] < 0.25 * first_seconds     # functional: nothing was rebuilt
+    # A cached item still says what its build warned of (recorded in the asset), on stderr too.
+    first = {Path(i["input"]).name: i["warnings"] for i in json.loads((source / "report.json").read_text())["items"]}
+    assert any(first[Path(i["input"]).name] for i in report["items"])
+    for item in report["items"]:
+        assert item["warnings"] == first[Path(item["input"]).name], item
+    said = run(good_only)
+    assert said.exit_code == 0
+    for item in report["items"]:
+        for warning in item["warnings"]:
+            assert f"warning: {item['output']}: {warning}" in said.stderr
     assert run(good_only, "--check").exit_code == 0
 
     before = {name: (folder / "out" / (Path(name).stem + ".vtu")).read_bytes() for name in GOOD}

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fieldgen.cli.main import main
 from fieldgen.asset import Asset, write_asset
-from fieldgen.inspect import cut_plane, mid_planes, paraview_script, summarize
+from fieldgen.inspect import cut_plane, format_summary, mid_planes, paraview_script, summarize
 from fieldgen.mesh import box_grid, boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
 
 M0 = 2.5e5          # Pa
@@ -201,6 +201,23 @@ def test_text_summary_is_readable(slab_file):
     smallest = min_dihedral_angles(slab_asset().points, slab_asset().tets).min()
     assert f"min dihedral angle: min {smallest:.2f}°" in text
     assert "box.stl" in text
+
+
+def test_summary_shows_the_error_estimate_and_the_recorded_warnings():
+    """An accuracy-sized asset's estimate and the warnings its build recorded are in the summary
+    and its text; an asset without them (an older one) shows neither."""
+    asset = slab_asset()
+    asset.metadata["error_estimate"] = {"extent": 0.0123, "pressure": 0.0101, "characteristic_length": 0.002,
+                                        "accuracy": 0.01}
+    asset.metadata["warnings"] = ["estimated discretisation error 1.23% exceeds the accuracy asked, 1%"]
+    summary = summarize(asset)
+    assert summary["warnings"] == asset.metadata["warnings"]
+    assert summary["error_estimate"]["extent"] == 0.0123
+    text = format_summary(summary)
+    assert "estimated error e 1.23%, p 1.01%, L 0.20% (asked 1%)" in text
+    assert "warning        estimated discretisation error 1.23% exceeds" in text
+    plain = format_summary(summarize(slab_asset()))
+    assert "estimated error" not in plain and "warning" not in plain
 
 
 def test_inspect_refuses_a_non_asset(tmp_path):
