@@ -234,7 +234,7 @@ def _nonmanifold_vertices(faces: np.ndarray) -> int:
     idx = np.flatnonzero(two)
     order = idx[np.argsort(edge_id[idx], kind="stable")].reshape(-1, 2)
     fa, fb = face_of_edge[order[:, 0]], face_of_edge[order[:, 1]]
-    ka, kb = local[order[:, 0]], local[order[:, 1]]
+    ka = local[order[:, 0]]
     va0, va1 = faces[fa, ka], faces[fa, (ka + 1) % 3]
     # Corner of face fb at the same vertex: find the local index whose vertex matches.
     rows_b = faces[fb]
