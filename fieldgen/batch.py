@@ -309,10 +309,15 @@ def describe_changes(stored: dict[str, Any] | None, current: dict[str, Any]) -> 
 def stale_reason(output: str, key: str, description: dict[str, Any] | None = None) -> str | None:
     """None when the asset at ``output`` is complete and carries ``key``; else why it is stale
     (with ``description``, the components that changed: :func:`describe_changes`)."""
+    return _cache_state(output, key, description)[0]
+
+
+def _cache_state(output: str, key: str, description: dict[str, Any] | None = None) -> tuple[str | None, dict]:
+    """:func:`stale_reason` and the asset's metadata (empty when it has none), read once."""
     from .asset import read_metadata
 
     if not os.path.exists(output):
-        return "missing"
+        return "missing", {}
     try:
         with open(output, "rb") as handle:       # complete: the XML closes (cheap tail check)
             handle.seek(max(0, os.path.getsize(output) - 64))
@@ -321,26 +326,15 @@ def stale_reason(output: str, key: str, description: dict[str, Any] | None = Non
     except (FieldgenError, OSError, ValueError):
         metadata = None
     if metadata is None:
-        return "not a readable asset"
+        return "not a readable asset", {}
     stored = metadata.get("cache_key")
     if stored is None:
-        return "built without a cache key"
+        return "built without a cache key", metadata
     if stored != key:
         if description is None:
-            return "input, options or versions changed"
-        return describe_changes(metadata.get("cache"), description)
-    return None
-
-
-def stored_warnings(output: str) -> list[str]:
-    """The warnings the asset at ``output`` recorded when it was built (``warnings`` in its
-    metadata; none for an asset from before they were recorded, or one that cannot be read)."""
-    from .asset import read_metadata
-
-    try:
-        return [str(w) for w in read_metadata(output).get("warnings", [])]
-    except (FieldgenError, OSError, ValueError):
-        return []
+            return "input, options or versions changed", metadata
+        return describe_changes(metadata.get("cache"), description), metadata
+    return None, metadata
 
 
 def discard_unvalidated(output: str, key: str) -> bool:
@@ -544,11 +538,12 @@ def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = Fals
                                              time.perf_counter() - began, None, str(exc))
             notify(results[item.index])
             continue
-        reason = "forced (--force)" if force else stale_reason(item.output, key, description)
+        reason, metadata = ("forced (--force)", {}) if force else _cache_state(item.output, key, description)
         if reason is None:
+            # A current asset still says what its build warned of (recorded in its metadata).
             results[item.index] = ItemResult(item.index, item.input, item.output, "cached",
                                              time.perf_counter() - began, key,
-                                             warnings=stored_warnings(item.output))
+                                             warnings=[str(w) for w in metadata.get("warnings", [])])
             notify(results[item.index])
         elif check:
             results[item.index] = ItemResult(item.index, item.input, item.output, "stale",

@@ -571,9 +571,6 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         "tool": {"name": "fieldgen", "version": __version__},
         "deterministic": not options.robust,  # fTetWild's output differs from run to run
         "mesher": mesher,
-        # What the build warned of about this asset, so a later look (a cached batch item,
-        # inspect) still says it.
-        "warnings": list(warnings),
     }
     if "tangential" in metadata:      # D 6.2.3: units of the friction spring's material constants
         metadata["units"].update({"tangential_stiffness": "1/m", "tangential_damping": "s/m"})
@@ -587,6 +584,16 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         metadata["units"]["error_estimate"] = "1 (relative)"
     if extra_metadata:
         metadata.update(extra_metadata)
+    if options.drake_vtk is not None:
+        from .drake import drake_warnings
+
+        # What the Drake export cannot carry follows from the metadata alone.
+        warnings.extend(drake_warnings(metadata))
+        if skin is not None:
+            warnings.append("the rigid interior under the skin is exported as a hole: Drake sets p = 0 "
+                            "on it instead of the maximum")
+    # What the build warned of, so a later look (a cached batch item, inspect) still says it.
+    metadata["warnings"] = list(warnings)
 
     asset = Asset(points=layered.mesh.points, tets=layered.mesh.tets, extent=layered.extent,
                   pressure=layered.pressure, metadata=metadata, min_dihedral_angle=angles,
@@ -621,10 +628,6 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                 unlayered = Asset(points=mesh.points, tets=mesh.tets, extent=solution.extent,
                                   pressure=law.pressure(solution.extent), metadata=metadata)
                 drake = write_drake_files(unlayered, options.drake_vtk)
-            warnings.extend(drake.get("warnings", []))
-            if skin is not None:
-                warnings.append("the rigid interior under the skin is exported as a hole: Drake sets p = 0 "
-                                "on it instead of the maximum")
 
     return BuildResult(
         output=output_path, tets=layered.mesh.n_tets, vertices=layered.mesh.n_points,

@@ -23,11 +23,12 @@ mass matrix of the hierarchical quadratic basis: the hat functions plus 4 λ_i �
 
 Sizing (``--accuracy``): without a skin, the first mesh is TetGen's at about ``FIRST_TETS``
 tets (more where the surface has small features); each pass solves, estimates and, until the
-worst of the three errors is within the accuracy, refines locally: the tets holding ``DORFLER``
-of the estimated squared error are bisected by scikit-fem's conforming adaptive refinement
-(Dörfler marking, the standard adaptive FEM loop), within about ``MAX_TETS``. On CAD parts the
-error gathers at re-entrant edges and thin walls; a uniform edge stopped near 2% there at the
-tet budget. (TetGen's -m with a size field from the estimate crashed, SIGSEGV, and took minutes
+worst of the three errors is within the accuracy, refines locally within about ``MAX_TETS``
+(the standard adaptive FEM loop): the edges with the most estimated error removed per tet added
+are split (:func:`marked_edges`, docs/model.md §2.10), so tets thin across thin walls and
+re-entrant edges, where the error gathers on CAD parts (a uniform edge stopped near 2% there at
+the tet budget); a part with a rim has the tets holding ``DORFLER`` of the estimated squared
+error bisected by scikit-fem's conforming adaptive refinement instead. (TetGen's -m with a size field from the estimate crashed, SIGSEGV, and took minutes
 where it finished.) With a skin the mesh is graded by depth below the free surface (TetGen's -m
 with a background size field), each pass asking for the edge near the surface that brings the
 worst error to ``AIM`` x the accuracy (error ∝ h^rate).
@@ -65,6 +66,10 @@ DORFLER = 0.8
 EDGE_DORFLER = 0.6
 #: Tets added per marked tet by one bisection pass with its closure (measured 2.65-3.0 on CAD parts).
 TETS_PER_MARKED = 3.0
+#: The share of the budget left to a steepest-edge pass that it is given: an edge adds a little
+#: more than the tets around it when it shares a tet with another chosen edge, and the split of
+#: zero-pressure tets follows.
+EDGE_ROOM = 0.95
 #: Largest mesh the sizing asks for (tets before layering).
 MAX_TETS = 280_000
 #: Convergence rate of the error in the edge length assumed before two passes measure it
@@ -521,7 +526,9 @@ def marked_edges(estimate: ErrorEstimate, volume: np.ndarray, room: int,
 
     Splitting edge E (in every tet around it) removes about its surplus s_E
     (``ErrorEstimate.edge_surplus``) over the tets around it, a gain of s_E² V_E (V_E their
-    volume), and adds one tet per tet around it, c_E. Edges are taken by gain per added tet,
+    volume), and adds about one tet per tet around it, c_E (a little more when two chosen edges
+    share a tet: the second is then split in both halves; 1.003-1.02 x on a slab, so the caller
+    passes ``EDGE_ROOM`` of what is left of its budget). Edges are taken by gain per added tet,
     s_E² V_E / c_E (the priority; ties by edge index), until they hold ``share`` of the total
     gain or their tets would pass ``room``; at least one. Where the field bends across a thin
     wall only, the chosen edges run across it (Dörfler marking over edges, with a cost)."""
@@ -566,7 +573,7 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
     Each pass splits the edges of :func:`marked_edges` (:func:`fieldgen.tetmesh.split_edges`):
     the edges along which the fine solution departs most from the coarse one, by gain per added
     tet. In a thin wall the field bends across the wall only, and these edges run across it: on
-    idler_riser this reached 0.85% at 283k tets, where bisecting the marked tets in every
+    idler_riser this reached 0.88% at 278k tets, where bisecting the marked tets in every
     direction stopped at 1.69% at the budget. A part with a rim (:func:`rim_vertices`) has its
     tets holding ``DORFLER`` of the squared error (:func:`marked_tets`) bisected instead
     (:func:`fieldgen.tetmesh.bisected`): at the rim ∇e is singular in every direction across
@@ -600,8 +607,8 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
         if worst_error(estimate) <= accuracy:
             stopped = "accuracy met"
             break
-        room = int((max_tets - mesh.n_tets) / TETS_PER_MARKED)
-        if room < 0.01 * mesh.n_tets:
+        left = max_tets - mesh.n_tets
+        if left < 0.03 * mesh.n_tets:
             stopped = "tet budget"
             break   # the tet budget is spent: the estimate says how far it is
         if index == passes - 1:
@@ -610,9 +617,9 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
         if steepest is None:
             steepest = not rim_vertices(mesh).any()
         if steepest:
-            edges, priority = marked_edges(estimate, volumes, max_tets - mesh.n_tets)
+            edges, priority = marked_edges(estimate, volumes, int(EDGE_ROOM * left))
         else:
-            marked = marked_tets(estimate, volumes, law, limit=room)
+            marked = marked_tets(estimate, volumes, law, limit=int(left / TETS_PER_MARKED))
     return SizedMesh(mesh=mesh, skin=None, split=int(split), solution=solution, estimate=estimate,
                      accuracy=float(accuracy), history=history, stopped=stopped,
                      refinement="" if steepest is None else "steepest edge" if steepest else "bisection")

@@ -387,9 +387,10 @@ def _independent_edges(tets, keys, rank, n) -> np.ndarray:
 
 def split_edges(mesh: TetMesh, edges: np.ndarray, priority: np.ndarray | None = None) -> TetMesh:
     """``mesh`` with each of ``edges`` (k, 2) split at its midpoint in every tet around it: conforming
-    by construction, and every other edge kept. A tet that holds several of the edges is split
-    once per round, by its edge of highest ``priority`` (ties: the smaller vertex pair), so a
-    steep direction goes first; rounds continue until every edge is split. A boundary face
+    by construction, and every other edge kept. Each round splits the edges that rank highest by
+    ``priority`` (ties: the smaller vertex pair) in every tet around them, so a tet is split at
+    most once per round and a steep direction goes first; rounds continue until every edge is
+    split. A boundary face
     that is split passes its condition to its two halves (:func:`_carried_markers`)."""
     points = np.asarray(mesh.points, dtype=np.float64)
     tets = np.asarray(mesh.tets, dtype=np.int64)

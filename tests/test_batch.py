@@ -158,11 +158,14 @@ def test_cache_rebuilds_only_what_changed(first_run, tmp_path):
     assert any(first[Path(i["input"]).name] for i in report["items"])
     for item in report["items"]:
         assert item["warnings"] == first[Path(item["input"]).name], item
-    said = run(good_only)
+    said = run(good_only, "--junit", folder / "cached.xml")
     assert said.exit_code == 0
+    cases = {case.get("name"): case for case in ElementTree.parse(folder / "cached.xml").getroot().iter("testcase")}
     for item in report["items"]:
-        for warning in item["warnings"]:
-            assert f"warning: {item['output']}: {warning}" in said.stderr
+        lines = [f"warning: {item['output']}: {warning}" for warning in item["warnings"]]
+        assert all(line in said.stderr for line in lines)
+        err = cases[item["output"]].find("system-err")
+        assert (err.text.splitlines() if err is not None else []) == lines
     assert run(good_only, "--check").exit_code == 0
 
     before = {name: (folder / "out" / (Path(name).stem + ".vtu")).read_bytes() for name in GOOD}

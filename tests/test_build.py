@@ -317,3 +317,7 @@ def test_drake_export_from_build(tmp_path):
     assert "hydroelastic_modulus" in text and "hunt_crossley_dissipation" in text
     assert report["drake"]["hydroelastic_modulus"] == pytest.approx(report["pressure_max"], rel=1e-12)
     assert any("core" in w for w in report["warnings"])               # Drake cannot take the core
+    # The asset records the same warnings, the export's included, for a later look at it.
+    from fieldgen.asset import read_metadata
+
+    assert read_metadata(tmp_path / "paddle.vtu")["warnings"] == report["warnings"]

@@ -212,6 +212,30 @@ def test_split_edges_is_conforming_splits_every_edge_and_carries_the_boundary_co
         split_edges(mesh, np.array([[np.argmin(mesh.points[:, 0]), np.argmax(mesh.points[:, 0])]]))   # 1 m apart
 
 
+def test_split_edges_splits_the_higher_priority_edge_first():
+    """One tet, two edges sharing vertex 0: splitting (0, 1) first at m leaves the edge m-2 (the
+    later split of (0, 2) at q happens in the half (0, m, 2, 3) only); splitting (0, 2) first
+    leaves q-1 instead."""
+    from fieldgen.tetmesh import split_edges
+
+    points = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    mesh = TetMesh(points=points, tets=np.array([[0, 1, 2, 3]]), boundary_faces=boundary_faces_of(np.array([[0, 1, 2, 3]])),
+                   boundary_markers=np.full(4, FREE))
+    pairs = np.array([[0, 1], [0, 2]])
+    for first in (0, 1):
+        priority = np.array([1.0, 0.0]) if first == 0 else np.array([0.0, 1.0])
+        fine = split_edges(mesh, pairs, priority)
+        assert fine.n_tets == 3 and np.all(tet_volumes(fine.points, fine.tets) > 0)
+        mid = {tuple(np.round(p, 12)): i for i, p in enumerate(fine.points)}
+        m = mid[(0.5, 0.0, 0.0)]
+        q = mid[(0.0, 0.5, 0.0)]
+        edges = {tuple(sorted(e)) for t in fine.tets.tolist() for e in ((t[0], t[1]), (t[0], t[2]), (t[0], t[3]),
+                                                                         (t[1], t[2]), (t[1], t[3]), (t[2], t[3]))}
+        expect = tuple(sorted((m, 2))) if first == 0 else tuple(sorted((q, 1)))
+        other = tuple(sorted((q, 1))) if first == 0 else tuple(sorted((m, 2)))
+        assert expect in edges and other not in edges, first
+
+
 def test_marked_edges_take_the_most_gain_per_tet_within_the_room():
     """On the Poisson slab (e bends across it only): the edges are taken in order of surplus² x
     volume around / tets around, every one taken ranks above every one left; the tets around them
@@ -233,14 +257,25 @@ def test_marked_edges_take_the_most_gain_per_tet_within_the_room():
     left = np.setdiff1d(np.arange(m), rows)
     assert expected[rows].min() >= expected[left].max()
     assert around[rows].sum() <= room < around[rows].sum() + around[left][np.argmax(expected[left])]
-    [best], _ = marked_edges(estimate, volume, 1)
+    # The room is inclusive: a room equal to the tets around the best j edges takes exactly them.
+    order = np.lexsort((np.arange(m), -expected))
+    exact = int(around[order[:25]].sum())
+    assert len(marked_edges(estimate, volume, exact, share=0.99)[0]) == 25
+    # The share binds: the fewest best edges whose gain reaches it.
+    gain = estimate.edge_surplus ** 2 * patch
+    edges, _ = marked_edges(estimate, volume, 10 * mesh.n_tets, share=0.3)
+    taken = gain[order[:len(edges)]].sum()
+    assert taken >= 0.3 * gain.sum() > taken - gain[order[len(edges) - 1]]
+    # No room at all: still the single best edge (a pass always refines).
+    [best], _ = marked_edges(estimate, volume, 0)
     assert index[tuple(best)] == int(np.argmax(expected))
 
 
 def test_steepest_edge_refinement_beats_bisection_where_the_field_bends_one_way():
     """A Poisson slab (free top and bottom): e = 4 z (0.2 - z) / 0.04 bends across the slab only.
     One pass: splitting the edges holding 80% of the gain leaves a smaller estimated error with
-    fewer tets than bisecting every tet (measured: 18.2k tets and 3.8% against 22.2k and 5.2%), and the edges it splits run across the slab (larger |dz| than the
+    fewer tets than bisecting the tets that hold 95% of the squared error (measured: 18.2k tets
+    and 3.8% against 19.1k and 5.2%), and the edges it splits run across the slab (larger |dz| than the
     mesh's edges, on average)."""
     from fieldgen.sizing import marked_edges
     from fieldgen.tetmesh import split_edges
@@ -248,15 +283,15 @@ def test_steepest_edge_refinement_beats_bisection_where_the_field_bends_one_way(
     mesh = slab_mesh(0.08)
     law = linear_law(1e5)
     estimate = estimate_error(mesh, solve_extent(mesh).extent, law)
-    edges, priority = marked_edges(estimate, np.abs(tet_volumes(mesh.points, mesh.tets)), 10 * mesh.n_tets,
-                                   share=0.8)
+    volume = np.abs(tet_volumes(mesh.points, mesh.tets))
+    edges, priority = marked_edges(estimate, volume, 10 * mesh.n_tets, share=0.8)
     dz = np.abs(np.diff(mesh.points[edges][..., 2], axis=1))[:, 0]
     all_dz = np.abs(np.diff(mesh.points[estimate.edges][..., 2], axis=1))[:, 0]
     assert dz.mean() > 1.5 * all_dz.mean()
     steep = refine_zero_tets(split_edges(mesh, edges, priority))[0]
-    bisect = refine_zero_tets(bisected(mesh, np.arange(mesh.n_tets)))[0]
+    bisect = refine_zero_tets(bisected(mesh, marked_tets(estimate, volume, law, share=0.95)))[0]
     errors = [estimate_error(m, solve_extent(m).extent, law).extent for m in (steep, bisect)]
-    assert steep.n_tets < bisect.n_tets and errors[0] < errors[1], (steep.n_tets, bisect.n_tets, errors)
+    assert steep.n_tets < bisect.n_tets and errors[0] < 0.8 * errors[1], (steep.n_tets, bisect.n_tets, errors)
 
 
 def test_bisection_of_a_bonded_cad_part_keeps_its_bonded_face(meshes, caplog):
@@ -280,27 +315,43 @@ def test_bisection_of_a_bonded_cad_part_keeps_its_bonded_face(meshes, caplog):
     np.testing.assert_array_equal(fine.boundary_markers, np.where(normal[:, 2] < -np.cos(np.radians(10.0)), RIGID, FREE))
 
 
-def test_the_estimate_at_the_default_tolerance_equals_the_converged_one(meshes, monkeypatch):
+def _thinned_slab():
+    """A Poisson slab after one steepest-edge pass: tets thinned across it (the meshes on which
+    the fine solve needs the most iterations)."""
+    from fieldgen.sizing import marked_edges
+    from fieldgen.tetmesh import split_edges
+
+    mesh = slab_mesh(0.05)
+    estimate = estimate_error(mesh, solve_extent(mesh).extent, linear_law(1e5))
+    edges, priority = marked_edges(estimate, np.abs(tet_volumes(mesh.points, mesh.tets)), 10 * mesh.n_tets)
+    return refine_zero_tets(split_edges(mesh, edges, priority))[0]
+
+
+@pytest.mark.parametrize("case", ["angle_block", "thinned slab"])
+def test_the_estimate_at_the_default_tolerance_equals_the_converged_one(meshes, monkeypatch, case):
     """The fine solve stops at a residual 1e-3 of the right-hand side's (it starts from the
     coarse solution, so only the difference is left to find): the estimates equal those of a
-    solve to 1e-8 within 1% of their size, on a CAD part's mesh."""
+    solve to 1e-8 within 0.2% (e, p0) and 0.3% (L) of their size, on a CAD part's first mesh and
+    on thinned tets. (At 1e-2, L moved by 0.6% on angle_block.)"""
     import functools
 
     from fieldgen import sizing
 
-    surface = load_surface(meshes / "angle_block.STL", "in")
-    mesh = refine_zero_tets(tetrahedralize(surface.vertices, surface.faces, np.full(len(surface.faces), FREE),
-                                           options=MeshingOptions(edge_length=0.008)))[0]
+    if case == "angle_block":
+        surface = load_surface(meshes / "angle_block.STL", "in")
+        mesh = refine_zero_tets(tetrahedralize(surface.vertices, surface.faces, np.full(len(surface.faces), FREE),
+                                               options=MeshingOptions(edge_length=0.008)))[0]
+    else:
+        mesh = _thinned_slab()
     extent = solve_extent(mesh).extent
     law = hyperbolic_law(1e5, 0.8)
     default = estimate_error(mesh, extent, law)
     monkeypatch.setattr(sizing, "two_grid_extent", functools.partial(sizing.two_grid_extent, rtol=1e-8))
     tight = estimate_error(mesh, extent, law)
-    assert default.fine_tets > 20_000 * 4
+    assert red_refine(mesh).mesh.n_points > sizing.TWO_GRID_LIMIT        # the two-grid path, not the direct one
     for name in ("extent", "pressure"):
-        assert getattr(default, name) == pytest.approx(getattr(tight, name), rel=1e-2)
-    assert default.characteristic_length == pytest.approx(tight.characteristic_length,
-                                                          abs=1e-2 * max(tight.extent, tight.characteristic_length))
+        assert getattr(default, name) == pytest.approx(getattr(tight, name), rel=2e-3)
+    assert default.characteristic_length == pytest.approx(tight.characteristic_length, rel=3e-3)
 
 
 def test_two_grid_fine_solve_is_the_galerkin_solution(meshes):
