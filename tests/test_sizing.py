@@ -458,7 +458,7 @@ def test_accuracy_option_is_checked_and_recorded(meshes, tmp_path):
     assert meta["error_estimate"]["accuracy"] == 0.05
     assert meta["error_estimate"]["extent"] == report["error_estimate"]["extent"]
     passes = meta["mesher"]["sizing"]["passes"]
-    assert passes[-1]["extent"] == meta["error_estimate"]["extent"]
+    assert passes[meta["mesher"]["sizing"]["kept_pass"] - 1]["extent"] == meta["error_estimate"]["extent"]
     assert max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length")) <= 0.05
     assert meta["mesher"]["sizing"]["stopped"] == "accuracy met"
     assert not any("accuracy asked" in w for w in report["warnings"])
@@ -521,6 +521,43 @@ def test_the_local_sizing_stops_at_its_tet_budget(meshes):
     sized = mesh_by_accuracy(make_mesh, linear_law(1e5), 1e-4, 4.19, max_tets=1000)
     assert sized.stopped == "tet budget" and sized.passes == 1
     assert sized.report()["stopped"] == "tet budget"
+
+
+def test_the_sizing_keeps_the_pass_of_least_error(meshes, monkeypatch):
+    """A pass that comes out worse than an earlier one (here: the second pass's estimate made 10x
+    larger) is not the result: the loop returns the better pass's mesh, solution and estimate,
+    and says which pass it kept; the history still records every pass."""
+    from fieldgen import sizing
+
+    surface = load_surface(str(meshes / "unit_sphere.STL"), "m")
+    markers = np.full(len(surface.faces), FREE)
+
+    def make_mesh(edge, background=None, cut=True):
+        mesh = refine_zero_tets(tetrahedralize(surface.vertices, surface.faces, markers,
+                                               options=MeshingOptions(edge_length=edge)))[0]
+        return mesh, mesh, None, 0
+
+    calls = []
+    real = sizing.estimate_error
+
+    def worse_second(mesh, extent, law):
+        estimate = real(mesh, extent, law)
+        calls.append(mesh)
+        if len(calls) == 2:
+            estimate.extent *= 10.0
+            estimate.pressure *= 10.0
+        return estimate
+
+    monkeypatch.setattr(sizing, "estimate_error", worse_second)
+    sized = sizing.mesh_by_accuracy(make_mesh, linear_law(1e5), 1e-4, 4.19, max_tets=12_000)
+    assert sized.passes >= 2 and len(calls) == sized.passes
+    assert sized.stopped == "tet budget"
+    errors = [max(p["extent"], p["pressure"], p["characteristic_length"]) for p in sized.history]
+    kept = int(np.argmin(errors))
+    assert kept != 1 and kept < sized.passes - 1          # an earlier pass than the last
+    assert sized.kept == kept and sized.report()["kept_pass"] == kept + 1
+    assert sized.mesh is calls[kept] and sized.estimate.extent == sized.history[kept]["extent"]
+    assert sized.solution.extent.shape == (calls[kept].n_points,)
 
 
 # Candidate parts a few centimetres across (inch CAD files): default-sized builds.
@@ -592,7 +629,7 @@ def test_accuracy_sized_skin_build_meets_the_accuracy_and_records_its_passes(mes
     passes = meta["mesher"]["sizing"]["passes"]
     assert passes[0]["edge_length"] == pytest.approx(0.075)          # skin / 2
     assert all(b["edge_length"] <= MIN_SHRINK * a["edge_length"] for a, b in zip(passes, passes[1:]))
-    assert passes[-1]["extent"] == meta["error_estimate"]["extent"]
+    assert passes[meta["mesher"]["sizing"]["kept_pass"] - 1]["extent"] == meta["error_estimate"]["extent"]
     assert report["tets_added_by_layering"] > 0
     assert meta["max_interpolation_error"] <= 0.01 * make_law(BuildOptions(modulus=1e6, law="hyperbolic", k=0.8)).max_pressure
 
@@ -628,5 +665,6 @@ def test_a_mesh_reused_for_another_law_gets_that_laws_pressure_estimate(meshes, 
     assert meta["error_estimate"]["extent"] == meshed.estimate.extent
     # The sizing passes keep the pressure errors of the law the mesh was sized for, and say so.
     assert meta["mesher"]["sizing"]["law"] == make_law(sized_for).to_metadata()
-    assert meta["mesher"]["sizing"]["passes"][-1]["pressure"] == meshed.estimate.pressure
+    sizing_report = meta["mesher"]["sizing"]
+    assert sizing_report["passes"][sizing_report["kept_pass"] - 1]["pressure"] == meshed.estimate.pressure
     assert meta["law"] == make_law(options).to_metadata()
