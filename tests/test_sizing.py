@@ -506,10 +506,8 @@ def test_the_accuracy_warning_gives_every_reason():
     assert "before the fit" in both and "tet budget" in both
 
 
-def test_the_local_sizing_stops_at_its_tet_budget(meshes):
-    """With room for less than 1% more tets, the loop stops and says it was the budget."""
-    from fieldgen.sizing import mesh_by_accuracy
-
+def sphere_mesher(meshes):
+    """A ``make_mesh`` for the sizing loops: TetGen on unit_sphere.STL at a uniform edge, no skin."""
     surface = load_surface(str(meshes / "unit_sphere.STL"), "m")
     markers = np.full(len(surface.faces), FREE)
 
@@ -518,6 +516,14 @@ def test_the_local_sizing_stops_at_its_tet_budget(meshes):
                                                options=MeshingOptions(edge_length=edge)))[0]
         return mesh, mesh, None, 0
 
+    return make_mesh
+
+
+def test_the_local_sizing_stops_at_its_tet_budget(meshes):
+    """With room for less than 1% more tets, the loop stops and says it was the budget."""
+    from fieldgen.sizing import mesh_by_accuracy
+
+    make_mesh = sphere_mesher(meshes)
     sized = mesh_by_accuracy(make_mesh, linear_law(1e5), 1e-4, 4.19, max_tets=1000)
     assert sized.stopped == "tet budget" and sized.passes == 1
     assert sized.report()["stopped"] == "tet budget"
@@ -529,14 +535,7 @@ def test_the_sizing_keeps_the_pass_of_least_error(meshes, monkeypatch):
     and says which pass it kept; the history still records every pass."""
     from fieldgen import sizing
 
-    surface = load_surface(str(meshes / "unit_sphere.STL"), "m")
-    markers = np.full(len(surface.faces), FREE)
-
-    def make_mesh(edge, background=None, cut=True):
-        mesh = refine_zero_tets(tetrahedralize(surface.vertices, surface.faces, markers,
-                                               options=MeshingOptions(edge_length=edge)))[0]
-        return mesh, mesh, None, 0
-
+    make_mesh = sphere_mesher(meshes)
     calls = []
     real = sizing.estimate_error
 
