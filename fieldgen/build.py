@@ -589,9 +589,6 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
 
         # What the Drake export cannot carry follows from the metadata alone.
         warnings.extend(drake_warnings(metadata))
-        if skin is not None:
-            warnings.append("the rigid interior under the skin is exported as a hole: Drake sets p = 0 "
-                            "on it instead of the maximum")
     # What the build warned of, so a later look (a cached batch item, inspect) still says it.
     metadata["warnings"] = list(warnings)
 

@@ -123,6 +123,9 @@ def drake_warnings(metadata: dict) -> list[str]:
                         "in Drake instead of the maximum")
     if boundary.get("insulated") or (faces.get("insulated") or 0) > 0:
         warnings.append(f"{faces.get('insulated', '?')} insulated boundary faces get p = 0 in Drake")
+    if metadata.get("skin"):
+        warnings.append("the rigid interior under the skin is exported as a hole: Drake sets p = 0 "
+                        "on it instead of the maximum")
     return warnings
 
 

@@ -336,24 +336,12 @@ def zero_tets(mesh: TetMesh) -> np.ndarray:
 
 
 def _split_edges(points, tets, edges):
-    """Split each edge (k, 2) at its midpoint in every tet containing it (edge stars must be disjoint).
-
-    Only tets holding two endpoints of split edges can contain one, so the edge keys are formed for
-    those few (at 1M tets the keys of every tet cost ~0.5 s per round); the result is the same.
-    """
+    """Split each edge (k, 2; sorted pairs) at its midpoint in every tet containing it (edge stars
+    must be disjoint: a tet holds at most one of the edges)."""
     n = len(points)
     new_points = 0.5 * (points[edges[:, 0]] + points[edges[:, 1]])
-    key = edges[:, 0] * n + edges[:, 1]
-    candidates = _tets_touching(tets, edges, n)
-    # For every candidate tet, which of its 6 edges is being split (at most one, by construction).
-    pairs = np.sort(tets[candidates][:, _TET_EDGES], axis=2)  # (c, 6, 2)
-    tet_keys = pairs[..., 0] * n + pairs[..., 1]               # (c, 6)
-    order = np.argsort(key)
-    pos = np.clip(np.searchsorted(key[order], tet_keys), 0, len(key) - 1)
-    hit = key[order][pos] == tet_keys
-    c_idx, local = np.nonzero(hit)
-    t_idx = candidates[c_idx]
-    midpoint = n + order[pos[c_idx, local]]
+    t_idx, local, which = _edge_hits(tets, edges[:, 0] * n + edges[:, 1], n)
+    midpoint = n + which
     a_local, b_local = _TET_EDGES[local, 0], _TET_EDGES[local, 1]
     first = tets[t_idx].copy()
     second = tets[t_idx].copy()
@@ -364,24 +352,31 @@ def _split_edges(points, tets, edges):
     return np.vstack([points, new_points]), np.vstack([tets[keep], first, second])
 
 
+def _edge_hits(tets, keys, n):
+    """Where the edges ``keys`` (unique keys ``a * n + b`` of sorted pairs, a < b) lie in
+    ``tets``: for each occurrence, the tet, its local edge (row of ``_TET_EDGES``) and the index
+    of the key, in tet order. Only tets holding two endpoints of the edges can contain one, so
+    keys are formed for those few (at 1M tets the keys of every tet cost ~0.5 s per round)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    candidates = _tets_touching(tets, np.stack([keys // n, keys % n], axis=1), n)
+    pairs = np.sort(tets[candidates][:, _TET_EDGES], axis=2)           # (c, 6, 2)
+    tet_keys = pairs[..., 0] * n + pairs[..., 1]                         # (c, 6)
+    order = np.argsort(keys)
+    pos = np.clip(np.searchsorted(keys[order], tet_keys), 0, len(keys) - 1)
+    c_idx, local = np.nonzero(keys[order][pos] == tet_keys)
+    return candidates[c_idx], local, order[pos[c_idx, local]]
+
+
 def _independent_edges(tets, keys, rank, n) -> np.ndarray:
     """Which of the edges ``keys`` (unique keys ``a * n + b`` of sorted pairs) no tet holds
     together with an edge of smaller ``rank`` (unique integers): an independent set, so each tet
-    is split at most once in a round, and never empty (the smallest rank is always in it).
-    Only tets holding two endpoints of the edges can contain one (exact restriction)."""
-    keys = np.asarray(keys, dtype=np.int64)
-    near = tets[_tets_touching(tets, np.stack([keys // n, keys % n], axis=1), n)]
-    pairs = np.sort(near[:, _TET_EDGES], axis=2)
-    near_keys = pairs[..., 0] * n + pairs[..., 1]                         # (c, 6)
-    order = np.argsort(keys)
-    pos = np.clip(np.searchsorted(keys[order], near_keys), 0, len(keys) - 1)
-    hit = keys[order][pos] == near_keys
-    ranks = np.where(hit, np.asarray(rank)[order][pos], np.iinfo(np.int64).max)
-    best = ranks.min(axis=1)
-    t_idx, local = np.nonzero(hit)
-    losing = ranks[t_idx, local] != best[t_idx]
+    is split at most once in a round, and never empty (the smallest rank is always in it)."""
+    t_idx, _, which = _edge_hits(tets, keys, n)
+    ranks = np.asarray(rank, dtype=np.int64)[which]
+    best = np.full(len(tets), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(best, t_idx, ranks)
     take = np.ones(len(keys), dtype=bool)
-    take[order[pos[t_idx, local][losing]]] = False
+    take[which[ranks != best[t_idx]]] = False
     return take
 
 
@@ -390,8 +385,8 @@ def split_edges(mesh: TetMesh, edges: np.ndarray, priority: np.ndarray | None = 
     by construction, and every other edge kept. Each round splits the edges that rank highest by
     ``priority`` (ties: the smaller vertex pair) in every tet around them, so a tet is split at
     most once per round and a steep direction goes first; rounds continue until every edge is
-    split. A boundary face
-    that is split passes its condition to its two halves (:func:`_carried_markers`)."""
+    split. A boundary face that is split passes its condition to its two halves
+    (:func:`_carried_markers`)."""
     points = np.asarray(mesh.points, dtype=np.float64)
     tets = np.asarray(mesh.tets, dtype=np.int64)
     pairs = np.unique(np.sort(np.asarray(edges, dtype=np.int64).reshape(-1, 2), axis=1), axis=0, return_index=True)

@@ -227,6 +227,14 @@ def test_warnings_name_what_drake_cannot_reproduce(tmp_path):
     warnings = write_drake_files(box_asset(table), tmp_path / "c.vtk")["warnings"]
     assert warnings and "table" in warnings[0]
 
+    # A skin's rigid interior is cut away: Drake sees a hole there (and its e = 1 faces as rigid ones).
+    skinned = metadata(skin={"thickness": 0.002, "skin_volume_fraction": 0.4},
+                       boundary={"bonded": [], "insulated": [], "problem": "laplace",
+                                 "faces": {"free": 80, "rigid": 30, "insulated": 0}})
+    warnings = write_drake_files(box_asset(skinned), tmp_path / "d.vtk")["warnings"]
+    assert any("under the skin is exported as a hole" in w for w in warnings)
+    assert any("30 bonded" in w for w in warnings)
+
 
 def test_export_is_deterministic(tmp_path):
     write_drake_files(box_asset(), tmp_path / "one.vtk", name="box")
