@@ -519,6 +519,25 @@ def sphere_mesher(meshes):
     return make_mesh
 
 
+def test_a_rim_is_found_where_bonded_faces_meet_free_ones(meshes):
+    """fandisk with its base bonded (the corpus's rim case, refined by bisection) has vertices on
+    both a FREE and a RIGID face; all free, it has none; nor has a slab whose bonded faces meet
+    only insulated sides."""
+    from fieldgen.selectors import assign_conditions, parse_selector
+    from fieldgen.sizing import has_rim
+
+    surface = load_surface(str(meshes / "fandisk.obj"), "m")
+    options = MeshingOptions(edge_length=0.3)
+    bonded = assign_conditions(surface, [parse_selector("below:z=-0.7", 1.0)], [])
+    assert (bonded == RIGID).any()
+    assert has_rim(tetrahedralize(surface.vertices, surface.faces, bonded, options=options))
+    free = np.full(len(surface.faces), FREE)
+    assert not has_rim(tetrahedralize(surface.vertices, surface.faces, free, options=options))
+    box = trimesh.creation.box(extents=(1.0, 1.0, 0.2))
+    markers = np.where(box.face_normals[:, 2] < -0.9, RIGID, INSULATED)
+    assert not has_rim(tetrahedralize(box.vertices, box.faces, markers, options=MeshingOptions(edge_length=0.2)))
+
+
 def test_the_local_sizing_stops_at_its_tet_budget(meshes):
     """With room for less than 1% more tets, the loop stops and says it was the budget."""
     from fieldgen.sizing import mesh_by_accuracy
