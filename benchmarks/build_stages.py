@@ -57,6 +57,11 @@ PARTS = [
     ("idler_riser.STL", "mm", {"bonded": ("normal:0,0,-1",), "modulus": 1e6, "dissipation": 1.0}),
 ]
 
+#: The real parts of the accuracy targets (a few centimetres, inch files) built at a given size, so
+#: the whole process can be compared with its TetGen stage at 300k tets and up (``--sized-parts``).
+SIZED_PARTS = [("angle_block.STL", "in"), ("idler_riser.STL", "in"), ("featuretype.STL", "in")]
+SIZED_TETS = {"300k": 300_000, "500k": 500_000, "1M": 1_000_000}
+
 STAGES = ("load", "tetrahedralize", "skin", "refine", "extent", "error estimate", "sizing", "layering", "damping",
           "statistics", "write", "validate")
 
@@ -97,6 +102,25 @@ def part_cases() -> list[dict]:
         if path.exists():
             options = {"units": units, **{k: list(v) if isinstance(v, tuple) else v for k, v in extra.items()}}
             cases.append({"name": name, "input": str(path), "options": options})
+    return cases
+
+
+def sized_part_cases(sizes: list[str]) -> list[dict]:
+    """The ``SIZED_PARTS`` at the edge length that gives about each nominal size (TetGen makes a
+    few more tets where the surface has small features; the table gives the count)."""
+    import trimesh
+
+    from fieldgen.sizing import first_size
+    from fieldgen.surface import UNIT_SCALE
+
+    cases = []
+    for name, units in SIZED_PARTS:
+        path = MESHES / name
+        volume = float(trimesh.load(path, force="mesh").volume) * UNIT_SCALE[units] ** 3
+        for size in sizes:
+            edge = first_size(volume, SIZED_TETS[size]) / UNIT_SCALE[units]
+            cases.append({"name": f"{path.stem}-{size}", "input": str(path), "options": {
+                "units": units, "edge_length": round(edge, 6), "modulus": 1e6, "dissipation": 1.0}})
     return cases
 
 
@@ -201,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hyperbolic-sizes", default="100k", help="layered ball sizes (or 'none')")
     parser.add_argument("--parts", dest="parts", action="store_true", default=True, help="real parts too (default)")
     parser.add_argument("--no-parts", dest="parts", action="store_false")
+    parser.add_argument("--sized-parts", default="none",
+                        help="the CAD parts at a given size too, from 300k,500k,1M (default none)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per case (the fastest is reported)")
     parser.add_argument("--json", metavar="FILE", help="also dump every figure as JSON to FILE")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions per case")
@@ -223,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         cases = synthetic_cases(sizes(args.sizes), sizes(args.hyperbolic_sizes), folder, flat_box=args.flat_box)
         if args.parts:
             cases += part_cases()
+        sized = [] if args.sized_parts.strip().lower() == "none" else \
+            [x.strip() for x in args.sized_parts.split(",") if x.strip()]
+        if [x for x in sized if x not in SIZED_TETS]:
+            parser.error(f"unknown --sized-parts size(s); choose from {', '.join(SIZED_TETS)}")
+        cases += sized_part_cases(sized)
         for case in cases:
             runs = [run_case(case, folder, args.profile) for _ in range(max(1, args.repeat))]
             ok = [r for r in runs if "error" not in r]
