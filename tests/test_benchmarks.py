@@ -54,4 +54,4 @@ def test_an_unknown_sized_parts_size_is_refused_by_name():
     run = subprocess.run([sys.executable, str(SCRIPT), "--sizes", "none", "--hyperbolic-sizes", "none",
                           "--no-parts", "--sized-parts", "2k"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
-    assert "--sized-parts" in run.stderr and "300k" in run.stderr
+    assert "--sized-parts" in run.stderr and "2k" in run.stderr and "300k" in run.stderr
