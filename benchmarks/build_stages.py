@@ -109,15 +109,13 @@ def sized_part_cases(sizes: list[str]) -> list[dict]:
     """The ``SIZED_PARTS`` at the edge length that would give each nominal size in a box of the
     same volume (:func:`fieldgen.sizing.first_size`). TetGen makes 0.4-0.8 x that many in these
     parts, so the table gives the count."""
-    import trimesh
-
     from fieldgen.sizing import first_size
-    from fieldgen.surface import UNIT_SCALE
+    from fieldgen.surface import UNIT_SCALE, load_surface
 
     cases = []
     for name, units in SIZED_PARTS:
         path = MESHES / name
-        volume = float(trimesh.load(path, force="mesh").volume) * UNIT_SCALE[units] ** 3
+        volume = load_surface(str(path), units).volume           # m³, read as the build reads it
         for size in sizes:
             edge = first_size(volume, SIZED_TETS[size]) / UNIT_SCALE[units]
             cases.append({"name": f"{path.stem}-{size}", "input": str(path), "options": {
@@ -237,22 +235,20 @@ def main(argv: list[str] | None = None) -> int:
         child(args.child)
         return 0
 
-    def sizes(text):
+    def sizes(text, known=BOX_EDGE, flag="size"):
+        """The comma-separated sizes of an option ('none': none), each one of ``known``."""
         chosen = [] if text.strip().lower() == "none" else [s.strip() for s in text.split(",") if s.strip()]
-        unknown = [s for s in chosen if s not in BOX_EDGE]
+        unknown = [s for s in chosen if s not in known]
         if unknown:
-            parser.error(f"unknown size(s) {unknown}; choose from {', '.join(BOX_EDGE)}")
+            parser.error(f"unknown {flag}(s) {unknown}; choose from {', '.join(known)}")
         return chosen
 
-    sized = [] if args.sized_parts.strip().lower() == "none" else \
-        [x.strip() for x in args.sized_parts.split(",") if x.strip()]
-    unknown = [x for x in sized if x not in SIZED_TETS]
-    if unknown:
-        parser.error(f"unknown --sized-parts size(s) {unknown}; choose from {', '.join(SIZED_TETS)}")
+    box_sizes, ball_sizes = sizes(args.sizes), sizes(args.hyperbolic_sizes)
+    sized = sizes(args.sized_parts, SIZED_TETS, "--sized-parts size")
     records = []
     with tempfile.TemporaryDirectory(prefix="fieldgen-bench-") as name:
         folder = Path(name)
-        cases = synthetic_cases(sizes(args.sizes), sizes(args.hyperbolic_sizes), folder, flat_box=args.flat_box)
+        cases = synthetic_cases(box_sizes, ball_sizes, folder, flat_box=args.flat_box)
         if args.parts:
             cases += part_cases()
         cases += sized_part_cases(sized)
