@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen.errors import BuildError, OptionError
-from fieldgen.mesh import TetMesh, hat_gradients, orient_positive, tet_volumes
+from fieldgen.mesh import TET_EDGES, TetMesh, hat_gradients, mesh_edges, orient_positive, tet_volumes
 from fieldgen.modulus import ModulusLaw
 
 #: Vertices closer than this to a level (in extent, which spans [0, 1]) count as on it.
@@ -391,7 +391,7 @@ def slice_into_slabs(mesh: TetMesh, extent: np.ndarray, levels: np.ndarray) -> t
     # Crossing points: one per (edge, level strictly inside the edge's range), numbered by edge
     # key then level.
     ct = tets[cut]
-    pairs = np.sort(ct[:, _TET_EDGES], axis=2).reshape(-1, 2)
+    pairs = np.sort(ct[:, TET_EDGES], axis=2).reshape(-1, 2)
     keys = np.unique(pairs[:, 0] * n + pairs[:, 1])
     eu, ev = keys // n, keys % n
     lo, hi = np.minimum(extent[eu], extent[ev]), np.maximum(extent[eu], extent[ev])
@@ -488,14 +488,14 @@ def _section(points, extent, levels, st, k, crossing) -> np.ndarray:
     has = (k >= 0) & (k < m)
     value = levels[np.clip(k, 0, m - 1)]
     cols = [np.where(has & (np.abs(extent[st[:, i]] - value) <= ON_LEVEL), st[:, i], -1) for i in range(4)]
-    cols += [np.where(has, crossing(st[:, i], st[:, j], k), -1) for i, j in _TET_EDGES]
+    cols += [np.where(has, crossing(st[:, i], st[:, j], k), -1) for i, j in TET_EDGES]
     ids = np.stack(cols, axis=1)                                              # (s, 10)
     valid = ids >= 0
     # Coordinates of the crossing points (not in ``points`` yet), from the edge ends.
     pos = np.zeros(ids.shape + (3,))
     for c in range(4):
         pos[:, c] = points[st[:, c]]
-    for c, (i, j) in enumerate(_TET_EDGES):
+    for c, (i, j) in enumerate(TET_EDGES):
         ei, ej = extent[st[:, i]], extent[st[:, j]]
         d = ej - ei
         tt = np.where(d != 0, (value - ei) / np.where(d != 0, d, 1.0), 0.0)
@@ -632,7 +632,6 @@ EDGE_SAMPLES = 33
 #: Safety stop on the rounds of edge splitting (each splits an independent set of edges).
 MAX_ROUNDS = 400
 
-_TET_EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
 
 
 def edge_oscillation(law: ModulusLaw, lo: np.ndarray, hi: np.ndarray, *, samples: int = EDGE_SAMPLES) -> np.ndarray:
@@ -650,14 +649,6 @@ def edge_oscillation(law: ModulusLaw, lo: np.ndarray, hi: np.ndarray, *, samples
         g = p - (p[:, :1] + (p[:, -1:] - p[:, :1]) * t)
         out[start:start + len(a)] = g.max(axis=1) - g.min(axis=1)
     return out
-
-
-def _mesh_edges(tets: np.ndarray, n: int):
-    """Unique edges (sorted pairs, lexicographic) and each tet's six edge ids."""
-    pairs = np.sort(tets[:, _TET_EDGES], axis=2)                      # (t, 6, 2)
-    keys = pairs[:, :, 0] * n + pairs[:, :, 1]
-    unique, inverse = np.unique(keys.ravel(), return_inverse=True)
-    return np.column_stack([unique // n, unique % n]), inverse.reshape(-1, 6)
 
 
 def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: np.ndarray,
@@ -699,7 +690,7 @@ def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: n
         candidates = np.flatnonzero(active)
         if not len(candidates):
             break
-        edges, tet_edges = _mesh_edges(tets[candidates], n)
+        edges, tet_edges = mesh_edges(tets[candidates], n)
         lo = np.minimum(extent[edges[:, 0]], extent[edges[:, 1]])
         hi = np.maximum(extent[edges[:, 0]], extent[edges[:, 1]])
         first = np.searchsorted(levels, lo + ON_LEVEL, side="right")          # levels strictly inside
@@ -743,7 +734,7 @@ def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: n
         which = np.argmax(local >= 0, axis=1)
         split = local[np.arange(len(local)), which] >= 0
         rows = candidates[split]
-        i, j = _TET_EDGES[which[split], 0], _TET_EDGES[which[split], 1]
+        i, j = TET_EDGES[which[split], 0], TET_EDGES[which[split], 1]
         m = local[split, which[split]]
         child_a, child_b = tets[rows].copy(), tets[rows].copy()
         child_a[np.arange(len(rows)), j] = m        # keeps vertex i's end

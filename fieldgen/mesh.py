@@ -139,6 +139,20 @@ def min_dihedral_angles(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
     return np.degrees(np.arccos(np.clip(largest, -1.0, 1.0)))
 
 
+#: A tet's six edges as pairs of local vertex indices; every module that walks edges uses this
+#: order (the red refinement's midpoint slots follow it).
+TET_EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
+
+
+def mesh_edges(tets: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The unique edges of ``tets`` over ``n`` points (sorted pairs, lexicographic) and each tet's
+    six edge ids (rows of the first, in ``TET_EDGES`` order)."""
+    pairs = np.sort(np.asarray(tets)[:, TET_EDGES], axis=2)              # (t, 6, 2)
+    keys = pairs[..., 0] * n + pairs[..., 1]
+    unique, inverse = np.unique(keys.ravel(), return_inverse=True)
+    return np.stack([unique // n, unique % n], axis=1), inverse.reshape(-1, 6)
+
+
 def boundary_faces_of(tets: np.ndarray) -> np.ndarray:
     """Faces used by exactly one tet, wound outward (for positively oriented tets).
 

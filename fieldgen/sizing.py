@@ -47,9 +47,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .mesh import FREE, RIGID, TetMesh, hat_gradients, tet_volumes
+from .mesh import FREE, RIGID, TET_EDGES, TetMesh, hat_gradients, mesh_edges, tet_volumes
 
-_EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
 
 DEFAULT_ACCURACY = 0.01
 #: Fraction of the accuracy the sizing aims at (the rest is margin for the estimate itself).
@@ -93,8 +92,8 @@ def _monomial(powers) -> float:
 
 def _reference_mass() -> np.ndarray:
     """Mass matrix (per unit tet volume) of the 10 hierarchical P2 functions: λ_0..λ_3, then
-    4 λ_i λ_j for the six edges in ``_EDGES`` order."""
-    funcs = [((a,), 1.0) for a in range(4)] + [((i, j), 4.0) for i, j in _EDGES]
+    4 λ_i λ_j for the six edges in ``TET_EDGES`` order."""
+    funcs = [((a,), 1.0) for a in range(4)] + [((i, j), 4.0) for i, j in TET_EDGES]
     mass = np.zeros((10, 10))
     for r, (fa, ca) in enumerate(funcs):
         for c, (fb, cb) in enumerate(funcs):
@@ -133,15 +132,8 @@ class ErrorEstimate:
                 "characteristic_length": float(self.characteristic_length)}
 
 
-def _edges_of(tets: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    pairs = np.sort(tets[:, _EDGES], axis=2)                                   # (t, 6, 2)
-    keys = pairs[..., 0] * n + pairs[..., 1]
-    unique, inverse = np.unique(keys.ravel(), return_inverse=True)
-    return np.stack([unique // n, unique % n], axis=1), inverse.reshape(-1, 6)
-
-
 #: Red refinement: corner children (local vertex or edge-midpoint slots 0..9: the four vertices,
-#: then the midpoints of ``_EDGES`` in order) and, per choice of the inner octahedron's diagonal,
+#: then the midpoints of ``TET_EDGES`` in order) and, per choice of the inner octahedron's diagonal,
 #: its four inner children.
 _CORNERS = np.array([(0, 4, 5, 6), (4, 1, 7, 8), (5, 7, 2, 9), (6, 8, 9, 3)])
 _DIAGONALS = np.array([(4, 9), (5, 8), (6, 7)])
@@ -154,7 +146,7 @@ def _inner_children() -> np.ndarray:
     from .mesh import tet_volumes
 
     reference = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
-    slots = np.vstack([reference, 0.5 * (reference[_EDGES[:, 0]] + reference[_EDGES[:, 1]])])
+    slots = np.vstack([reference, 0.5 * (reference[TET_EDGES[:, 0]] + reference[TET_EDGES[:, 1]])])
     out = np.empty((3, 4, 4), dtype=np.int64)
     for d, ((a, b), cycle) in enumerate(zip(_DIAGONALS, _CYCLES)):
         for k in range(4):
@@ -175,7 +167,7 @@ def _inner_maps() -> np.ndarray:
     the mean of two), so at any point the parent's coordinates are λ = B μ with B = [b_s] over the
     child's four slots, and μ = B⁻¹ λ: grad μ_k = Σ_j (B⁻¹)_kj grad λ_j, exactly (affine maps)."""
     unit = np.eye(4)
-    bary = np.vstack([unit, 0.5 * (unit[_EDGES[:, 0]] + unit[_EDGES[:, 1]])])      # (10, 4)
+    bary = np.vstack([unit, 0.5 * (unit[TET_EDGES[:, 0]] + unit[TET_EDGES[:, 1]])])      # (10, 4)
     return np.stack([np.vstack([np.linalg.inv(bary[_INNER[d, k]].T) for k in range(4)])
                      for d in range(3)])
 
@@ -199,7 +191,7 @@ def red_refine(mesh: TetMesh) -> RedRefinement:
     points = np.asarray(mesh.points, dtype=np.float64)
     tets = np.asarray(mesh.tets, dtype=np.int64)
     n = len(points)
-    edges, tet_edges = _edges_of(tets, n)
+    edges, tet_edges = mesh_edges(tets, n)
     fine_points = np.vstack([points, 0.5 * (points[edges[:, 0]] + points[edges[:, 1]])])
     slots = np.concatenate([tets, n + tet_edges], axis=1)                      # (t, 10)
     diagonal_length = np.stack([np.linalg.norm(fine_points[slots[:, a]] - fine_points[slots[:, b]], axis=1)

@@ -24,6 +24,7 @@ from .errors import BuildError, InputError, OptionError
 from .mesh import (
     FREE,
     RIGID,
+    TET_EDGES,
     CONDITION_NAMES,
     TetMesh,
     boundary_faces_of,
@@ -35,7 +36,6 @@ from .mesh import (
 )
 
 # Local edges and faces of a tet (vertex indices 0..3).
-_TET_EDGES = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
 _TET_FACES = np.array([(1, 2, 3), (0, 3, 2), (0, 1, 3), (0, 2, 1)])
 
 
@@ -342,7 +342,7 @@ def _split_edges(points, tets, edges):
     new_points = 0.5 * (points[edges[:, 0]] + points[edges[:, 1]])
     t_idx, local, which = _edge_hits(tets, edges[:, 0] * n + edges[:, 1], n)
     midpoint = n + which
-    a_local, b_local = _TET_EDGES[local, 0], _TET_EDGES[local, 1]
+    a_local, b_local = TET_EDGES[local, 0], TET_EDGES[local, 1]
     first = tets[t_idx].copy()
     second = tets[t_idx].copy()
     first[np.arange(len(t_idx)), b_local] = midpoint           # keeps a, replaces b
@@ -354,12 +354,12 @@ def _split_edges(points, tets, edges):
 
 def _edge_hits(tets, keys, n):
     """Where the edges ``keys`` (unique keys ``a * n + b`` of sorted pairs, a < b) lie in
-    ``tets``: for each occurrence, the tet, its local edge (row of ``_TET_EDGES``) and the index
+    ``tets``: for each occurrence, the tet, its local edge (row of ``TET_EDGES``) and the index
     of the key, in tet order. Only tets holding two endpoints of the edges can contain one, so
     keys are formed for those few (at 1M tets the keys of every tet cost ~0.5 s per round)."""
     keys = np.asarray(keys, dtype=np.int64)
     candidates = _tets_touching(tets, np.stack([keys // n, keys % n], axis=1), n)
-    pairs = np.sort(tets[candidates][:, _TET_EDGES], axis=2)           # (c, 6, 2)
+    pairs = np.sort(tets[candidates][:, TET_EDGES], axis=2)           # (c, 6, 2)
     tet_keys = pairs[..., 0] * n + pairs[..., 1]                         # (c, 6)
     order = np.argsort(keys)
     pos = np.clip(np.searchsorted(keys[order], tet_keys), 0, len(keys) - 1)
@@ -393,7 +393,7 @@ def split_edges(mesh: TetMesh, edges: np.ndarray, priority: np.ndarray | None = 
     pairs, first = pairs
     priority = np.zeros(len(pairs)) if priority is None else np.asarray(priority, dtype=np.float64)[first]
     n = len(points)
-    known = np.unique(np.sort(tets[:, _TET_EDGES], axis=2).reshape(-1, 2) @ np.array([n, 1]))
+    known = np.unique(np.sort(tets[:, TET_EDGES], axis=2).reshape(-1, 2) @ np.array([n, 1]))
     keys = pairs @ np.array([n, 1])
     if len(keys) and not np.isin(keys, known).all():
         raise BuildError("split_edges was given a pair of vertices that is not an edge of the mesh",
@@ -657,7 +657,7 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
         z = zero(tets, flags)
         if len(z) == 0:
             break
-        pairs = np.sort(tets[z][:, _TET_EDGES], axis=2)                  # (z, 6, 2)
+        pairs = np.sort(tets[z][:, TET_EDGES], axis=2)                  # (z, 6, 2)
         keys = pairs[..., 0] * n + pairs[..., 1]
         interior = ~np.isin(keys, boundary_edges[:, 0] * n + boundary_edges[:, 1])
         length = np.linalg.norm(points[pairs[..., 0]] - points[pairs[..., 1]], axis=2)
@@ -669,7 +669,7 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
             ends[tets[z].ravel()] = True
             around = tets[_row_counts(ends[tets]) >= 2]
             lifted = around[_row_counts(flags[around]) < 4]
-            lifted_pairs = np.sort(lifted[:, _TET_EDGES], axis=2)
+            lifted_pairs = np.sort(lifted[:, TET_EDGES], axis=2)
             touching = interior & np.isin(keys, lifted_pairs[..., 0] * n + lifted_pairs[..., 1])
             if touching.any():
                 interior = touching

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldgen.mesh import box_grid
-from fieldgen.tetmesh import _TET_EDGES, _row_counts, _tets_touching
+from fieldgen.mesh import TET_EDGES, box_grid
+from fieldgen.tetmesh import _row_counts, _tets_touching
 
 
 def test_row_counts_equal_count_nonzero():
@@ -18,10 +18,10 @@ def test_row_counts_equal_count_nonzero():
 def test_tets_touching_holds_every_tet_containing_an_edge():
     points, tets = box_grid(*(np.linspace(0, 1, 6),) * 3)
     rng = np.random.default_rng(7)
-    edges = np.sort(tets[rng.integers(0, len(tets), 12)][:, _TET_EDGES[rng.integers(0, 6)]], axis=1)
+    edges = np.sort(tets[rng.integers(0, len(tets), 12)][:, TET_EDGES[rng.integers(0, 6)]], axis=1)
     chosen = set(map(tuple, edges.tolist()))
     holding = [t for t, tet in enumerate(tets)
-               if any(tuple(sorted((tet[a], tet[b]))) in chosen for a, b in _TET_EDGES)]
+               if any(tuple(sorted((tet[a], tet[b]))) in chosen for a, b in TET_EDGES)]
     candidates = _tets_touching(tets, edges, len(points))
     assert set(holding) <= set(candidates.tolist()) and len(holding) > 0
     assert np.all(np.diff(candidates) > 0)
@@ -44,7 +44,7 @@ def test_zero_flags_carried_across_splits_equal_a_fresh_search():
     assert cut_off > 0
     rng = np.random.default_rng(11)
     for _ in range(6):
-        pairs = np.unique(np.sort(tets[:, _TET_EDGES].reshape(-1, 2), axis=1), axis=0)
+        pairs = np.unique(np.sort(tets[:, TET_EDGES].reshape(-1, 2), axis=1), axis=0)
         # Independent edges (no two in one tet) as the refinement takes them; prefer edges in the
         # free layer, whose midpoints join the two sides.
         layer = np.flatnonzero(np.isclose(points[pairs, 2], 0.6).all(axis=1))
@@ -95,7 +95,7 @@ def test_star_pairs_give_the_components_of_all_edges_among_kept_vertices():
         return np.unique(label, return_inverse=True)[1]     # canonical: first-seen numbering
 
     for keep in (None, rng.random(n) < 0.45, rng.random(n) < 0.7):
-        every = tets[:, _TET_EDGES].reshape(-1, 2)
+        every = tets[:, TET_EDGES].reshape(-1, 2)
         if keep is not None:
             every = every[keep[every].all(axis=1)]
         star = _star_pairs(tets, keep)
