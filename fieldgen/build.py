@@ -694,6 +694,7 @@ def skin_description(skin) -> dict[str, Any]:
     return {"thickness": float(skin.thickness), "skin_volume_fraction": float(skin.volume_fraction),
             "max_depth": float(skin.max_depth), "part_volume": float(skin.part_volume),
             "interior_faces": int(skin.rigid_faces), "depth_from": "free faces",
+            "cut_depth": [float(v) for v in skin.cut_depth], "cut_vertices_held": int(skin.held_vertices),
             "units": "m"}
 
 

@@ -2,7 +2,8 @@
 
 The one place that builds a ``vtkPolyData`` from arrays (the runtime's ParaView output: contact
 surfaces, simulation frames) and the distance to a triangle set (:func:`distance_to_triangles`:
-the skin's depth below the free surface, the robust mesher's boundary conditions). Every array
+the skin's depth below the free surface, the robust mesher's boundary conditions; and
+:func:`closest_points_on_triangles`: where the skin's cut is put at its exact depth). Every array
 is deep-copied, so a VTK object does not depend on the caller's arrays staying alive.
 """
 
@@ -57,19 +58,41 @@ def distance_to_triangles(points: np.ndarray, vertices: np.ndarray, faces: np.nd
     computed on its own, so the result does not depend on VTK's thread count."""
     from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
     from vtkmodules.vtkCommonCore import vtkDoubleArray
-    from vtkmodules.vtkFiltersCore import vtkImplicitPolyDataDistance
 
     points = np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, 3))
+    field = _distance_field(vertices, faces)
+    if not len(points):
+        return np.zeros(0)
+    values = vtkDoubleArray()
+    field.FunctionValue(numpy_to_vtk(points, deep=True), values)
+    return np.abs(vtk_to_numpy(values).astype(np.float64)).reshape(len(points))
+
+
+def closest_points_on_triangles(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The closest point on a triangle set to each point, and the (unsigned) distance to it, by
+    the same VTK query as :func:`distance_to_triangles`. VTK offers no batch call for the closest
+    point, so this asks one point at a time: about 7 µs each for points near the surface, meant
+    for thousands of points, not millions."""
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    field = _distance_field(vertices, faces)
+    closest = np.empty_like(points)
+    distance = np.empty(len(points))
+    found = [0.0, 0.0, 0.0]
+    for i, point in enumerate(points.tolist()):
+        distance[i] = abs(field.EvaluateFunctionAndGetClosestPoint(point, found))
+        closest[i] = found
+    return closest, distance
+
+
+def _distance_field(vertices, faces):
+    """VTK's distance to the triangles ``faces`` over ``vertices``; BuildError if there are none."""
+    from vtkmodules.vtkFiltersCore import vtkImplicitPolyDataDistance
+
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     if not len(faces):
         raise BuildError("no triangles to measure the distance to (the callers pass a non-empty set: the "
                          "build refuses a part with no free face first)",
                          fix="this is a fieldgen bug: report it with the input and the options")
-    if not len(points):
-        return np.zeros(0)
-    surface = triangles(vertices, faces)
     field = vtkImplicitPolyDataDistance()
-    field.SetInput(surface)
-    values = vtkDoubleArray()
-    field.FunctionValue(numpy_to_vtk(points, deep=True), values)
-    return np.abs(vtk_to_numpy(values).astype(np.float64)).reshape(len(points))
+    field.SetInput(triangles(vertices, faces))
+    return field

@@ -53,6 +53,13 @@ def test_ball_skin_is_the_spherical_shell(tmp_path):
     assert np.abs(asset.extent - shell).max() < 0.035          # meshing error of the cut at r = a
     assert np.sqrt(np.mean((asset.extent - shell) ** 2)) < 0.01
     assert r.min() == pytest.approx(a, rel=0.02)                # nothing deeper than the skin is left
+    # The cut (e = 1) lies at depth t below the faceted surface, whose faces are between the
+    # inscribed radius and b from the centre: r in [inscribed - t, a]. The P1 cut of the depth
+    # (concave inside a ball) lay deeper, outside this band (up to 1.0036 a).
+    ball = trimesh.load(tmp_path / "ball.stl")
+    inscribed = np.abs(np.einsum("ij,ij->i", ball.face_normals, ball.triangles_center)).min()
+    on_cut = r[asset.extent == 1.0]
+    assert on_cut.min() >= inscribed - t - 1e-9 and on_cut.max() <= a + 1e-9
     exact_l = (b**3 - a**3) / (3 * a * b)
     assert result.characteristic_length == pytest.approx(exact_l, rel=0.01)
     fraction = result.extra["skin_volume_fraction"]
@@ -61,6 +68,8 @@ def test_ball_skin_is_the_spherical_shell(tmp_path):
     assert meta["skin"]["skin_volume_fraction"] == fraction
     assert meta["skin"]["thickness"] == pytest.approx(t)
     assert meta["skin"]["depth_from"] == "free faces"
+    assert meta["skin"]["cut_depth"] == pytest.approx([1.0, 1.0], abs=1e-9)
+    assert meta["skin"]["cut_vertices_held"] == 0
     assert meta["boundary"]["problem"] == "laplace" and meta["extent_solution"]["problem"] == "laplace"
     assert meta["deterministic"] is True
     assert validate_asset(tmp_path / "ball.vtu").ok
@@ -117,10 +126,14 @@ def test_cut_keeps_outer_markers_and_marks_the_cut_rigid(tmp_path):
     rigid = out.boundary_markers == RIGID
     assert rigid.sum() == skin.rigid_faces > 0
     assert np.all(out.boundary_markers[~rigid & ~on_plus_x] == FREE)
-    np.testing.assert_allclose(skin.depth[out.boundary_faces[rigid]], t, rtol=1e-12)
     # Exact depth of the box's interior from five free sides: the distance to the nearest one.
     p = out.points
     exact = np.min(np.stack([p[:, 0], p[:, 1], 1 - p[:, 1], p[:, 2], h - p[:, 2]]), axis=0)
+    # The cut's vertices are at depth t, except those held short where a tet would flatten (near
+    # the planes where two sides are equally near); their recorded depth is still the exact one.
+    cut = np.unique(out.boundary_faces[rigid])
+    np.testing.assert_allclose(skin.depth[cut], exact[cut], atol=1e-7)                 # float32 STL
+    assert np.sum(np.abs(exact[cut] - t) > 1e-7) <= skin.held_vertices <= 0.1 * len(cut)
     free_vertices = np.setdiff1d(out.boundary_faces[~rigid].ravel(), out.boundary_faces[rigid].ravel())
     np.testing.assert_allclose(skin.depth[free_vertices], exact[free_vertices], atol=1e-7)  # float32 STL
     # The skin plus what was cut away is the whole part.
@@ -129,6 +142,32 @@ def test_cut_keeps_outer_markers_and_marks_the_cut_rigid(tmp_path):
 
 
 # ------------------------------------------------------------------ real part, refusals
+
+def test_cut_lies_at_the_skin_depth_on_a_real_part(meshes):
+    """angle_block.STL (inches) under a 2 mm skin, meshed at twice the skin: the P1 cut of the
+    depth left a third of the cut's vertices at the skin depth and 1% deeper than 1.3 x; each is
+    moved to the exact depth unless a tet around it would flatten (docs/model.md §2.2)."""
+    from fieldgen.selectors import assign_conditions
+    from fieldgen.surface import load_surface
+    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+    from fieldgen.vtk_data import distance_to_triangles
+
+    t = 2e-3
+    surface = load_surface(meshes / "angle_block.STL", "in")
+    markers = assign_conditions(surface, [], [])
+    mesh = tetrahedralize(surface.vertices, surface.faces, markers, options=MeshingOptions(edge_length=2 * t))
+    exposed = (surface.vertices, surface.faces[markers == FREE])
+    skin = cut_skin(mesh, t, free_surface=exposed)
+    out = skin.mesh
+    assert np.all(tet_volumes(out.points, out.tets) > 0)
+    cut = np.unique(out.boundary_faces[out.boundary_markers == RIGID])
+    depth = distance_to_triangles(out.points[cut], *exposed) / t
+    off = np.abs(depth - 1.0) > 1e-9
+    assert off.sum() <= skin.held_vertices <= 0.1 * len(cut)      # only held vertices are off
+    assert np.percentile(depth, 99) < 1.1
+    assert skin.cut_depth == pytest.approx((depth.min(), depth.max()), rel=1e-12)
+    np.testing.assert_allclose(skin.depth[cut], depth * t, rtol=1e-12)
+
 
 def test_skin_on_a_real_cad_part_builds_and_validates(tmp_path, meshes):
     """idler_riser.STL (inches): walls thinner than twice the skin, where the skin meets itself."""
