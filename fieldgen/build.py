@@ -418,7 +418,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
     if by_accuracy:
         from .sizing import mesh_by_accuracy
 
-        sized = mesh_by_accuracy(make_mesh, law, options.accuracy, _enclosed_volume(surface),
+        sized = mesh_by_accuracy(make_mesh, law, options.accuracy, abs(surface.volume),
                                  progress=progress,
                                  skin=None if options.skin is None else options.skin * scale,
                                  free_surface=exposed)
@@ -640,12 +640,6 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                **({"skin_volume_fraction": float(skin.volume_fraction)} if skin is not None else {}),
                **({"drake": drake} if drake is not None else {})},
     )
-
-
-def _enclosed_volume(surface) -> float:
-    """Volume (m³) enclosed by a closed, outward-wound surface (divergence theorem)."""
-    tri = surface.vertices[surface.faces]
-    return abs(float(np.einsum("ij,ij->i", tri[:, 0], np.cross(tri[:, 1], tri[:, 2])).sum()) / 6.0)
 
 
 def _same_arrays(a, b) -> bool:
