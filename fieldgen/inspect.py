@@ -206,6 +206,7 @@ def summarize(asset, path=None) -> dict:
         "boundary": meta.get("boundary"),
         "source": meta.get("source"),
         "error_estimate": meta.get("error_estimate"),
+        "skin": meta.get("skin"),
         "warnings": list(meta.get("warnings", [])),
     }
 
@@ -298,6 +299,15 @@ def format_summary(summary: dict) -> str:
         if boundary.get("insulated"):
             text += f"; insulated {', '.join(boundary['insulated'])}"
         row("boundary", "faces " + text)
+    skin = summary.get("skin")
+    if skin:
+        text = (f"{si(skin.get('thickness'), 'm')} over a rigid interior, "
+                f"{100 * skin.get('skin_volume_fraction', 0):.1f}% of the part")
+        if skin.get("cut_depth"):        # recorded since the cut is moved onto the exact depth
+            low, high = skin["cut_depth"]
+            text += (f"; interior {low:.3g}–{high:.3g} × the thickness below the free faces "
+                     f"({skin.get('cut_vertices_held', 0):,} of its vertices short of it)")
+        row("skin", text)
     estimate = summary.get("error_estimate")
     if estimate:
         row("accuracy", f"estimated error e {100 * estimate.get('extent', 0):.2f}%, "

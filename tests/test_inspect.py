@@ -220,6 +220,22 @@ def test_summary_shows_the_error_estimate_and_the_recorded_warnings():
     assert "estimated error" not in plain and "warning" not in plain
 
 
+def test_summary_shows_the_skin_and_how_deep_its_interior_lies():
+    """A skinned asset's thickness, share of the part and the range of its interior's depth are
+    in the summary; an asset written before the depth was recorded shows the first two only."""
+    asset = slab_asset()
+    asset.metadata["skin"] = {"thickness": 0.002, "skin_volume_fraction": 0.6586, "cut_depth": [0.987, 1.29],
+                              "cut_vertices_held": 982, "depth_from": "free faces", "units": "m"}
+    summary = summarize(asset)
+    assert summary["skin"]["cut_depth"] == [0.987, 1.29]
+    text = format_summary(summary)
+    assert ("skin           2 mm over a rigid interior, 65.9% of the part; interior 0.987–1.29 × the "
+            "thickness below the free faces (982 of its vertices short of it)") in text
+    del asset.metadata["skin"]["cut_depth"]
+    assert "65.9% of the part\n" in format_summary(summarize(asset)) + "\n"
+    assert "skin" not in format_summary(summarize(slab_asset()))
+
+
 def test_inspect_refuses_a_non_asset(tmp_path):
     bogus = tmp_path / "notes.vtu"
     bogus.write_text("hello\n")
