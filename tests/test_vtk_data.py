@@ -7,7 +7,7 @@ import numpy as np
 import trimesh
 from vtkmodules.util.numpy_support import vtk_to_numpy
 
-from fieldgen.vtk_data import distance_to_triangles, named_array, polygons, triangles
+from fieldgen.vtk_data import closest_points_on_triangles, distance_to_triangles, named_array, polygons, triangles
 from triangle_distance import distances_to_each
 
 
@@ -53,6 +53,21 @@ def test_vtk_distance_is_exact_against_brute_force_on_closed_and_open_surfaces()
     _, reference, _ = trimesh.proximity.closest_point(mesh, points)
     np.testing.assert_allclose(distances_to_each(points, mesh.vertices, mesh.faces).min(axis=1), reference,
                                rtol=0, atol=1e-12)
+
+
+def test_closest_points_lie_on_the_surface_at_the_brute_force_distance():
+    """The skin's cut is moved towards the closest free point: that point is on the (open) surface
+    and as far from the query as the brute-force distance, which is the distance returned."""
+    rng = np.random.default_rng(12)
+    mesh = trimesh.creation.icosphere(subdivisions=2)
+    mesh.vertices[:, 0] *= 3.0
+    points = rng.normal(size=(400, 3)) * 1.5
+    faces = mesh.faces[mesh.triangles_center[:, 2] > 0.2]
+    closest, distance = closest_points_on_triangles(points, mesh.vertices, faces)
+    brute = distances_to_each(points, mesh.vertices, faces).min(axis=1)
+    np.testing.assert_allclose(distance, brute, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(closest - points, axis=1), brute, rtol=0, atol=1e-12)
+    assert distances_to_each(closest, mesh.vertices, faces).min(axis=1).max() < 1e-12
 
 
 def test_vtk_distance_does_not_depend_on_the_thread_count():
