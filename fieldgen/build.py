@@ -488,7 +488,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
 
     if skin is not None:
         progress.message(f"skin {options.skin:g} {options.units}: {100 * skin.volume_fraction:.1f}% of the "
-                         f"volume is skin, the rest is a rigid interior ({skin.rigid_faces} faces at e = 1)")
+                         f"volume is skin, the rest is a rigid interior ({skin.rigid_faces} faces at e = 1, "
+                         f"{skin.cut_depth[0]:.3g}-{skin.cut_depth[1]:.3g} x the skin deep)")
     if split:
         progress.message(f"split {split} tets whose four vertices were all on the e = 0 surface")
 

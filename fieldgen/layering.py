@@ -633,7 +633,6 @@ EDGE_SAMPLES = 33
 MAX_ROUNDS = 400
 
 
-
 def edge_oscillation(law: ModulusLaw, lo: np.ndarray, hi: np.ndarray, *, samples: int = EDGE_SAMPLES) -> np.ndarray:
     """Chord oscillation of ``p0`` over each extent range ``[lo, hi]`` (vectorised
     :func:`chord_oscillation`): a bound on the interpolation error of any tet whose vertex

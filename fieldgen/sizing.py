@@ -300,6 +300,9 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law) -> ErrorEstimate:
 
 #: Fine meshes with at most this many vertices are solved directly (:func:`fieldgen.extent.solve_extent`).
 TWO_GRID_LIMIT = 20_000
+#: The estimate's fine solve stops at ``rtol`` of its starting residual, but not below this
+#: fraction of the right-hand side's norm (rounding).
+ROUNDING = 1e-12
 
 
 def _prolongation(n: int, edges: np.ndarray):
@@ -389,10 +392,13 @@ def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *
         start = x[inner_f].copy()
         initial = float(np.linalg.norm(rhs - matrix @ start))
         scale = float(np.linalg.norm(rhs))
-        if initial > 0.0 and scale > 0.0:
-            # pyamg measures the residual against the right-hand side's; ask for rtol x the start's.
-            y, info = pyamg.krylov.cg(matrix, rhs, x0=start, tol=rtol * initial / scale, maxiter=maxiter,
-                                      M=LinearOperator(matrix.shape, matvec=cycle, dtype=np.float64))
+        # rtol x the start's residual, but not below rounding of the right-hand side (a start that
+        # is already the fine solution, as for a linear field, is kept).
+        target = max(rtol * initial, ROUNDING * scale)
+        if initial > target:
+            # pyamg measures against the right-hand side's norm, or absolutely when it is 0.
+            y, info = pyamg.krylov.cg(matrix, rhs, x0=start, tol=target / scale if scale > 0.0 else target,
+                                      maxiter=maxiter, M=LinearOperator(matrix.shape, matvec=cycle, dtype=np.float64))
             if info != 0:       # not converged (not seen): the monotone AMG solve from scratch
                 return np.asarray(solve_extent(fine).extent, dtype=np.float64)
             x[inner_f] = y

@@ -15,7 +15,7 @@ deeper than that is rigid. The skin is cut out of a tet mesh of the whole part:
    thickness where tets are coarse. Measured on angle_block and idler_riser (2 mm skin, their
    accuracy-sized meshes): the 99th percentile of the cut vertices' depth went from 1.07-1.12 x
    the thickness to 1.02-1.03 x, the largest from 1.27-1.36 x to 1.18-1.29 x. What is left is
-   where a move would flatten a tet (about 4 % of the cut's vertices are held short), near the
+   where a move would flatten a tet (3-5 % of the cut's vertices are held short), near the
    kink, where the part is about twice the skin thick, and where the cut meets a bonded or
    insulated face (those vertices stay on it); ``SkinResult.cut_depth`` records the range.
 
@@ -58,7 +58,8 @@ class SkinResult:
     part_volume: float         # volume of the whole part's mesh
     rigid_faces: int           # faces on the cut (depth = thickness)
     cut_depth: tuple[float, float] = (1.0, 1.0)  # smallest and largest depth of a cut vertex / thickness
-    held_vertices: int = 0     # cut vertices off that depth (a tet would flatten, or on a bonded/insulated face)
+    held_vertices: int = 0     # cut vertices off that depth: a tet would flatten, on a bonded or
+                               # insulated face, or still off after DEPTH_STEPS
 
 
 # ------------------------------------------------------------------ depth below the free surface
@@ -140,8 +141,9 @@ def cut_skin(mesh: TetMesh, thickness: float, *,
     return SkinResult(mesh=result, depth=skin_depth, thickness=thickness,
                       max_depth=max_depth, volume_fraction=skin_volume / part_volume,
                       part_volume=part_volume, rigid_faces=int(np.sum(~outer)),
-                      cut_depth=(float(skin_depth[on_cut].min() / thickness),
-                                 float(skin_depth[on_cut].max() / thickness)),
+                      cut_depth=(float(skin_depth[on_cut].min(initial=np.inf) / thickness),
+                                 float(skin_depth[on_cut].max(initial=-np.inf) / thickness))
+                      if len(on_cut) else (1.0, 1.0),
                       held_vertices=int(np.sum(np.abs(skin_depth[on_cut] - thickness) > 1e-9 * thickness)))
 
 
@@ -167,7 +169,8 @@ def place_cut_at_depth(points: np.ndarray, tets: np.ndarray, movable: np.ndarray
             break
         step = (closest - points[ids]) * (off / np.maximum(distance, 1e-300))[:, None]
         scale = np.ones(len(ids))
-        for halving in range(HALVINGS + 1):
+        halvings = 0
+        while True:         # ends: scales only fall, and with none left the step's start is kept
             moved = points.copy()
             moved[ids] += scale[:, None] * step
             flat = tet_volumes(moved, near_tets) < KEEP_VOLUME * volume
@@ -175,7 +178,8 @@ def place_cut_at_depth(points: np.ndarray, tets: np.ndarray, movable: np.ndarray
                 break
             rows = where[near_tets[flat]]
             rows = np.unique(rows[rows >= 0])
-            scale[rows] = 0.0 if halving == HALVINGS else 0.5 * scale[rows]
+            scale[rows] = 0.0 if halvings == HALVINGS else 0.5 * scale[rows]
+            halvings = min(halvings + 1, HALVINGS)
         points[ids] += scale[:, None] * step
     return points
 
