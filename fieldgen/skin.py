@@ -56,10 +56,28 @@ class SkinResult:
     max_depth: float           # deepest vertex of the whole part below the FREE surface
     volume_fraction: float     # skin volume / part volume, in (0, 1]
     part_volume: float         # volume of the whole part's mesh
-    rigid_faces: int           # faces on the cut (depth = thickness)
-    cut_depth: tuple[float, float] = (1.0, 1.0)  # smallest and largest depth of a cut vertex / thickness
-    held_vertices: int = 0     # cut vertices off that depth: a tet would flatten, on a bonded or
-                               # insulated face, or still off after DEPTH_STEPS
+    cut: np.ndarray            # (f,) bool: which of mesh.boundary_faces are the cut (depth = thickness)
+
+    @property
+    def rigid_faces(self) -> int:
+        """Faces on the cut (not counting bonded faces, also RIGID)."""
+        return int(np.count_nonzero(self.cut))
+
+    @property
+    def cut_depth(self) -> tuple[float, float]:
+        """Smallest and largest depth of a cut vertex, / thickness ((1, 1) with no cut)."""
+        depth = self.depth[self._cut_vertices()] / self.thickness
+        return (float(depth.min()), float(depth.max())) if len(depth) else (1.0, 1.0)
+
+    @property
+    def held_vertices(self) -> int:
+        """Cut vertices off that depth: a tet would flatten, on a bonded or insulated face, or
+        still off after ``DEPTH_STEPS``."""
+        depth = self.depth[self._cut_vertices()]
+        return int(np.count_nonzero(np.abs(depth - self.thickness) > 1e-9 * self.thickness))
+
+    def _cut_vertices(self) -> np.ndarray:
+        return np.unique(self.mesh.boundary_faces[self.cut])
 
 
 # ------------------------------------------------------------------ depth below the free surface
@@ -129,22 +147,18 @@ def cut_skin(mesh: TetMesh, thickness: float, *,
                                       sliced.boundary_markers[_all_used(sliced.boundary_faces, used)],
                                       len(points))
     # The cut's own vertices; where it meets a bonded or insulated face they stay on that face.
+    on_cut = np.unique(faces[~outer])
     movable = np.zeros(len(points), dtype=bool)
-    movable[faces[~outer].ravel()] = True
+    movable[on_cut] = True
     movable[faces[outer].ravel()] = False
     points = place_cut_at_depth(points, tets, movable, thickness, free_surface)
-    on_cut = np.unique(faces[~outer])
     skin_depth = value[used] * max_depth
     skin_depth[on_cut] = distance_to_triangles(points[on_cut], *free_surface)
     skin_volume = float(tet_volumes(points, tets).sum())
     result = TetMesh(points=points, tets=tets, boundary_faces=faces, boundary_markers=markers)
     return SkinResult(mesh=result, depth=skin_depth, thickness=thickness,
                       max_depth=max_depth, volume_fraction=skin_volume / part_volume,
-                      part_volume=part_volume, rigid_faces=int(np.sum(~outer)),
-                      cut_depth=(float(skin_depth[on_cut].min(initial=np.inf) / thickness),
-                                 float(skin_depth[on_cut].max(initial=-np.inf) / thickness))
-                      if len(on_cut) else (1.0, 1.0),
-                      held_vertices=int(np.sum(np.abs(skin_depth[on_cut] - thickness) > 1e-9 * thickness)))
+                      part_volume=part_volume, cut=~outer)
 
 
 def place_cut_at_depth(points: np.ndarray, tets: np.ndarray, movable: np.ndarray, thickness: float,
