@@ -143,6 +143,26 @@ def test_cut_keeps_outer_markers_and_marks_the_cut_rigid(tmp_path):
     assert 0 < skin.volume_fraction < 1
 
 
+def test_interior_faces_count_the_cut_not_the_bonded_faces_that_remain(tmp_path):
+    """A slab bonded underneath: near its free sides the bonded bottom is shallower than the skin
+    and stays, RIGID like the cut. The count recorded as the interior's faces is the cut's only."""
+    from fieldgen.surface import load_surface
+    from fieldgen.selectors import assign_conditions, parse_selector
+    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+
+    h, t = 0.4, 0.15
+    _box_surface(h).export(tmp_path / "slab.stl")
+    surface = load_surface(tmp_path / "slab.stl")
+    markers = assign_conditions(surface, [parse_selector("normal:0,0,-1")], [])
+    mesh = tetrahedralize(surface.vertices, surface.faces, markers, options=MeshingOptions(edge_length=t / 2))
+    skin = cut_skin(mesh, t)
+    out = skin.mesh
+    rigid = out.boundary_markers == RIGID
+    on_bottom = np.all(out.points[out.boundary_faces][:, :, 2] == 0.0, axis=1)
+    assert np.any(rigid & on_bottom)                       # bonded faces remain, RIGID too
+    assert skin.rigid_faces == np.sum(rigid & ~on_bottom) > 0
+
+
 def test_moves_onto_the_depth_never_flatten_a_tet(tmp_path):
     """The interior vertices of a box within 0.05 of depth 0.12 below its top asked to move onto
     it (many sharing tets, some moves longer than their tets): each tet keeps at least KEEP_VOLUME
