@@ -65,6 +65,11 @@ def test_ball_skin_is_the_spherical_shell(tmp_path):
     on_cut = r[asset.extent == 1.0]
     assert on_cut.min() >= inscribed - high * t - 1e-9 and on_cut.max() <= b - low * t + 1e-9
     assert meta["skin"]["cut_vertices_held"] <= 0.01 * len(on_cut)
+    # fieldgen inspect says so.
+    from fieldgen.inspect import format_summary, summarize
+    text = format_summary(summarize(asset, tmp_path / "ball.vtu"))
+    assert f"15 mm over a rigid interior, {100 * meta['skin']['skin_volume_fraction']:.1f}% of the part" in text
+    assert f"interior {low:.3g}–{high:.3g} × the thickness below the free faces" in text
     exact_l = (b**3 - a**3) / (3 * a * b)
     assert result.characteristic_length == pytest.approx(exact_l, rel=0.01)
     fraction = result.extra["skin_volume_fraction"]
