@@ -317,7 +317,7 @@ def check_pressure_sign(s: _State) -> str:
 def check_zero_pressure_surface(s: _State) -> str:
     """Boundary vertices with e = 0 exist (the contact surface) and have p exactly 0 (D 5.1)."""
     s.need_arrays()
-    tets = s.need_tets()
+    s.need_tets()
     boundary = np.unique(s.boundary_faces().ravel())
     e, p = s.array("extent"), s.array("pressure")
     surface = boundary[e[boundary] == 0.0]

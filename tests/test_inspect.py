@@ -7,7 +7,6 @@ import json
 import os
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
