@@ -298,7 +298,7 @@ def format_summary(summary: dict) -> str:
             text += f"; bonded {', '.join(boundary['bonded'])}"
         if boundary.get("insulated"):
             text += f"; insulated {', '.join(boundary['insulated'])}"
-        row("boundary", "faces " + text)
+        row("boundary", "input faces " + text)   # the surface's faces by condition, not the mesh's
     skin = summary.get("skin")
     if skin:
         text = (f"{si(skin.get('thickness'), 'm')} over a rigid interior, "

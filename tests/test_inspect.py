@@ -200,6 +200,8 @@ def test_text_summary_is_readable(slab_file):
     smallest = min_dihedral_angles(slab_asset().points, slab_asset().tets).min()
     assert f"min dihedral angle: min {smallest:.2f}°" in text
     assert "box.stl" in text
+    # The metadata's face counts are the input surface's, not the mesh's boundary faces.
+    assert "input faces free 10, insulated 0, rigid 4" in text
 
 
 def test_summary_shows_the_error_estimate_and_the_recorded_warnings():
