@@ -11,17 +11,22 @@ deeper than that is rigid. The skin is cut out of a tet mesh of the whole part:
 3. the depth, a P1 field, is cut conformingly at ``depth = thickness`` with
    :func:`fieldgen.layering.slice_by_levels`;
 4. tets deeper than the thickness are dropped; the faces this uncovers (on ``depth =
-   thickness``) are marked RIGID (e = 1), the outer faces keep their condition;
-5. the cut's other vertices are moved onto the exact depth (:func:`place_cut_at_depth`). The
-   distance to a surface is not linear along an edge (it is concave inside a convex region, with
-   a kink where two faces are equally near), so the cut of its P1 interpolant lies deeper than
-   the thickness where tets are coarse. Measured on angle_block and idler_riser (2 mm skin, their
-   accuracy-sized meshes), with both moves: the 99th percentile of the cut vertices' depth 1.000
-   x the thickness (1.07-1.12 x for the P1 cut), the largest 1.09-1.26 x (1.27-1.36 x), 54-59
-   vertices of 16k held short where a move would flatten a tet (slicing without the snap of
-   step 2 held 3-5 %), and 0.2-0.5 % of the skin's tets with a dihedral angle below 5° (3.1-3.4 %
-   without it). Vertices where the cut meets a bonded or insulated face stay on that face;
-   ``SkinResult.cut_depth`` records the range.
+   thickness``) are marked RIGID (e = 1), the outer faces keep their condition. Where both ends
+   of an edge were snapped and the tets around it alternate between the sides, two kept pieces
+   would meet along that edge only; those ends are left unsnapped and steps 2-4 made again
+   (``SNAP_ROUNDS`` times at most, then without the snap), so the cut is a surface;
+5. the cut's vertices are moved onto the exact depth (:func:`place_cut_at_depth`; the snapped
+   ones are there already). The distance to a surface is not linear along an edge (it is
+   concave inside a convex region, with a kink where two faces are equally near), so the cut of
+   its P1 interpolant lies deeper than the thickness where tets are coarse. Measured on
+   angle_block and idler_riser (2 mm skin, their accuracy-sized meshes), with both moves: the
+   99th percentile of the cut vertices' depth 1.000 x the thickness (1.07-1.12 x for the P1 cut
+   alone), the largest 1.08-1.26 x (1.27-1.36 x), 63-76 of 16k vertices held short where a
+   move would flatten a tet (3-5 % without the snap), and 0.1-0.5 % of the skin's tets with a
+   dihedral angle below 5° (3.1-3.4 % without it). Each move keeps a fifth of the volume of
+   the tets around it, so a tet moved by both steps keeps at least 0.04 of it (the smallest
+   measured kept 0.21). Vertices where the cut meets a bonded or insulated face stay on that
+   face; ``SkinResult.cut_depth`` records the range.
 
 Where the part is thinner than twice the skin, nothing is deeper than the thickness and the skin
 meets itself; ``SkinResult.volume_fraction`` says how much of the part is skin.
@@ -54,6 +59,9 @@ KEEP_VOLUME = 0.2
 #: mesh of angle_block under a 2 mm skin, 0.2 held 38 vertices and left 0.17 % of the tets below
 #: 5°; 0.3 and 0.4 held 68 and 229 and left 0.55 % and 1.9 %.
 CUT_SNAP = 0.2
+#: Rounds of the cut that leave out the snapped vertices on edges where the cut is not a surface
+#: (:func:`cut_skin`); after them the cut is made without the snap.
+SNAP_ROUNDS = 3
 #: A cut vertex within this fraction of the thickness of it is at the exact depth.
 EXACT = 1e-9
 
@@ -145,12 +153,30 @@ def cut_skin(mesh: TetMesh, thickness: float, *,
                        "part that is rubber throughout")
     if max_depth <= thickness:
         raise refuse
-    mesh, depth = snap_to_cut(mesh, depth, thickness, snap, free_surface)
     level = thickness / max_depth
-    sliced, value = slice_by_levels(mesh, depth / max_depth, np.array([level]))
-    keep = value[sliced.tets].mean(axis=1) < level
+    # Snap, cut, and keep the shallower side. Where the snap put both ends of an edge on the cut
+    # and the tets around it alternate between the sides, two kept pieces meet along that edge
+    # only (more than two cut faces on it: not a surface); its snapped ends are then left where
+    # they were and the cut made again, at last without any snap (slicing alone).
+    excluded = np.zeros(mesh.n_points, dtype=bool)
+    for attempt in range(SNAP_ROUNDS + 1):
+        if attempt == SNAP_ROUNDS:
+            snap = 0.0
+        snapped_mesh, snapped_depth, snapped = snap_to_cut(mesh, depth, thickness, snap, free_surface,
+                                                           exclude=excluded)
+        sliced, value = slice_by_levels(snapped_mesh, snapped_depth / max_depth, np.array([level]))
+        keep = value[sliced.tets].mean(axis=1) < level
+        if not snapped.any():
+            break
+        if keep.all():                      # every deeper vertex was snapped onto the cut
+            excluded |= snapped
+            continue
+        culprits = snapped & _on_nonmanifold_edges(sliced.tets[keep], sliced.n_points)[:mesh.n_points]
+        if not culprits.any():
+            break
+        excluded |= culprits
     if keep.all():
-        raise refuse  # every deeper vertex was snapped onto the cut: no interior volume
+        raise refuse  # no interior volume is left
     kept = sliced.tets[keep]
     used = np.zeros(sliced.n_points, dtype=bool)
     used[kept.ravel()] = True
@@ -177,16 +203,18 @@ def cut_skin(mesh: TetMesh, thickness: float, *,
 
 
 def snap_to_cut(mesh: TetMesh, depth: np.ndarray, thickness: float, snap: float,
-                free_surface: tuple[np.ndarray, np.ndarray]) -> tuple[TetMesh, np.ndarray]:
+                free_surface: tuple[np.ndarray, np.ndarray], *,
+                exclude: np.ndarray | None = None) -> tuple[TetMesh, np.ndarray, np.ndarray]:
     """Put the vertices near the cut on it before cutting: every vertex inside the part (on no
-    boundary face) whose depth is within ``snap`` x its mean edge length of ``thickness`` is moved
-    onto the exact depth (:func:`place_cut_at_depth`, which gives up a move that would flatten a
-    tet) and its depth set to ``thickness``, so that the cut passes through it instead of slicing
-    its tets close to it (the snap of isosurface stuffing, Labelle & Shewchuk 2007). Returns the
-    mesh with those vertices moved and the depths (measured again where a move fell short)."""
+    boundary face, not in ``exclude``) whose depth is within ``snap`` x its mean edge length of
+    ``thickness`` is moved onto the exact depth (:func:`place_cut_at_depth`, which gives up a
+    move that would flatten a tet) and its depth set to ``thickness``, so that the cut passes
+    through it instead of slicing its tets close to it (the snap of isosurface stuffing, Labelle &
+    Shewchuk 2007). Returns the mesh with those vertices moved, the depths (measured again where
+    a move fell short) and which vertices were moved (a mask)."""
     depth = np.array(depth, dtype=np.float64)
     if snap <= 0:
-        return mesh, depth
+        return mesh, depth, np.zeros(mesh.n_points, dtype=bool)
     edges, _ = mesh_edges(mesh.tets, mesh.n_points)
     length = np.linalg.norm(mesh.points[edges[:, 0]] - mesh.points[edges[:, 1]], axis=1)
     ends = edges.ravel()
@@ -194,14 +222,26 @@ def snap_to_cut(mesh: TetMesh, depth: np.ndarray, thickness: float, snap: float,
             / np.maximum(np.bincount(ends, minlength=mesh.n_points), 1))
     near = (depth > 0) & (np.abs(depth - thickness) < snap * mean)
     near[np.asarray(mesh.boundary_faces).ravel()] = False
+    if exclude is not None:
+        near &= ~np.asarray(exclude, dtype=bool)
     if not near.any():
-        return mesh, depth
+        return mesh, depth, near
     points = place_cut_at_depth(mesh.points, mesh.tets, near, thickness, free_surface)
     ids = np.flatnonzero(near)
     moved = distance_to_triangles(points[ids], *free_surface)
     depth[ids] = np.where(np.abs(moved - thickness) <= EXACT * thickness, thickness, moved)
     return TetMesh(points=points, tets=mesh.tets, boundary_faces=mesh.boundary_faces,
-                   boundary_markers=mesh.boundary_markers), depth
+                   boundary_markers=mesh.boundary_markers), depth, near
+
+
+def _on_nonmanifold_edges(tets: np.ndarray, n: int) -> np.ndarray:
+    """(n,) mask of the vertices on an edge that more than two boundary faces of ``tets`` share."""
+    faces = boundary_faces_of(tets)
+    pairs = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    edges, count = np.unique(pairs, axis=0, return_counts=True)
+    mask = np.zeros(n, dtype=bool)
+    mask[edges[count > 2].ravel()] = True
+    return mask
 
 
 def place_cut_at_depth(points: np.ndarray, tets: np.ndarray, movable: np.ndarray, thickness: float,

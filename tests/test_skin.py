@@ -216,7 +216,7 @@ def test_snap_moves_only_inner_vertices_near_the_depth_and_puts_them_on_it(tmp_p
     mesh = tetrahedralize(surface.vertices, surface.faces, markers, options=MeshingOptions(edge_length=0.08))
     free = (surface.vertices, surface.faces[markers == FREE])
     depth = distance_to_triangles(mesh.points, *free)
-    moved_mesh, snapped = snap_to_cut(mesh, depth, t, CUT_SNAP, free)
+    moved_mesh, snapped, moved = snap_to_cut(mesh, depth, t, CUT_SNAP, free)
     # Which vertices were candidates, computed here from the edges directly.
     edges, _ = mesh_edges(mesh.tets, mesh.n_points)
     length = np.linalg.norm(np.diff(mesh.points[edges], axis=1)[:, 0], axis=1)
@@ -228,6 +228,7 @@ def test_snap_moves_only_inner_vertices_near_the_depth_and_puts_them_on_it(tmp_p
     on_boundary[mesh.boundary_faces.ravel()] = True
     near = ~on_boundary & (np.abs(depth - t) < CUT_SNAP * total / count)
     assert near.sum() > 10
+    np.testing.assert_array_equal(moved, near)
     np.testing.assert_array_equal(moved_mesh.points[~near], mesh.points[~near])
     np.testing.assert_array_equal(snapped[~near], depth[~near])
     measured = distance_to_triangles(moved_mesh.points[near], *free)
@@ -235,8 +236,54 @@ def test_snap_moves_only_inner_vertices_near_the_depth_and_puts_them_on_it(tmp_p
     assert np.mean(snapped[near] == t) > 0.9                    # most reach the depth exactly
     assert np.all(tet_volumes(moved_mesh.points, mesh.tets) >= KEEP_VOLUME * tet_volumes(mesh.points, mesh.tets) * (1 - 1e-12))
     # snap = 0 changes nothing.
-    same, unchanged = snap_to_cut(mesh, depth, t, 0.0, free)
-    assert same is mesh and np.array_equal(unchanged, depth)
+    same, unchanged, none = snap_to_cut(mesh, depth, t, 0.0, free)
+    assert same is mesh and np.array_equal(unchanged, depth) and not none.any()
+    # Excluded vertices are left alone.
+    _, _, fewer = snap_to_cut(mesh, depth, t, CUT_SNAP, free, exclude=near)
+    assert not fewer.any()
+
+
+def _edges_with_more_than_two_faces(mesh) -> int:
+    faces = mesh.boundary_faces
+    pairs = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    return int(np.sum(np.unique(pairs, axis=0, return_counts=True)[1] > 2))
+
+
+def test_the_cut_is_a_surface_where_the_snap_alone_would_pinch_it(meshes):
+    """idler_riser.STL (inches) meshed at the skin's thickness, 2 mm skin: snapping every vertex
+    near the depth onto it puts both ends of some edges on the cut with the tets around them
+    alternating between the sides, so two kept pieces would meet along an edge (53 edges with
+    four cut faces, measured). cut_skin leaves those vertices unsnapped and cuts again: every edge
+    of the skin's boundary has exactly two faces, and most of the snap is kept."""
+    from fieldgen.selectors import assign_conditions
+    from fieldgen.skin import CUT_SNAP, snap_to_cut
+    from fieldgen.surface import load_surface
+    from fieldgen.layering import slice_by_levels
+    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+    from fieldgen.vtk_data import distance_to_triangles
+
+    t = 2e-3
+    surface = load_surface(meshes / "idler_riser.STL", "in")
+    markers = assign_conditions(surface, [], [])
+    mesh = tetrahedralize(surface.vertices, surface.faces, markers, options=MeshingOptions(edge_length=t))
+    exposed = (surface.vertices, surface.faces[markers == FREE])
+    # The snap alone, then the cut as cut_skin makes it: the pinch is there.
+    depth = distance_to_triangles(mesh.points, *exposed)
+    depth[mesh.vertices_with(FREE)] = 0.0
+    snapped_mesh, snapped_depth, _ = snap_to_cut(mesh, np.minimum(depth, 2 * t), t, CUT_SNAP, exposed)
+    top = min(float(depth.max()), 2 * t)
+    sliced, value = slice_by_levels(snapped_mesh, snapped_depth / top, np.array([t / top]))
+    kept = sliced.tets[value[sliced.tets].mean(axis=1) < t / top]
+    from fieldgen.mesh import TetMesh
+    pinched = TetMesh(points=sliced.points, tets=kept, boundary_faces=boundary_faces_of(kept),
+                      boundary_markers=np.zeros(len(boundary_faces_of(kept)), dtype=np.int64))
+    assert _edges_with_more_than_two_faces(pinched) > 10
+    skin = cut_skin(mesh, t, free_surface=exposed)
+    assert _edges_with_more_than_two_faces(skin.mesh) == 0
+    assert np.all(tet_volumes(skin.mesh.points, skin.mesh.tets) > 0)
+    cut = np.unique(skin.mesh.boundary_faces[skin.mesh.boundary_markers == RIGID])
+    sliced_only = cut_skin(mesh, t, free_surface=exposed, snap=0.0)
+    assert skin.held_vertices < 0.5 * sliced_only.held_vertices and len(cut) > 0
 
 
 # ------------------------------------------------------------------ real part, refusals
@@ -278,6 +325,7 @@ def test_cut_lies_at_the_skin_depth_on_a_real_part(meshes):
     flat = np.mean(min_dihedral_angles(out.points, out.tets) < 5.0)
     flat_sliced = np.mean(min_dihedral_angles(sliced.mesh.points, sliced.mesh.tets) < 5.0)
     assert flat < 0.005 and flat_sliced > 4 * flat
+    assert _edges_with_more_than_two_faces(out) == 0
 
 
 def test_skin_on_a_real_cad_part_builds_and_validates(tmp_path, meshes):
@@ -295,6 +343,11 @@ def test_skin_on_a_real_cad_part_builds_and_validates(tmp_path, meshes):
     assert validate_asset(out).ok
     asset = read_asset(out)
     assert asset.extent.max() == 1.0 and asset.extent.min() == 0.0
+    # The asset's boundary is a surface: two faces on every edge (a pinched cut had five edges
+    # with four, measured before the cut left such edges' ends unsnapped).
+    faces = boundary_faces_of(asset.tets)
+    pairs = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    assert np.all(np.unique(pairs, axis=0, return_counts=True)[1] == 2)
 
 
 def test_skin_thicker_than_the_part_is_refused(tmp_path, meshes):
