@@ -220,7 +220,9 @@ def snap_to_cut(mesh: TetMesh, depth: np.ndarray, thickness: float, snap: float,
     ends = edges.ravel()
     mean = (np.bincount(ends, weights=np.repeat(length, 2), minlength=mesh.n_points)
             / np.maximum(np.bincount(ends, minlength=mesh.n_points), 1))
-    near = (depth > 0) & (np.abs(depth - thickness) < snap * mean)
+    # Depths are capped (cut_skin): a vertex at the cap may lie much deeper and is never snapped.
+    cap = DEPTH_CAP * thickness
+    near = (depth > 0) & (depth < cap) & (np.abs(depth - thickness) < snap * mean)
     near[np.asarray(mesh.boundary_faces).ravel()] = False
     if exclude is not None:
         near &= ~np.asarray(exclude, dtype=bool)
@@ -229,7 +231,7 @@ def snap_to_cut(mesh: TetMesh, depth: np.ndarray, thickness: float, snap: float,
     points = place_cut_at_depth(mesh.points, mesh.tets, near, thickness, free_surface)
     ids = np.flatnonzero(near)
     moved = distance_to_triangles(points[ids], *free_surface)
-    depth[ids] = np.where(np.abs(moved - thickness) <= EXACT * thickness, thickness, moved)
+    depth[ids] = np.where(np.abs(moved - thickness) <= EXACT * thickness, thickness, np.minimum(moved, cap))
     return TetMesh(points=points, tets=mesh.tets, boundary_faces=mesh.boundary_faces,
                    boundary_markers=mesh.boundary_markers), depth, near
 

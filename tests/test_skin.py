@@ -243,6 +243,31 @@ def test_snap_moves_only_inner_vertices_near_the_depth_and_puts_them_on_it(tmp_p
     assert not fewer.any()
 
 
+def test_snap_leaves_vertices_at_the_depth_cap_alone(tmp_path):
+    """Depths are capped at DEPTH_CAP x the thickness; on a mesh coarse against the skin a capped
+    vertex (really much deeper) can lie within CUT_SNAP of its edge of the thickness. Snapping it
+    moved it far and gave it a depth above the cap, and the cut then failed ("extent values lie
+    outside [0, 1]"; featuretype bonded underneath with a 0.05 in skin). It is not snapped, and
+    the skin is cut."""
+    from fieldgen.skin import CUT_SNAP, DEPTH_CAP, free_surface_depth, snap_to_cut
+    from fieldgen.surface import load_surface
+    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+
+    h, t = 0.4, 0.03
+    _box_surface(h).export(tmp_path / "slab.stl")
+    surface = load_surface(tmp_path / "slab.stl")
+    markers = np.full(len(surface.faces), FREE)
+    mesh = tetrahedralize(surface.vertices, surface.faces, markers, options=MeshingOptions(edge_length=0.35))
+    free = (surface.vertices, surface.faces)
+    depth = free_surface_depth(mesh, cap=DEPTH_CAP * t, free_surface=free)
+    capped = depth >= DEPTH_CAP * t
+    assert capped.sum() > 0                                # the mesh is coarse: some are capped ...
+    _, snapped, moved = snap_to_cut(mesh, depth, t, CUT_SNAP, free)
+    assert not moved[capped].any() and snapped.max() <= DEPTH_CAP * t
+    skin = cut_skin(mesh, t, free_surface=free)
+    assert np.all(tet_volumes(skin.mesh.points, skin.mesh.tets) > 0) and skin.rigid_faces > 0
+
+
 def _edges_with_more_than_two_faces(mesh) -> int:
     faces = mesh.boundary_faces
     pairs = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
