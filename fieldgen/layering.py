@@ -792,8 +792,8 @@ def layer(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw,
     """Layer ``mesh`` so linear interpolation of ``p0`` is within ``tolerance`` Pa of ``law``
     (default 1% of max p0; D 5.1.2), splitting only where the law needs it
     (:func:`refine_for_law`); where that would more than double the mesh (tets spanning several
-    levels), the slabs between the levels (:func:`slice_into_slabs`), which were fewer in every
-    such case measured.
+    levels), the slabs between the levels (:func:`slice_into_slabs`), which were fewer on the
+    skinned CAD parts measured (docs/model.md §2.4).
     A linear law needs no splitting."""
     tol = 0.01 * law.max_pressure if tolerance is None else _check_tolerance(tolerance, law)
     extent = _check_extent(mesh, extent)
@@ -804,9 +804,9 @@ def layer(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw,
     if bisected is None:
         # Tets spanning several levels (a thin skin under a steep law): bisection multiplies
         # them; slabs between the levels grow linearly in the levels crossed (docs/model.md §2.4).
-        # Measured wherever bisection passed 2x: the slabs were fewer every time (1.94M against
-        # 2.51M and 2.84M tets on two skinned CAD parts, 13% fewer on a skinned ball), so
-        # bisection stops there instead of running on to be compared.
+        # Measured wherever bisection passed 2x: the slabs were 14-24% fewer on two skinned CAD
+        # parts (1.66M against 1.94M, 1.82M against 2.38M) and about as many on a small skinned
+        # ball (1.4% more), so bisection stops there instead of running on to be compared.
         refined, new_extent = slice_into_slabs(mesh, snapped, levels)
         method = "slabs"
     else:
