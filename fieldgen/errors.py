@@ -39,3 +39,9 @@ class OptionError(FieldgenError):
 
 class BuildError(FieldgenError):
     """A stage of the pipeline failed on input that passed the input checks."""
+
+
+class MesherCrash(BuildError):
+    """The mesher died (a signal, no output) or stopped on an internal error, rather than refusing
+    the input: the same call with slightly different sizes may succeed (TetGen's size-field
+    crashes, docs/model.md §2.10)."""

@@ -79,6 +79,14 @@ ASSUMED_RATE = 1.5
 #: at the tet budget shrank it to 0.95 and took 18 s to go from 2.57% to 2.67% (TetGen's meshes
 #: of nearly the same size differ by more than the refinement gains).
 MIN_SHRINK = 0.9
+#: TetGen's tets per unit of Σ V/s³ over a coarse mesh under a size field s (:func:`predicted_tets`):
+#: 5.3-7.5 measured on angle_block, featuretype and idler_riser with skins of 1-2 mm; the largest
+#: is taken, so a first mesh predicted within a budget errs towards fewer tets.
+SIZE_FIELD_TETS = 7.5
+#: Scales of a size field tried, in turn, when TetGen fails on it (:func:`mesh_with_size_field`).
+#: Measured: angle_block under a 1 mm skin crashed at a near-surface edge of 0.5 x the skin and
+#: meshed at 0.45 and 0.6; idler_riser under 2 mm crashed at 0.35 and meshed at 0.5.
+SIZE_FIELD_RETRIES = (0.95, 1.05, 0.9)
 #: Size of the first, coarse mesh (TetGen tets).
 FIRST_TETS = 20_000
 #: e - e_h = (e_fine - e_h) / (1 - 2^-2) when the error falls as h^2 (halved edges).
@@ -676,20 +684,23 @@ def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress,
     _, coarse, _, _ = make_mesh(min(first, 4.0 * skin), cut=False)
     with progress.stage("sizing"):
         depth = free_surface_depth(coarse, free_surface=free_surface)
-    near = 0.5 * skin
+
+    def sizes(near):
+        return np.minimum(depth_graded_sizes(depth, skin, near=near), max(first, near))
+
+    near = first_near_edge(coarse, sizes, 0.5 * skin, max_tets)
     previous = None
     best = None
     stopped = "pass limit"
     for index in range(max_passes):
-        background = convex_background(coarse.points, np.minimum(depth_graded_sizes(depth, skin, near=near),
-                                                                  max(first, near)))
-        mesh, _, cut, split = make_mesh(None, background=background)
+        (mesh, _, cut, split), meshed_by = mesh_with_size_field(
+            make_mesh, coarse.points, sizes(near), uniform_edge=max(near, first_size(volume, max_tets)))
         with progress.stage("extent"):
             solution = solve_extent(mesh)
         with progress.stage("error estimate"):
             estimate = estimate_error(mesh, solution.extent, law)
         worst = worst_error(estimate)
-        history.append(_pass_record(mesh, estimate, near))
+        history.append({**_pass_record(mesh, estimate, near), "meshed_by": meshed_by})
         _report_pass(progress, index, mesh, estimate, accuracy)
         best = _better(best, _Pass(index, worst, mesh, cut, split, solution, estimate))
         if worst <= accuracy:
@@ -704,6 +715,45 @@ def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress,
         previous = (near, worst)
         near = new
     return _sized(best, accuracy, history, stopped)
+
+
+def predicted_tets(coarse: TetMesh, sizes: np.ndarray) -> float:
+    """About how many tets TetGen makes for the size field ``sizes`` (at ``coarse``'s vertices):
+    ``SIZE_FIELD_TETS`` x Σ V / s³ over ``coarse``'s tets (s the mean of a tet's vertex sizes)."""
+    volume = np.abs(tet_volumes(coarse.points, coarse.tets))
+    size = np.asarray(sizes, dtype=np.float64)[coarse.tets].mean(axis=1)
+    return SIZE_FIELD_TETS * float((volume / size ** 3).sum())
+
+
+def first_near_edge(coarse: TetMesh, sizes, near: float, max_tets: int) -> float:
+    """The first pass's edge near the free surface: ``near``, or larger where the mesh it asks
+    for (:func:`predicted_tets` of ``sizes(near)``) would pass ``max_tets``. A thin skin over a
+    large part asked for 1.3M tets in its first pass (featuretype under 0.05 in: 121 s)."""
+    for _ in range(8):     # the deep sizes do not grow with near: a few rounds, 1% over each
+        predicted = predicted_tets(coarse, sizes(near))
+        if predicted <= max_tets:
+            break
+        near *= 1.01 * (predicted / max_tets) ** (1.0 / 3.0)
+    return float(near)
+
+
+def mesh_with_size_field(make_mesh, points: np.ndarray, sizes: np.ndarray, *, uniform_edge: float):
+    """``make_mesh(None, background=...)`` with the size field ``sizes`` at ``points``, and how it
+    was meshed. Where TetGen fails on the field (:class:`fieldgen.errors.MesherCrash`: a crash,
+    an internal error or a flat tet; some size fields cause them and fields a few percent away
+    do not), it is tried with the sizes scaled by each of ``SIZE_FIELD_RETRIES`` in turn, and at
+    last with a uniform edge, ``make_mesh(uniform_edge)`` (TetGen's volume bound, the mode that
+    meshes the corpus without a size field). Returns (make_mesh's result, "size field",
+    "size field x F" or "uniform edge")."""
+    from .errors import MesherCrash
+
+    for factor in (1.0,) + SIZE_FIELD_RETRIES:
+        try:
+            made = make_mesh(None, background=convex_background(points, factor * np.asarray(sizes)))
+            return made, "size field" if factor == 1.0 else f"size field x {factor:g}"
+        except MesherCrash:
+            continue
+    return make_mesh(uniform_edge), "uniform edge"
 
 
 def next_near_edge(near: float, worst: float, previous: tuple[float, float] | None, goal: float,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import BuildError, InputError, OptionError
+from .errors import BuildError, InputError, MesherCrash, OptionError
 from .mesh import (
     FREE,
     RIGID,
@@ -248,11 +248,16 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, 
             if "intersect" in failure.lower():
                 raise InputError(f"TetGen refused the surface: {failure}",
                                  fix="remove the self-intersections (or the overlap between outer surface and core)")
+            if "internal" in failure.lower():
+                # An internal error (e.g. "Internal TetGen error within `flip32`"), as size fields
+                # cause: the same input with other sizes may mesh (sizing.mesh_with_size_field).
+                raise MesherCrash(f"TetGen failed to tetrahedralize the surface: {failure} [{text}]",
+                                  fix="repair the surface (closed, manifold, no overlaps) or relax radius_edge")
             raise BuildError(f"TetGen failed to tetrahedralize the surface: {failure} [{text}]",
                              fix="repair the surface (closed, manifold, no overlaps) or relax radius_edge")
         if code != 0 or not os.path.exists(os.path.join(folder, "output.npz")):
-            raise BuildError(f"TetGen crashed (exit code {code}): [{text}]",
-                             fix="repair the surface (closed, manifold, no near-coincident faces)")
+            raise MesherCrash(f"TetGen crashed (exit code {code}): [{text}]",
+                              fix="repair the surface (closed, manifold, no near-coincident faces)")
         with np.load(os.path.join(folder, "output.npz")) as out:
             return (np.array(out["nodes"], dtype=np.float64), np.array(out["elements"], dtype=np.int64),
                     np.array(out["trifaces"], dtype=np.int64), np.array(out["trimarkers"], dtype=np.int64))
@@ -311,6 +316,13 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     points = nodes[used]
     tets = orient_positive(points, remap[elements])
     trifaces = remap[trifaces]
+    flat = flat_tets(points, tets)
+    if len(flat):
+        raise MesherCrash(
+            f"TetGen made {len(flat)} flat tet(s) (four vertices in a plane to rounding: volume "
+            f"{FLAT_TET:g} x the longest edge cubed or less; e.g. tet {int(flat[0])} at "
+            f"{np.round(points[tets[flat[0]]].mean(axis=0), 6).tolist()} m), which carry no field",
+            fix="mesh with a slightly different edge length or accuracy")
 
     boundary = boundary_faces_of(tets)
     n = len(points)
@@ -322,6 +334,20 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
             fix="check that the core lies strictly inside the outer surface and does not touch it")
     boundary_markers = trimarkers[row]
     return TetMesh(points=points, tets=tets, boundary_faces=boundary, boundary_markers=boundary_markers)
+
+
+#: A tet whose volume is at most this fraction of its longest edge cubed is flat: its four
+#: vertices lie in a plane to rounding (a regular tet has 0.118; TetGen's slivers in the corpus
+#: builds have 4e-8 or more; one TetGen mesh of angle_block under a size field had 2e-18).
+FLAT_TET = 1e-12
+
+
+def flat_tets(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
+    """Indices of the tets of (signed) volume at most ``FLAT_TET`` x their longest edge cubed."""
+    points = np.asarray(points, dtype=np.float64)
+    tets = np.asarray(tets, dtype=np.int64)
+    longest = np.linalg.norm(points[tets[:, TET_EDGES[:, 0]]] - points[tets[:, TET_EDGES[:, 1]]], axis=2).max(axis=1)
+    return np.flatnonzero(tet_volumes(points, tets) <= FLAT_TET * longest ** 3)
 
 
 # ---------------------------------------------------------------------------
