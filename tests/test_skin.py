@@ -375,6 +375,21 @@ def test_skin_on_a_real_cad_part_builds_and_validates(tmp_path, meshes):
     assert np.all(np.unique(pairs, axis=0, return_counts=True)[1] == 2)
 
 
+@pytest.mark.slow
+def test_a_thick_skin_over_angle_block_builds_where_tetgen_failed_on_its_size_fields(tmp_path, meshes):
+    """angle_block.STL under a 0.15 in skin (K = 0.5): TetGen crashed (SIGSEGV) on the size field
+    of a sizing pass, at every scale tried here, so the build failed. The pass is meshed with a
+    uniform edge instead (mesher.sizing.passes[].meshed_by) and the asset is valid."""
+    out = tmp_path / "block.vtu"
+    result = run("build", meshes / "angle_block.STL", "--units", "in", "--skin", "0.15", "--modulus", "1e6",
+                 "--law", "hyperbolic", "--k", "0.5", "-o", out, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert validate_asset(out).ok
+    passes = read_metadata(out)["mesher"]["sizing"]["passes"]
+    allowed = {"size field", "uniform edge"} | {f"size field x {f:g}" for f in (0.95, 1.05, 0.9)}
+    assert passes and all(p["meshed_by"] in allowed for p in passes)
+
+
 def test_skin_thicker_than_the_part_is_refused(tmp_path, meshes):
     out = tmp_path / "riser.vtu"
     result = run("build", meshes / "idler_riser.STL", "--units", "in", "--skin", "0.5",
