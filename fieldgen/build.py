@@ -374,6 +374,8 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
     # fTetWild moves them, so there from its own.
     exposed = None if options.robust else (surface.vertices, surface.faces[markers == FREE])
 
+    switches_of: dict[int, Any] = {}    # TetGen's switches for each mesh make_mesh returned
+
     def make_mesh(sized_edge=None, background=None, cut=True):
         """TetGen (or fTetWild), the skin cut and the zero-pressure refinement: the mesh the extent
         is solved on, the whole part's mesh before the skin cut, the skin and the split count.
@@ -411,6 +413,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
                 part = skin_cut.mesh
         with progress.stage("refine"):
             part, count = refine_zero_tets(part, path=input_path)
+        switches_of[id(part)] = mesher.get("switches")
         return part, whole, skin_cut, count
 
     solution = None
@@ -423,6 +426,8 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
                                  skin=None if options.skin is None else options.skin * scale,
                                  free_surface=exposed)
         mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
+        if id(mesh) in switches_of and switches_of[id(mesh)] is not None:
+            mesher["switches"] = switches_of[id(mesh)]   # the kept pass's, not the last made
         mesher["sizing"] = sized.report()
     else:
         mesh, _, skin, split = make_mesh()

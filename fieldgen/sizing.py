@@ -83,9 +83,13 @@ MIN_SHRINK = 0.9
 #: 5.3-7.5 measured on angle_block, featuretype and idler_riser with skins of 1-2 mm; the largest
 #: is taken, so a first mesh predicted within a budget errs towards fewer tets.
 SIZE_FIELD_TETS = 7.5
+#: Rounds of growing the first near edge towards the budget (3-5 sufficed on angle_block with
+#: skins down to 0.05 mm); the edge after the last is taken even if still predicted over.
+FIRST_EDGE_ROUNDS = 8
 #: Scales of a size field tried, in turn, when TetGen fails on it (:func:`mesh_with_size_field`).
 #: Measured: angle_block under a 1 mm skin crashed at a near-surface edge of 0.5 x the skin and
-#: meshed at 0.45 and 0.6; idler_riser under 2 mm crashed at 0.35 and meshed at 0.5.
+#: meshed at 0.45 and 0.6; idler_riser under 2 mm crashed at 0.35 and meshed at 0.5; in a sweep
+#: of skinned corpus builds two passes that failed meshed at 0.95.
 SIZE_FIELD_RETRIES = (0.95, 1.05, 0.9)
 #: Size of the first, coarse mesh (TetGen tets).
 FIRST_TETS = 20_000
@@ -692,15 +696,26 @@ def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress,
     previous = None
     best = None
     stopped = "pass limit"
+    # A uniform edge meshes where TetGen fails on the size field, if one within the budget is
+    # no longer than half the skin (the cut needs tets smaller than the skin, as with --edge-length).
+    budget_edge = first_size(volume, max_tets)
     for index in range(max_passes):
-        (mesh, _, cut, split), meshed_by = mesh_with_size_field(
-            make_mesh, coarse.points, sizes(near), uniform_edge=max(near, first_size(volume, max_tets)))
+        uniform = max(near, budget_edge)
+        (mesh, _, cut, split), meshed_by, edge = mesh_with_size_field(
+            make_mesh, coarse.points, sizes(near), near=near,
+            uniform_edge=uniform if uniform <= 0.5 * skin else None)
+        if meshed_by != "uniform edge":
+            near = edge     # a scaled field's near edge: the next pass starts from it
+        # (A uniform mesh is not: TetGen makes several times the tets for a uniform edge that it
+        # makes for a size field with that edge near the surface, so the next field starts from
+        # the near edge it would have had; on angle_block under 0.15 in, starting from the uniform
+        # edge gave a third pass of 44k tets at 2.5 % where this gives 308k at 1.4 %.)
         with progress.stage("extent"):
             solution = solve_extent(mesh)
         with progress.stage("error estimate"):
             estimate = estimate_error(mesh, solution.extent, law)
         worst = worst_error(estimate)
-        history.append({**_pass_record(mesh, estimate, near), "meshed_by": meshed_by})
+        history.append({**_pass_record(mesh, estimate, edge), "meshed_by": meshed_by})
         _report_pass(progress, index, mesh, estimate, accuracy)
         best = _better(best, _Pass(index, worst, mesh, cut, split, solution, estimate))
         if worst <= accuracy:
@@ -727,9 +742,11 @@ def predicted_tets(coarse: TetMesh, sizes: np.ndarray) -> float:
 
 def first_near_edge(coarse: TetMesh, sizes, near: float, max_tets: int) -> float:
     """The first pass's edge near the free surface: ``near``, or larger where the mesh it asks
-    for (:func:`predicted_tets` of ``sizes(near)``) would pass ``max_tets``. A thin skin over a
-    large part asked for 1.3M tets in its first pass (featuretype under 0.05 in: 121 s)."""
-    for _ in range(8):     # the deep sizes do not grow with near: a few rounds, 1% over each
+    for (:func:`predicted_tets` of ``sizes(near)``) would pass ``max_tets`` (``FIRST_EDGE_ROUNDS``
+    rounds at most). A thin skin over a large part asked for 1.3M tets in its first pass
+    (featuretype under 0.05 in: 97-121 s). The edge can pass the skin's thickness (1.4-4x on
+    angle_block under skins of 0.3-0.1 mm): the accuracy warning then says how far the field is."""
+    for _ in range(FIRST_EDGE_ROUNDS):    # the deep sizes do not grow with near: 1% over each round
         predicted = predicted_tets(coarse, sizes(near))
         if predicted <= max_tets:
             break
@@ -737,23 +754,34 @@ def first_near_edge(coarse: TetMesh, sizes, near: float, max_tets: int) -> float
     return float(near)
 
 
-def mesh_with_size_field(make_mesh, points: np.ndarray, sizes: np.ndarray, *, uniform_edge: float):
-    """``make_mesh(None, background=...)`` with the size field ``sizes`` at ``points``, and how it
-    was meshed. Where TetGen fails on the field (:class:`fieldgen.errors.MesherCrash`: a crash,
-    an internal error or a flat tet; some size fields cause them and fields a few percent away
-    do not), it is tried with the sizes scaled by each of ``SIZE_FIELD_RETRIES`` in turn, and at
-    last with a uniform edge, ``make_mesh(uniform_edge)`` (TetGen's volume bound, the mode that
-    meshes the corpus without a size field). Returns (make_mesh's result, "size field",
-    "size field x F" or "uniform edge")."""
+def mesh_with_size_field(make_mesh, points: np.ndarray, sizes: np.ndarray, *, near: float,
+                         uniform_edge: float | None):
+    """``make_mesh(None, background=...)`` with the size field ``sizes`` at ``points`` (its edge
+    near the free surface ``near``), how it was meshed and that edge. Where TetGen fails on the
+    field (:class:`fieldgen.errors.MesherCrash`: a crash, an internal error or a flat tet; some
+    size fields cause them and fields 5-10% away do not), it is tried with the sizes scaled by
+    each of ``SIZE_FIELD_RETRIES`` in turn, then with the uniform edge ``uniform_edge``
+    (``make_mesh(uniform_edge)``, TetGen's volume bound) unless that is None. Returns
+    (make_mesh's result, "size field", "size field x F" or "uniform edge", the near edge of the
+    mesh made: F x ``near`` or ``uniform_edge``). When every attempt fails, one MesherCrash lists
+    them."""
     from .errors import MesherCrash
 
+    failures = []
     for factor in (1.0,) + SIZE_FIELD_RETRIES:
         try:
             made = make_mesh(None, background=convex_background(points, factor * np.asarray(sizes)))
-            return made, "size field" if factor == 1.0 else f"size field x {factor:g}"
-        except MesherCrash:
-            continue
-    return make_mesh(uniform_edge), "uniform edge"
+            return made, ("size field" if factor == 1.0 else f"size field x {factor:g}"), factor * near
+        except MesherCrash as error:
+            failures.append(f"sizes x {factor:g}: {error.defect}")
+    if uniform_edge is not None:
+        try:
+            return make_mesh(uniform_edge), "uniform edge", float(uniform_edge)
+        except MesherCrash as error:
+            failures.append(f"uniform edge {uniform_edge:.4g} m: {error.defect}")
+    raise MesherCrash("TetGen failed on every mesh the skin's sizing tried: " + "; ".join(failures),
+                      fix="give --edge-length (no larger than half the skin) to mesh with a uniform edge, "
+                          "or change --skin slightly")
 
 
 def next_near_edge(near: float, worst: float, previous: tuple[float, float] | None, goal: float,

@@ -255,9 +255,12 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, 
                                   fix="repair the surface (closed, manifold, no overlaps) or relax radius_edge")
             raise BuildError(f"TetGen failed to tetrahedralize the surface: {failure} [{text}]",
                              fix="repair the surface (closed, manifold, no overlaps) or relax radius_edge")
-        if code != 0 or not os.path.exists(os.path.join(folder, "output.npz")):
+        if code in CRASH_CODES:
             raise MesherCrash(f"TetGen crashed (exit code {code}): [{text}]",
                               fix="repair the surface (closed, manifold, no near-coincident faces)")
+        if code != 0 or not os.path.exists(os.path.join(folder, "output.npz")):
+            raise BuildError(f"TetGen stopped (exit code {code}{', killed: out of memory?' if code == -9 else ''}): "
+                             f"[{text}]", fix="mesh coarser, or on a machine with more memory")
         with np.load(os.path.join(folder, "output.npz")) as out:
             return (np.array(out["nodes"], dtype=np.float64), np.array(out["elements"], dtype=np.int64),
                     np.array(out["trifaces"], dtype=np.int64), np.array(out["trimarkers"], dtype=np.int64))
@@ -322,7 +325,7 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
             f"TetGen made {len(flat)} flat tet(s) (four vertices in a plane to rounding: volume "
             f"{FLAT_TET:g} x the longest edge cubed or less; e.g. tet {int(flat[0])} at "
             f"{np.round(points[tets[flat[0]]].mean(axis=0), 6).tolist()} m), which carry no field",
-            fix="mesh with a slightly different edge length or accuracy")
+            fix="mesh with another edge length (--edge-length, or a slightly different one if given)")
 
     boundary = boundary_faces_of(tets)
     n = len(points)
@@ -335,6 +338,11 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     boundary_markers = trimarkers[row]
     return TetMesh(points=points, tets=tets, boundary_faces=boundary, boundary_markers=boundary_markers)
 
+
+#: Exit codes of a TetGen child killed by its own fault (SIGSEGV, SIGABRT, SIGBUS, SIGFPE,
+#: SIGILL): what some size fields cause (:class:`fieldgen.errors.MesherCrash`). A kill from
+#: outside (SIGKILL, e.g. out of memory) is a plain BuildError, never retried.
+CRASH_CODES = (-11, -6, -7, -8, -4)
 
 #: A tet whose volume is at most this fraction of its longest edge cubed is flat: its four
 #: vertices lie in a plane to rounding (a regular tet has 0.118; TetGen's slivers in the corpus

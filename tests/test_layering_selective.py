@@ -150,8 +150,9 @@ def test_skinned_ball_k08_meets_the_tolerance_with_fewer_tets(tmp_path, monkeypa
     report, captured = build_and_capture(monkeypatch, tmp_path / "ball.stl", out,
                                          BuildOptions(skin=t, modulus=1e6, law="hyperbolic", k=0.8))
     added, other_added = check_selective(captured, report, out)
-    # Not more than the other way: bisection's count if slabs were chosen (measured 1.4% more,
-    # within check_selective's 5%), else cutting one level at a time.
+    # Not more than the other way: bisection's count if slabs were chosen (measured 1.7% more
+    # tets added, 1.4% more in all; check_selective allows 5% in all), else cutting one level
+    # at a time.
     assert added < (1.05 if captured["result"].method == "slabs" else 0.75) * other_added
 
 

@@ -684,9 +684,10 @@ def test_skin_sizing_asks_for_the_edge_its_error_model_predicts_and_stops_at_the
 
 
 def test_a_size_field_that_crashes_tetgen_is_tried_again_slightly_scaled():
-    """TetGen fails on some size fields and not on others a few percent away (measured on
-    angle_block and idler_riser); the sizing tries SIZE_FIELD_RETRIES in turn, then a uniform
-    edge, and says which meshed. Other errors are not retried."""
+    """TetGen fails on some size fields and not on others 5-10% away (measured on angle_block
+    and idler_riser); the sizing tries SIZE_FIELD_RETRIES in turn, then a uniform edge, says
+    which meshed and at what near edge, and when all fail raises one error naming each try.
+    Other errors are not retried."""
     from fieldgen.errors import BuildError, MesherCrash
     from fieldgen.sizing import SIZE_FIELD_RETRIES, mesh_with_size_field
 
@@ -702,29 +703,73 @@ def test_a_size_field_that_crashes_tetgen_is_tried_again_slightly_scaled():
             return "mesh"
         return make_mesh
 
-    assert mesh_with_size_field(failing(0), points, sizes, uniform_edge=0.3) == ("mesh", "size field")
-    asked.clear()
-    assert mesh_with_size_field(failing(2), points, sizes, uniform_edge=0.3) == (
-        "mesh", f"size field x {SIZE_FIELD_RETRIES[1]:g}")
+    def attempt(times, uniform=0.3, error=MesherCrash):
+        asked.clear()
+        return mesh_with_size_field(failing(times, error), points, sizes, near=0.2, uniform_edge=uniform)
+
+    assert attempt(0) == ("mesh", "size field", 0.2)
+    made, how, edge = attempt(2)
+    assert (made, how) == ("mesh", f"size field x {SIZE_FIELD_RETRIES[1]:g}")
+    assert edge == pytest.approx(0.2 * SIZE_FIELD_RETRIES[1])
     np.testing.assert_allclose(asked, (1.0,) + SIZE_FIELD_RETRIES[:2])
-    asked.clear()
     # Every scale fails: a uniform edge of the length given.
-    assert mesh_with_size_field(failing(1 + len(SIZE_FIELD_RETRIES)), points, sizes, uniform_edge=0.3) == (
-        "mesh", "uniform edge")
+    assert attempt(1 + len(SIZE_FIELD_RETRIES)) == ("mesh", "uniform edge", 0.3)
     assert asked[-1] == 0.3 and len(asked) == 2 + len(SIZE_FIELD_RETRIES)
-    asked.clear()
-    with pytest.raises(MesherCrash):
-        mesh_with_size_field(failing(99), points, sizes, uniform_edge=0.3)
-    asked.clear()
+    # No uniform edge allowed, or it fails too: one error naming every try.
+    for uniform, tries in ((None, 1 + len(SIZE_FIELD_RETRIES)), (0.3, 2 + len(SIZE_FIELD_RETRIES))):
+        with pytest.raises(MesherCrash) as raised:
+            attempt(99, uniform)
+        assert len(asked) == tries and all(f"crash {k}" in str(raised.value) for k in range(1, tries + 1))
     with pytest.raises(BuildError, match="crash 1"):
-        mesh_with_size_field(failing(1, BuildError), points, sizes, uniform_edge=0.3)
+        attempt(1, error=BuildError)
     assert len(asked) == 1
 
 
-def test_tetgen_output_with_a_flat_tet_is_a_mesher_failure():
+def test_the_skin_sizing_meshes_a_failed_pass_with_a_uniform_edge_and_records_it(meshes, monkeypatch):
+    """A unit sphere under a 0.3 skin, two passes, the second pass's size fields all failing (as
+    TetGen's did on angle_block): that pass is meshed with a uniform edge, its record says so and
+    gives that edge, and the switches recorded are those of the mesh the asset keeps."""
+    import fieldgen.sizing as sizing
+    import fieldgen.tetmesh as tetmesh
+    from fieldgen.build import mesh_part
+    from fieldgen.errors import MesherCrash
+
+    monkeypatch.setitem(sizing.mesh_by_accuracy.__kwdefaults__, "max_tets", 60_000)
+    monkeypatch.setitem(sizing.mesh_by_accuracy.__kwdefaults__, "max_passes", 2)
+    original = tetmesh.tetrahedralize
+    calls = {"fields": 0, "uniform": []}
+
+    def fake(*args, background=None, options=None, **kwargs):
+        if background is not None:
+            calls["fields"] += 1
+            if calls["fields"] >= 2:             # the first pass meshes; every later field fails
+                raise MesherCrash("simulated crash")
+        elif options is not None and options.edge_length is not None:
+            calls["uniform"].append(options.edge_length)
+        return original(*args, background=background, options=options, **kwargs)
+
+    monkeypatch.setattr(tetmesh, "tetrahedralize", fake)
+    options = BuildOptions(modulus=1e6, law="hyperbolic", k=0.8, skin=0.3, accuracy=0.001).checked()
+    part = mesh_part(meshes / "unit_sphere.STL", options, law=make_law(options))
+    passes = part.mesher["sizing"]["passes"]
+    assert [p["meshed_by"] for p in passes] == ["size field", "uniform edge"]
+    assert passes[1]["edge_length"] == calls["uniform"][-1] <= 0.5 * 0.3
+    kept = passes[part.mesher["sizing"]["kept_pass"] - 1]
+    assert ("m" not in part.mesher["switches"]) == (kept["meshed_by"] == "uniform edge")
+    # Kept the first pass (as when the second comes out worse): its switches, not the last made.
+    monkeypatch.setattr(sizing, "_better", lambda best, candidate: candidate if best is None else best)
+    calls["fields"] = 0
+    part = mesh_part(meshes / "unit_sphere.STL", options, law=make_law(options))
+    assert part.mesher["sizing"]["kept_pass"] == 1 and part.mesher["switches"].endswith("mQ")
+
+
+def test_tetgen_output_with_a_flat_tet_is_a_mesher_failure(monkeypatch):
     """A tet whose four vertices lie in a plane to rounding carries no field (its gradient is
     undefined) and cannot be split: one TetGen mesh under a size field had one (volume 2e-18 of
-    its longest edge cubed). flat_tets finds it and only it."""
+    its longest edge cubed). flat_tets finds it and only it, and TetGen output with one is a
+    MesherCrash (which the skin's sizing retries)."""
+    import fieldgen.tetmesh as tetmesh
+    from fieldgen.errors import MesherCrash
     from fieldgen.tetmesh import FLAT_TET, flat_tets
 
     points = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1e-19], [0.3, 0.3, 1e-9]])
@@ -732,6 +777,17 @@ def test_tetgen_output_with_a_flat_tet_is_a_mesher_failure():
     volumes = tet_volumes(points, tets)
     assert volumes[1] < FLAT_TET * 2 ** 1.5 < volumes[2]      # the longest edges are sqrt(2)
     np.testing.assert_array_equal(flat_tets(points, tets), [1])
+    # TetGen's output with a flat tet (four corners of one side of a box) beside a good one; the
+    # check comes before the boundary's, so this need not be a whole mesh of the box.
+    box = trimesh.creation.box(extents=(1.0, 1.0, 1.0))
+    nodes = np.array(box.vertices)
+    assert np.all(nodes[:4, 0] == nodes[0, 0])            # four corners on one side: coplanar
+    elements = np.array([[0, 1, 2, 4], [0, 1, 2, 3]])
+    monkeypatch.setattr(tetmesh, "_run_tetgen", lambda *a, **k: (nodes, elements, np.zeros((0, 3), int),
+                                                                  np.zeros(0, int)))
+    markers = np.full(len(box.faces), FREE)
+    with pytest.raises(MesherCrash, match="flat tet"):
+        tetmesh.tetrahedralize(box.vertices, box.faces, markers, options=MeshingOptions(edge_length=0.5))
 
 
 def test_the_skins_first_mesh_is_predicted_within_the_budget(meshes):
@@ -768,7 +824,7 @@ def test_the_skins_first_mesh_is_predicted_within_the_budget(meshes):
         return tetrahedralize(surface.vertices, surface.faces, markers, options=MeshingOptions(),
                               background=background)
 
-    mesh, how = mesh_with_size_field(make_mesh, coarse.points, sizes(near), uniform_edge=near)
+    mesh, how, _ = mesh_with_size_field(make_mesh, coarse.points, sizes(near), near=near, uniform_edge=None)
     assert how.startswith("size field")
     predicted = predicted_tets(coarse, used["sizes"])
     assert 0.6 * predicted <= mesh.n_tets <= 1.05 * predicted
