@@ -374,7 +374,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
     # fTetWild moves them, so there from its own.
     exposed = None if options.robust else (surface.vertices, surface.faces[markers == FREE])
 
-    switches_of: dict[int, Any] = {}    # TetGen's switches for each mesh make_mesh returned
+    made: list[tuple[Any, Any]] = []    # each mesh (TetMesh) make_mesh returned, with its TetGen switches
 
     def make_mesh(sized_edge=None, background=None, cut=True):
         """TetGen (or fTetWild), the skin cut and the zero-pressure refinement: the mesh the extent
@@ -413,24 +413,30 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
                 part = skin_cut.mesh
         with progress.stage("refine"):
             part, count = refine_zero_tets(part, path=input_path)
-        switches_of[id(part)] = mesher.get("switches")
+        made.append((part, mesher.get("switches")))
         return part, whole, skin_cut, count
 
     solution = None
     estimate = None
-    if by_accuracy:
-        from .sizing import mesh_by_accuracy
+    try:
+        if by_accuracy:
+            from .sizing import mesh_by_accuracy
 
-        sized = mesh_by_accuracy(make_mesh, law, options.accuracy, abs(surface.volume),
-                                 progress=progress,
-                                 skin=None if options.skin is None else options.skin * scale,
-                                 free_surface=exposed)
-        mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
-        if id(mesh) in switches_of and switches_of[id(mesh)] is not None:
-            mesher["switches"] = switches_of[id(mesh)]   # the kept pass's, not the last made
-        mesher["sizing"] = sized.report()
-    else:
-        mesh, _, skin, split = make_mesh()
+            sized = mesh_by_accuracy(make_mesh, law, options.accuracy, abs(surface.volume),
+                                     progress=progress,
+                                     skin=None if options.skin is None else options.skin * scale,
+                                     free_surface=exposed)
+            mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
+            kept = [switches for part, switches in made if part is mesh and switches is not None]
+            if kept:
+                mesher["switches"] = kept[0]   # the kept pass's, not the last mesh made
+            mesher["sizing"] = sized.report()
+        else:
+            mesh, _, skin, split = make_mesh()
+    except FieldgenError as error:
+        if error.path is None:     # the mesher's and the sizing's errors name no file themselves
+            error.path = input_path
+        raise
     warnings: list[str] = []
     if options.robust:
         from .robust import NONDETERMINISTIC_WARNING

@@ -763,6 +763,35 @@ def test_the_skin_sizing_meshes_a_failed_pass_with_a_uniform_edge_and_records_it
     assert part.mesher["sizing"]["kept_pass"] == 1 and part.mesher["switches"].endswith("mQ")
 
 
+def test_when_every_mesh_the_skin_sizing_tries_fails_the_error_names_the_file_and_each_try(
+        meshes, tmp_path, monkeypatch):
+    """TetGen failing on every size field and on the uniform edge too: the build exits 1 with one
+    message that names the input file, each attempt and the fix, and writes nothing."""
+    import fieldgen.tetmesh as tetmesh
+    from fieldgen.errors import MesherCrash
+    from fieldgen.sizing import SIZE_FIELD_RETRIES
+
+    original = tetmesh.tetrahedralize
+    calls = []
+
+    def fake(*args, **kwargs):
+        calls.append(kwargs.get("background") is not None)
+        if len(calls) > 1:                           # the coarse first mesh meshes, nothing after
+            raise MesherCrash("simulated crash")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tetmesh, "tetrahedralize", fake)
+    out = tmp_path / "ball.vtu"
+    result = CliRunner().invoke(main, ["build", str(meshes / "unit_sphere.STL"), "--skin", "0.3",
+                                       "--modulus", "1e6", "-o", str(out), "--quiet"])
+    assert result.exit_code == 1
+    message = result.stderr
+    assert str(meshes / "unit_sphere.STL") in message and "--edge-length" in message
+    assert all(f"sizes x {f:g}: simulated crash" in message for f in (1.0,) + SIZE_FIELD_RETRIES)
+    assert "uniform edge" in message and calls[1:] == [True] * (1 + len(SIZE_FIELD_RETRIES)) + [False]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_tetgen_output_with_a_flat_tet_is_a_mesher_failure(monkeypatch):
     """A tet whose four vertices lie in a plane to rounding carries no field (its gradient is
     undefined) and cannot be split: one TetGen mesh under a size field had one (volume 2e-18 of

@@ -311,3 +311,51 @@ def test_refine_many_corner_tets_in_one_mesh():
     refined, count = refine_zero_tets(mesh)
     assert count == 301 and refined.n_tets == 150 * 6 + 4
     check_refined(mesh, refined)
+
+
+@pytest.mark.parametrize("code,error,retried", [(-11, "crashed", True), (-6, "crashed", True),
+                                                 (-9, "out of memory", False), (3, "stopped", False)])
+def test_a_tetgen_child_that_dies_of_its_own_fault_is_a_mesher_crash(monkeypatch, code, error, retried):
+    """A child killed by its own fault (SIGSEGV, SIGABRT: what some size fields cause) is a
+    MesherCrash, which the skin's sizing retries with other sizes; a kill from outside (SIGKILL,
+    e.g. out of memory) or another exit is a plain BuildError, never retried."""
+    import subprocess
+
+    from fieldgen.errors import MesherCrash
+
+    class Child:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def wait(self, timeout=None):
+            return code
+
+    monkeypatch.setattr(subprocess, "Popen", Child)
+    box = trimesh.creation.box(extents=(1, 1, 1))
+    with pytest.raises(BuildError, match=error) as info:
+        tetrahedralize(box.vertices, box.faces, np.full(len(box.faces), FREE))
+    assert isinstance(info.value, MesherCrash) == retried and info.value.fix
+
+
+@pytest.mark.parametrize("failure,retried", [("Internal TetGen error within `flip32`", True),
+                                             ("a facet is degenerate", False)])
+def test_an_internal_tetgen_error_is_a_mesher_crash(monkeypatch, failure, retried):
+    """TetGen's internal errors (as some size fields cause) are MesherCrash; its other refusals
+    stay BuildErrors that name the failure."""
+    import subprocess
+
+    from fieldgen.errors import MesherCrash
+
+    class Child:
+        def __init__(self, args, cwd=None, **kwargs):
+            with open(os.path.join(cwd, "error.txt"), "w") as handle:
+                handle.write(failure)
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Child)
+    box = trimesh.creation.box(extents=(1, 1, 1))
+    with pytest.raises(BuildError, match="failed to tetrahedralize") as info:
+        tetrahedralize(box.vertices, box.faces, np.full(len(box.faces), FREE))
+    assert isinstance(info.value, MesherCrash) == retried and failure in str(info.value)
