@@ -268,10 +268,14 @@ def test_snap_leaves_vertices_at_the_depth_cap_alone(tmp_path):
     assert np.all(tet_volumes(skin.mesh.points, skin.mesh.tets) > 0) and skin.rigid_faces > 0
 
 
-def _edges_with_more_than_two_faces(mesh) -> int:
-    faces = mesh.boundary_faces
+def _faces_per_edge(faces) -> np.ndarray:
+    """How many of the triangles ``faces`` hold each of their edges."""
     pairs = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
-    return int(np.sum(np.unique(pairs, axis=0, return_counts=True)[1] > 2))
+    return np.unique(pairs, axis=0, return_counts=True)[1]
+
+
+def _edges_with_more_than_two_faces(faces) -> int:
+    return int(np.sum(_faces_per_edge(faces) > 2))
 
 
 def test_the_cut_is_a_surface_where_the_snap_alone_would_pinch_it(meshes):
@@ -299,12 +303,9 @@ def test_the_cut_is_a_surface_where_the_snap_alone_would_pinch_it(meshes):
     top = min(float(depth.max()), 2 * t)
     sliced, value = slice_by_levels(snapped_mesh, snapped_depth / top, np.array([t / top]))
     kept = sliced.tets[value[sliced.tets].mean(axis=1) < t / top]
-    from fieldgen.mesh import TetMesh
-    pinched = TetMesh(points=sliced.points, tets=kept, boundary_faces=boundary_faces_of(kept),
-                      boundary_markers=np.zeros(len(boundary_faces_of(kept)), dtype=np.int64))
-    assert _edges_with_more_than_two_faces(pinched) > 10
+    assert _edges_with_more_than_two_faces(boundary_faces_of(kept)) > 10
     skin = cut_skin(mesh, t, free_surface=exposed)
-    assert _edges_with_more_than_two_faces(skin.mesh) == 0
+    assert _edges_with_more_than_two_faces(skin.mesh.boundary_faces) == 0
     assert np.all(tet_volumes(skin.mesh.points, skin.mesh.tets) > 0)
     cut = np.unique(skin.mesh.boundary_faces[skin.mesh.boundary_markers == RIGID])
     sliced_only = cut_skin(mesh, t, free_surface=exposed, snap=0.0)
@@ -350,7 +351,7 @@ def test_cut_lies_at_the_skin_depth_on_a_real_part(meshes):
     flat = np.mean(min_dihedral_angles(out.points, out.tets) < 5.0)
     flat_sliced = np.mean(min_dihedral_angles(sliced.mesh.points, sliced.mesh.tets) < 5.0)
     assert flat < 0.005 and flat_sliced > 4 * flat
-    assert _edges_with_more_than_two_faces(out) == 0
+    assert _edges_with_more_than_two_faces(out.boundary_faces) == 0
 
 
 def test_skin_on_a_real_cad_part_builds_and_validates(tmp_path, meshes):
@@ -370,9 +371,7 @@ def test_skin_on_a_real_cad_part_builds_and_validates(tmp_path, meshes):
     assert asset.extent.max() == 1.0 and asset.extent.min() == 0.0
     # The asset's boundary is a surface: two faces on every edge (a pinched cut had five edges
     # with four, measured before the cut left such edges' ends unsnapped).
-    faces = boundary_faces_of(asset.tets)
-    pairs = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
-    assert np.all(np.unique(pairs, axis=0, return_counts=True)[1] == 2)
+    assert np.all(_faces_per_edge(boundary_faces_of(asset.tets)) == 2)
 
 
 @pytest.mark.slow
