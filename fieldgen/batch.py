@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from . import __version__
+from .children import die_with_parent
 from .errors import FieldgenError, InputError, OptionError
 from .tables import check_keys
 
@@ -577,12 +578,17 @@ def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = Fals
 
 # --------------------------------------------------------------------------- local executor
 
-def _worker_env() -> dict[str, str]:
+def _worker_env(scratch: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(WORKER_THREADS)
     package_root = str(Path(__file__).resolve().parents[1])   # so the worker imports this fieldgen
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["FIELDGEN_BATCH_PARENT"] = str(os.getpid())
+    # Temporary files (TetGen's, fTetWild's) go into the worker's scratch folder, which the
+    # batch removes when it ends, whatever state a killed worker left it in.
+    env["FIELDGEN_BATCH_SCRATCH"] = scratch
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        env[name] = scratch
     return env
 
 
@@ -597,7 +603,7 @@ class _Worker:
         self.log = open(os.path.join(scratch, "worker.log"), "w+b")
         self.process = subprocess.Popen(
             [sys.executable, "-c", _WORKER_COMMAND], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.log, cwd=scratch, env=_worker_env(), start_new_session=True)
+            stderr=self.log, cwd=scratch, env=_worker_env(scratch), start_new_session=True)
         self.current: dict | None = None
         self._answers = answers
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -676,7 +682,7 @@ def _run_local(payloads: Sequence[dict], jobs: int, finished: Callable[[dict], N
                         worker.reap(time.monotonic())
                         workers.remove(worker)
                         shutil.rmtree(scratch, ignore_errors=True)
-                        os.mkdir(scratch)
+                        os.makedirs(scratch)         # the worker may have removed the batch's folder
                         worker = _Worker(scratch, answers)
                         workers.append(worker)
                         worker.send(todo.pop(0))
@@ -716,17 +722,31 @@ def _raise_stop(signum, _frame):
 
 
 def _die_with_parent() -> None:
-    """Linux: SIGTERM this worker when the batch process dies, even by SIGKILL."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)          # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        return
+    """SIGTERM this worker when the batch process dies, even by SIGKILL (Linux)."""
     parent = os.environ.get("FIELDGEN_BATCH_PARENT")
-    if parent is not None and str(os.getppid()) != parent:   # died before prctl took effect
-        raise _Stop(signal.SIGTERM)
+    if not die_with_parent(signal.SIGTERM, None if parent is None else int(parent)):
+        raise _Stop(signal.SIGTERM)                  # died before the request took effect
+
+
+def _remove_scratch(last_out: bool) -> None:
+    """Remove this worker's scratch folder, and with ``last_out`` the batch's folder if now empty.
+
+    The workers' temporary files (TetGen's and fTetWild's folders among them) live in the
+    scratch folder (``TMPDIR``). The batch process removes every folder when it ends; killed, it
+    cannot. A worker is stopped (SIGTERM) only when the batch is interrupted or its process has
+    died, so a stopped worker also tries the batch's folder: the last one out removes it. (Whether
+    the batch process has died cannot be told reliably at that moment: the kernel signals when the
+    thread that started the worker exits, and the process may not be gone yet.)
+    """
+    scratch = os.environ.get("FIELDGEN_BATCH_SCRATCH")
+    if not scratch or not os.path.basename(os.path.dirname(scratch)).startswith("fieldgen-batch-"):
+        return
+    shutil.rmtree(scratch, ignore_errors=True)
+    if last_out:
+        try:
+            os.rmdir(os.path.dirname(scratch))
+        except OSError:
+            pass
 
 
 def build_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -780,7 +800,9 @@ def worker_main() -> None:
                 continue
             answers.write(json.dumps(build_payload(json.loads(line))) + "\n")
             answers.flush()
+        _remove_scratch(last_out=False)        # no more work
     except _Stop as stop:             # atomic_output has removed its temporary file by now
+        _remove_scratch(last_out=True)
         os._exit(128 + stop.signum)
 
 

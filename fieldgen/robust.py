@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .children import child_env
 from .errors import BuildError, OptionError
 from .install import install_hint
 from .mesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
@@ -75,6 +76,9 @@ def _ftetwild_worker(folder: str) -> None:
     stdout), write ``output.npz`` or ``error.txt``."""
     import json
 
+    from .children import die_with_starter
+
+    die_with_starter()                # killed with the build that started it
     pytetwild = import_pytetwild()
     data = np.load(os.path.join(folder, "input.npz"))
     kwargs = json.loads(str(data["kwargs"]))
@@ -104,7 +108,8 @@ def _run_ftetwild(vertices, faces, kwargs: dict, *, path, progress=None, timeout
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[1])
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        child = subprocess.Popen([sys.executable, "-u", "-m", "fieldgen.robust", folder], cwd=folder, env=env,
+        child = subprocess.Popen([sys.executable, "-u", "-m", "fieldgen.robust", folder], cwd=folder,
+                                 env=child_env(env),
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, errors="replace")
         start = time.monotonic()

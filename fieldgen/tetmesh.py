@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .children import child_env
 from .errors import BuildError, InputError, MesherCrash, OptionError
 from .mesh import (
     FREE,
@@ -182,6 +183,9 @@ def _tetgen_worker(folder: str) -> None:
     """
     import tetgen
 
+    from .children import die_with_starter
+
+    die_with_starter()                # killed with the build that started it
     data = np.load(os.path.join(folder, "input.npz"))
     generator = tetgen.TetGen(data["vertices"], data["faces"].astype(np.int32), data["markers"].astype(np.int32))
     for point in data["holes"]:
@@ -222,6 +226,7 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, 
         package_root = str(Path(__file__).resolve().parents[1])
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env.setdefault("OMP_NUM_THREADS", "1")
+        env = child_env(env)
         log_path = os.path.join(folder, "tetgen.log")
         with open(log_path, "wb") as log:
             child = subprocess.Popen([sys.executable, "-m", "fieldgen.tetmesh", folder], cwd=folder, env=env,

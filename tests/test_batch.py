@@ -258,6 +258,20 @@ def live_workers(parent: int) -> list[int]:
     return alive
 
 
+def processes_naming(folder: Path) -> list[int]:
+    """Live processes whose command line mentions ``folder`` (TetGen children are given theirs)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(folder).encode() in (entry / "cmdline").read_bytes() and \
+                        (entry / "stat").read_text().split()[2] != "Z":
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
 def wait_until_fast_item_done(proc: subprocess.Popen, first: Path) -> None:
     """Until the fast item's asset exists and its worker has exited (the slow one still builds)."""
     deadline = time.monotonic() + 120
@@ -290,8 +304,11 @@ def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
     outputs = [tmp_path / "out" / "unit_sphere.vtu", tmp_path / "out" / "fandisk.vtu"]
     # As from a terminal: a job started in the background by a shell without job control (a CI
     # script's `cmd &`) inherits SIGINT ignored, and Python then leaves it ignored.
+    scratch = tmp_path / "tmp"               # where the batch and its workers keep temporaries
+    scratch.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "fieldgen.cli.main", "batch", str(manifest), "-j", "2"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "TMPDIR": str(scratch)},
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_until_fast_item_done(proc, outputs[0])
     workers = live_workers(proc.pid)
@@ -307,6 +324,12 @@ def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
     assert not live_workers(proc.pid)
     assert outputs[0].exists()
     assert_no_partial_assets(outputs)
+    # Nothing is left behind: no temporary folder (the batch's, a worker's, TetGen's) and no
+    # TetGen child still meshing for a batch that is gone.
+    while processes_naming(scratch) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not processes_naming(scratch)
+    assert sorted(str(p.relative_to(scratch)) + ":" + (p.read_text() if p.is_file() else "") for p in scratch.rglob("*")) == []
 
 
 @pytest.mark.slow

@@ -359,3 +359,56 @@ def test_an_internal_tetgen_error_is_a_mesher_crash(monkeypatch, failure, retrie
     with pytest.raises(BuildError, match="failed to tetrahedralize") as info:
         tetrahedralize(box.vertices, box.faces, np.full(len(box.faces), FREE))
     assert isinstance(info.value, MesherCrash) == retried and failure in str(info.value)
+
+
+def _tetgen_children_of(parent: int) -> list[int]:
+    """Live TetGen child processes started by ``parent`` (they carry its pid in their environment)."""
+    tag = f"FIELDGEN_PARENT_PID={parent}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if b"fieldgen.tetmesh" in open(f"/proc/{entry}/cmdline", "rb").read() and \
+                        tag in open(f"/proc/{entry}/environ", "rb").read().split(b"\0") and \
+                        open(f"/proc/{entry}/stat").read().split()[2] != "Z":
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_a_killed_build_leaves_no_tetgen_running(tmp_path):
+    """SIGKILL the process that runs TetGen: its TetGen child stops too, instead of meshing on."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = ("import numpy as np, trimesh\n"
+              "from fieldgen.mesh import FREE\n"
+              "from fieldgen.tetmesh import MeshingOptions, tetrahedralize\n"
+              "box = trimesh.creation.box(extents=(0.2, 0.1, 0.04))\n"
+              "tetrahedralize(box.vertices, box.faces, np.full(len(box.faces), FREE),\n"
+              "               options=MeshingOptions(max_volume=1e-9))\n")      # about 1.5M tets, tens of s
+    build = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not _tetgen_children_of(build.pid) and build.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        children = _tetgen_children_of(build.pid)
+        assert children, build.stderr.read().decode() if build.poll() is not None else "no TetGen child"
+        time.sleep(0.5)                                   # TetGen is meshing now
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+        deadline = time.monotonic() + 5
+        while _tetgen_children_of(build.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = _tetgen_children_of(build.pid)
+    finally:
+        for pid in _tetgen_children_of(build.pid):       # do not leave it running if the test fails
+            os.kill(pid, signal.SIGKILL)
+        if build.poll() is None:
+            build.kill()
+    assert left == []
