@@ -338,23 +338,6 @@ def _cache_state(output: str, key: str, description: dict[str, Any] | None = Non
     return None, metadata
 
 
-def discard_unvalidated(output: str, key: str) -> bool:
-    """Remove ``output`` if it carries ``key``: a build stopped between writing and validating.
-
-    ``build`` writes the asset before validating it, so a worker killed in between leaves a
-    complete but unchecked asset that the cache would otherwise take as current.
-    """
-    from .asset import read_metadata
-
-    try:
-        if read_metadata(output).get("cache_key") == key:
-            os.remove(output)
-            return True
-    except (FieldgenError, OSError, ValueError):
-        pass
-    return False
-
-
 def remove_stale_temporaries(outputs: Iterable[str]) -> list[str]:
     """Remove the temporary files a killed build left next to ``outputs``; return their paths."""
     removed = []
@@ -673,7 +656,6 @@ def _run_local(payloads: Sequence[dict], jobs: int, finished: Callable[[dict], N
                 continue
             if answer is None:                       # died (or closed after its last item)
                 if worker.current is not None:
-                    discard_unvalidated(worker.current["output"], worker.current["cache_key"])
                     finished({"index": worker.current["index"], "seconds": 0.0, "error": worker.death_notice()})
                     worker.current = None
                     busy -= 1
@@ -704,8 +686,6 @@ def _run_local(payloads: Sequence[dict], jobs: int, finished: Callable[[dict], N
         for worker in workers:
             worker.close()
             worker.reap(deadline)
-            if worker.current is not None:        # interrupted mid-build
-                discard_unvalidated(worker.current["output"], worker.current["cache_key"])
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -767,12 +747,10 @@ def build_payload(payload: dict[str, Any]) -> dict[str, Any]:
         metadata = {"cache_key": payload["cache_key"]}
         if payload.get("cache") is not None:
             metadata["cache"] = payload["cache"]
-        try:
-            with threadpool_limits(1):
-                result = build(payload["input"], payload["output"], options, extra_metadata=metadata)
-        except _Stop:
-            discard_unvalidated(payload["output"], payload["cache_key"])
-            raise
+        # An asset reaches its output path only validated (build renames it there last), so a
+        # worker stopped at any point leaves the previous asset or the new one, never a part.
+        with threadpool_limits(1):
+            result = build(payload["input"], payload["output"], options, extra_metadata=metadata)
         answer["warnings"] = list(result.warnings)
         answer["tets"] = int(result.tets)
     except FieldgenError as exc:
@@ -842,7 +820,6 @@ def isolated_build(payload: dict[str, Any], cancel_event: str | None = None) -> 
                     worker.stop()
                 continue
             if answer is None:
-                discard_unvalidated(payload["output"], payload["cache_key"])
                 return {"index": payload["index"], "seconds": 0.0, "error": worker.death_notice()}
             return answer
     finally:

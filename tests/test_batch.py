@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from fieldgen.cli.main import main
 from fieldgen.asset import read_metadata
 from fieldgen.install import install_hint
-from fieldgen.batch import (BatchItem, ManifestError, cache_key, discard_unvalidated, read_manifest,
+from fieldgen.batch import (BatchItem, ManifestError, cache_key, read_manifest,
                             remove_stale_temporaries, stale_reason)
 from fieldgen.build import BuildOptions
 
@@ -194,12 +194,6 @@ def test_cache_rebuilds_only_what_changed(first_run, tmp_path):
     assert rebuilt["source"]["sha256"] != read_metadata(source / "out" / "unit_sphere.vtu")["source"]["sha256"]
     assert run(good_only, "--check").exit_code == 0
 
-    # An asset left by a build stopped before validation is discarded only if it has the item's key.
-    spare = folder / "spare.vtu"
-    shutil.copyfile(folder / "out" / "unit_sphere.vtu", spare)
-    assert not discard_unvalidated(str(spare), "0" * 64) and spare.exists()
-    assert discard_unvalidated(str(spare), read_metadata(spare)["cache_key"]) and not spare.exists()
-
     # The full manifest still fails on its two broken items, building nothing else.
     result = run(manifest, "--json", "--quiet")
     assert result.exit_code == 1
@@ -330,6 +324,33 @@ def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
         time.sleep(0.1)
     assert not processes_naming(scratch)
     assert sorted(str(p.relative_to(scratch)) + ":" + (p.read_text() if p.is_file() else "") for p in scratch.rglob("*")) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_an_interrupted_forced_rebuild_keeps_the_assets(meshes, tmp_path, how):
+    """--force rebuilds current assets; stopped midway, every asset it had not replaced is kept."""
+    names = ["unit_sphere.STL", "fandisk.obj"]
+    copy_inputs(meshes, tmp_path, names)
+    manifest = write_manifest(tmp_path, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
+                                         "fandisk.obj": "edge_length = 0.035\n"})
+    outputs = [tmp_path / "out" / "unit_sphere.vtu", tmp_path / "out" / "fandisk.vtu"]
+    built, _ = run_batch_cli(manifest, "-j", "2", "--quiet")
+    assert built.returncode == 0, built.stderr
+    before = [path.read_bytes() for path in outputs]
+    outputs[0].unlink()                      # to see when the fast item is rebuilt
+    proc = subprocess.Popen([sys.executable, "-m", "fieldgen.cli.main", "batch", str(manifest), "-j", "2",
+                             "--force"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    wait_until_fast_item_done(proc, outputs[0])
+    proc.send_signal(how)
+    _, stderr = proc.communicate(timeout=60)
+    deadline = time.monotonic() + 60
+    while live_workers(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not live_workers(proc.pid)
+    # The slow item's previous asset, current and valid, is still there, byte for byte.
+    assert [path.read_bytes() for path in outputs] == before, stderr.decode()
 
 
 @pytest.mark.slow
