@@ -50,6 +50,12 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
             raise OptionError("--scheduler given without --executor dask",
                               fix="add --executor dask, or drop --scheduler to build locally")
         parsed = read_manifest(manifest, output_dir=output_dir)
+    from fieldgen.asset import prepare_output
+
+    with reported_errors():
+        for path in (report_path, junit_path):
+            if path:
+                prepare_output(path)              # before the builds, not after them
 
     progress = Progress(enabled=not quiet)
     bar = progress.bar(len(parsed.items), "batch")

@@ -102,7 +102,12 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
             dataclasses.replace(options, law="linear", modulus=1.0, k=None, table=None).checked()
             kind = law or options.resolved_law()
             options = dataclasses.replace(options, law=kind)
+    from fieldgen.asset import prepare_output
+
     with reported_errors():
+        for path in (output, png):
+            if path:
+                prepare_output(path)              # before the fit, not after it
         if not target:
             curve = read_data(data, units)
     progress = Progress(enabled=not quiet)

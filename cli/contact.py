@@ -202,7 +202,12 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
     if paraview is not None and output is None:
         fail(f"--paraview {paraview}: the script shows the contact surface file, so it needs -o SURFACE.vtp "
              "as well.", EXIT_USAGE)
+    from fieldgen.asset import prepare_output
+
     with reported_errors():
+        for path in (output, paraview):
+            if path is not None:
+                prepare_output(path)
         body_a = _load(a, modulus_a, units_a, "a")
         body_b = _load(b, modulus_b, units_b, "b")
     from fieldgen.runtime.bodies import RigidBody

@@ -23,13 +23,16 @@ def inspect_command(asset, png, paraview, cut, as_json):
     Example: fieldgen inspect paddle.vtu --png paddle.png --paraview view.py --cut x,
     then: pvpython view.py --screenshot paddle_cut.png
     """
-    from fieldgen.asset import read_asset
+    from fieldgen.asset import prepare_output, read_asset
     from fieldgen.inspect import format_summary, plot_asset, summarize, write_paraview_script
 
     if cut is not None and not paraview:
         fail(f"--cut {cut} chooses the plane of the ParaView script: add --paraview FILE.py", EXIT_USAGE)
 
     with reported_errors():
+        for path in (png, paraview):
+            if path:
+                prepare_output(path)
         data = read_asset(asset)
         summary = summarize(data, asset)
         if png:

@@ -33,6 +33,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
     import dataclasses
     import math
 
+    from fieldgen.asset import prepare_output
     from fieldgen.errors import FieldgenError, OptionError
     from fieldgen.progress import Progress
     from fieldgen.runtime.scene import load_scene
@@ -60,6 +61,8 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
         if record_every < 1:
             raise OptionError(f"--record-every must be >= 1, got {record_every}", fix="use --record-every 10")
         check_integrator(scene, integrator, path=scene_file)      # OptionError: exit 2, before any step
+        if out_dir is not None:
+            prepare_output(out_dir, directory=True)            # before the run, not after it
         progress = Progress(enabled=not quiet)
         result = simulate(scene, duration, dt, integrator, record_every=record_every,
                           record_surfaces=out_dir is not None, progress=progress, friction=friction)

@@ -24,6 +24,7 @@ import copy
 import json
 import os
 import re
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,35 @@ class Asset:
 
 
 # --------------------------------------------------------------------------- atomic output
+
+def prepare_output(path, *, directory: bool = False) -> str:
+    """Check that ``path`` (a file, or with ``directory`` a folder) can be written, before any work.
+
+    Missing folders are created; a file is created in the folder and removed again, so a
+    read-only or full file system, a parent that is a file, or a file path that is a folder are
+    all found now, not after a long build. Raises InputError naming the path (exit 1).
+    Returns the absolute path.
+    """
+    target = os.path.abspath(os.fspath(path))
+    folder = target if directory else os.path.dirname(target)
+    if not directory and os.path.isdir(target):
+        raise InputError("is a folder, not a file", path=str(path), fix="give a file path")
+    existing = folder
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise InputError(f"cannot write in {folder}: {existing} is a file, not a folder", path=str(path),
+                         fix="choose another output folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".fieldgen-probe-")
+        os.close(fd)
+        os.remove(probe)
+    except OSError as error:
+        raise InputError(f"cannot write in {folder} ({error.strerror or error})", path=str(path),
+                         fix="write to a folder you can write to (missing folders are created)") from None
+    return target
+
 
 @contextlib.contextmanager
 def atomic_output(path) -> Iterator[str]:

@@ -456,7 +456,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     ``meshed``: the front stages already run (:func:`mesh_part`) with these ``options`` except
     perhaps the law; the asset is then built on that very mesh.
     """
-    from .asset import Asset, atomic_output, write_asset
+    from .asset import Asset, atomic_output, prepare_output, write_asset
     from .asset import mesh_statistics as asset_mesh_statistics
     from concurrent.futures import ThreadPoolExecutor
 
@@ -474,6 +474,9 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     output_path = str(output_path or default_output(input_path))
     if not output_path.endswith(".vtu"):
         raise OptionError(f"output {output_path!r} does not end in .vtu", fix="name the asset FILE.vtu")
+    prepare_output(output_path)                   # before the work, not after it
+    if options.drake_vtk is not None:
+        prepare_output(options.drake_vtk)
     law = make_law(options)
 
     if meshed is None:
@@ -615,7 +618,6 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
                           min_dihedral_angle=angles, gradients=gradients)
     # All or nothing: the asset is validated (and the Drake files written) while it is still a
     # temporary file; only then is it renamed onto the output path.
-    os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     drake = None
     with atomic_output(output_path) as temporary:
         with progress.stage("write"):

@@ -82,3 +82,100 @@ def test_validate_and_inspect_usage(tmp_path):
     assert CliRunner().invoke(main, ["inspect"]).exit_code == 2
     missing = CliRunner().invoke(main, ["inspect", str(tmp_path / "none.vtu")])
     assert missing.exit_code == 1 and "none.vtu" in missing.stderr      # a bad input file: the work failed
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs that cannot be written are found before the work (exit 1), not after it with a trace.
+
+def _blocked(tmp_path: Path) -> Path:
+    """A folder path that cannot be made: its parent is a file."""
+    (tmp_path / "file").write_text("not a folder\n")
+    return tmp_path / "file" / "out"
+
+
+def _asset(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("asset") / "ball.vtu"
+    result = CliRunner().invoke(main, ["build", str(BALL), "--modulus", "1e5", "--edge-length", "0.02",
+                                       "-o", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def ball_asset(tmp_path_factory) -> Path:
+    return _asset(tmp_path_factory)
+
+
+def _commands(asset: Path, blocked: Path) -> dict[str, list[str]]:
+    return {
+        "build -o": ["build", str(BALL), "--modulus", "1e5", "-o", str(blocked / "ball.vtu")],
+        "build --drake-vtk": ["build", str(BALL), "--modulus", "1e5", "-o", str(blocked.parent.parent / "b.vtu"),
+                              "--drake-vtk", str(blocked / "ball.vtk")],
+        "batch --report": ["batch", str(MANIFEST), "--check", "--report", str(blocked / "r.json")],
+        "batch --junit": ["batch", str(MANIFEST), "--check", "--junit", str(blocked / "j.xml")],
+        "simulate -o": ["simulate", str(SCENE), "--duration", "0.01", "-o", str(blocked)],
+        "inspect --png": ["inspect", str(asset), "--png", str(blocked / "a.png")],
+        "inspect --paraview": ["inspect", str(asset), "--paraview", str(blocked / "v.py")],
+        "contact -o": ["contact", str(asset), str(BALL), "--pose-b", "0,0,0.09,0,0,0", "-o", str(blocked / "s.vtp")],
+        "contact --paraview": ["contact", str(asset), str(BALL), "--pose-b", "0,0,0.09,0,0,0",
+                               "-o", str(blocked.parent.parent / "s.vtp"), "--paraview", str(blocked / "v.py")],
+        "calibrate -o": ["calibrate", "--spec", str(ROOT / "assets" / "foam_pad.toml"), "--indenter", "plane",
+                         "--target", "0.002:20", "-o", str(blocked / "c.vtu")],
+        "calibrate --png": ["calibrate", "--spec", str(ROOT / "assets" / "foam_pad.toml"), "--indenter", "plane",
+                            "--target", "0.002:20", "-o", str(blocked.parent.parent / "c.vtu"),
+                            "--png", str(blocked / "fit.png")],
+    }
+
+
+COMMANDS = list(_commands(Path("a"), Path("b")))
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_an_output_that_cannot_be_written_is_refused_before_work(tmp_path, ball_asset, name):
+    blocked = _blocked(tmp_path)
+    result = CliRunner().invoke(main, _commands(ball_asset, blocked)[name])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "file" in result.stderr and "is a file, not a folder" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    for stage in ("load", "tetrahedralize", "steps", "fit"):       # nothing was started
+        assert f"{stage} " not in result.stderr.lower().split("error:")[0], result.stderr
+    # and nothing else was written (the other outputs of the same command included)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_prepare_output_creates_folders_and_refuses_what_it_cannot_write(tmp_path):
+    import os
+
+    from fieldgen.asset import prepare_output
+    from fieldgen.errors import InputError
+
+    made = prepare_output(tmp_path / "a" / "b" / "x.vtu")
+    assert Path(made).parent.is_dir() and list(Path(made).parent.iterdir()) == []   # the probe is gone
+    assert Path(prepare_output(tmp_path / "c" / "d", directory=True)).is_dir()
+    with pytest.raises(InputError, match="is a folder, not a file"):
+        prepare_output(tmp_path / "a")
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    target = read_only / "x.vtu"
+    if os.access(read_only, os.W_OK):          # root ignores mode bits: a read-only file system then
+        target = Path("/proc/fieldgen-test/x.vtu")
+    with pytest.raises(InputError, match="cannot write in"):
+        prepare_output(target)
+
+
+SCENE_FILES = [
+    ("x = [\n", "not valid TOML"),
+    ("duraton = 1\n", "unknown key 'duraton'"),
+    ("[simulate]\nduraton = 1\n", "did you mean 'duration'"),       # named even without a body
+]
+
+
+@pytest.mark.parametrize("text, words", SCENE_FILES, ids=["syntax", "top-level typo", "[simulate] typo"])
+def test_a_scene_file_refused_as_written_is_a_usage_error(tmp_path, text, words):
+    scene = tmp_path / "scene.toml"
+    scene.write_text(text)
+    result = CliRunner().invoke(main, ["simulate", str(scene)])
+    assert result.exit_code == 2, result.output           # as a spec (build) or a manifest (batch)
+    assert words in result.stderr and str(scene) in result.stderr

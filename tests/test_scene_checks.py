@@ -90,7 +90,7 @@ def test_top_level_key_and_missing_file(tmp_path):
     path.write_text("gravty = [0, 0, -9.81]\n" + path.read_text())
     result = run(path)
     assert result.exit_code == 2 and "top level" in result.output and "'gravity'" in result.output
-    assert run(tmp_path / "missing.toml").exit_code == 1
+    assert run(tmp_path / "missing.toml").exit_code == 2      # as a missing spec or manifest
 
 
 def test_example_scenes_pass_the_check():

@@ -233,7 +233,7 @@ def test_cli_writes_trajectories_pvd_and_json(tmp_path):
     poly = reader.GetOutput()
     assert poly.GetNumberOfCells() > 0 and poly.GetPointData().GetArray("pressure") is not None
     bad = CliRunner().invoke(main, ["simulate", str(tmp_path / "missing.toml")])
-    assert bad.exit_code == 1 and "scene file not found" in bad.output
+    assert bad.exit_code == 2 and "scene file not found" in bad.output      # as a missing spec or manifest
 
 
 # --------------------------------------------------------------------------- rigid-rigid

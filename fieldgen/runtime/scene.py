@@ -46,12 +46,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.runtime.bodies import CompliantBody, RigidBody, load_body
@@ -341,12 +345,14 @@ def load_scene(path, *, cache_dir: str | os.PathLike | None = None) -> tuple[Sce
     ``[simulate]`` table (duration, dt, integrator, ...) as given; its ``face_rule`` ("all" or
     "drake") becomes :attr:`Scene.face_rule`."""
     path = Path(path)
+    # A scene file that cannot be read as TOML is refused like a build spec or a manifest: a
+    # usage error (exit 2), before any work.
     if not path.is_file():
-        raise InputError("scene file not found", path=path, fix="check the path")
+        raise SceneError("scene file not found", path=path, fix="check the path")
     try:
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid TOML ({exc})", path=path, fix="fix the TOML syntax") from None
+        raise SceneError(f"not valid TOML ({exc})", path=path, fix="fix the TOML syntax") from None
     check_scene_table(data, path=path)      # unknown keys, types, ranges: SceneError (usage)
     bodies = data.get("body", [])
     if not isinstance(bodies, list) or not bodies:

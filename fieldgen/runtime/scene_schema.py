@@ -191,13 +191,13 @@ def check_scene_table(data: dict, *, path=None) -> None:
     """Refuse (:class:`SceneError`) a scene file's parsed TOML whose keys, types or values are
     not the ones the loader reads; see the module docstring."""
     _values(data, TOP, path=path, where="top level")
+    if "simulate" in data:
+        _values(data["simulate"], SIMULATE, path=path, where="[simulate]")
     bodies = data.get("body")
     if not isinstance(bodies, list) or not all(isinstance(b, dict) for b in bodies):
         if bodies is None:
             return            # the loader says "no [[body]] tables"
         raise SceneError("body is not an array of tables", path=path, fix="write each body as a [[body]] table")
-    if "simulate" in data:
-        _values(data["simulate"], SIMULATE, path=path, where="[simulate]")
     for index, body in enumerate(bodies, start=1):
         label = f"[[body]] {index}" + (f" ({body['name']})" if isinstance(body.get("name"), str) else "")
         _values(body, BODY, path=path, where=label)
