@@ -52,11 +52,29 @@ def _modulus(ctx, param, value):
     return value
 
 
-def _load(path: str, modulus: float | None, units: str | None, side: str):
+def _friction(ctx, param, value):
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"{value} is not a friction coefficient (a number >= 0, e.g. 0.5)")
+    return value
+
+
+def _load(path: str, modulus: float | None, units: str | None, side: str, mu: float | None = None):
+    import dataclasses
+
+    body = _load_body(path, modulus, units, side)
+    if mu is not None:            # static = dynamic; fieldgen's contact uses the dynamic one (§4.3)
+        body = dataclasses.replace(body, mu_static=mu, mu_dynamic=mu)
+    return body
+
+
+def _load_body(path: str, modulus: float | None, units: str | None, side: str):
     from fieldgen.runtime.bodies import load_body
 
     flag = f"--modulus-{side}"
     suffix = Path(path).suffix.lower()
+    if modulus is not None and suffix != ".vtk":
+        what = "a fieldgen asset carries its own pressure field" if suffix == ".vtu" else "a rigid surface has none"
+        fail(f"{path}: {flag} sets the modulus of a legacy .vtk tet mesh; {what}. Drop {flag}.", EXIT_USAGE)
     if suffix == ".vtk" and modulus is None:
         fail(f"{path}: a legacy .vtk tet mesh has no pressure field of its own; Drake's field "
              f"p0 = E·d/max d needs the modulus E. Pass {flag} E in Pa (e.g. {flag} 1e5).", EXIT_USAGE)
@@ -179,6 +197,10 @@ def summary_text(data: dict) -> str:
 @click.option("--units-a", type=click.Choice(list(LENGTH_UNITS)), help="Units of A when it is a rigid surface mesh "
               "(default m).")
 @click.option("--units-b", type=click.Choice(list(LENGTH_UNITS)), help="Units of B, as --units-a.")
+@click.option("--mu-a", type=float, callback=_friction, metavar="MU",
+              help="Friction coefficient of A (static = dynamic). A rigid surface or .vtk tet mesh has none "
+                   "(0, so the pair has no friction) unless given; for an asset it replaces the asset's own.")
+@click.option("--mu-b", type=float, callback=_friction, metavar="MU", help="As --mu-a, for B.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Time N queries after one warm-up; report the median.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="SURFACE",
@@ -188,7 +210,7 @@ def summary_text(data: dict) -> str:
                    "bodies (FILE_bodies.vtp) see-through; pvpython FILE.py --screenshot out.png for a picture.")
 @json_option
 def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation, face_rule, modulus_a, modulus_b,
-                    units_a, units_b, repeat, output, paraview, as_json):
+                    units_a, units_b, mu_a, mu_b, repeat, output, paraview, as_json):
     """Contact surface, force and torque between A and B.
 
     A and B are fieldgen assets (.vtu), legacy .vtk tet meshes (give --modulus-a/-b) or closed rigid
@@ -208,8 +230,8 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
         for path in (output, paraview):
             if path is not None:
                 prepare_output(path)
-        body_a = _load(a, modulus_a, units_a, "a")
-        body_b = _load(b, modulus_b, units_b, "b")
+        body_a = _load(a, modulus_a, units_a, "a", mu_a)
+        body_b = _load(b, modulus_b, units_b, "b", mu_b)
     from fieldgen.runtime.bodies import RigidBody
 
     if isinstance(body_a, RigidBody) and isinstance(body_b, RigidBody):
@@ -228,6 +250,11 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
 
             written = write_query_view(paraview, output, surface, [body_a, body_b],
                                        [as_matrix(pose_a), as_matrix(pose_b)])
+    for side, path, body, other_body in (("a", a, body_a, body_b), ("b", b, body_b, body_a)):
+        if body.mu_dynamic == 0 and other_body.mu_dynamic > 0:
+            # The pair's μ is the harmonic mean (docs/model.md §4.3): one side at 0 makes it 0.
+            messages.append(f"{path} has friction coefficient 0 (a rigid surface or .vtk mesh has none unless "
+                            f"given), so the pair's is 0 and there is no friction; give --mu-{side} MU")
     for message in messages:
         click.echo(f"warning: {message}", err=True)
     data = report(a, b, body_a, body_b, surface, wrench, seconds, messages, output, face_rule, other)

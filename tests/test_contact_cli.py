@@ -198,3 +198,36 @@ def test_paraview_script_for_one_query(foam_ball, plate, tmp_path):
     assert low[5] == pytest.approx(float(ball.points[:, 2].max()), abs=1e-12)
     usage = run(foam_ball, plate, "--paraview", script)
     assert usage.exit_code == 2 and "-o SURFACE.vtp" in usage.output
+
+
+def test_friction_against_a_rigid_mesh_needs_its_coefficient(foam_ball, plate):
+    """A rigid mesh has no friction coefficient of its own (0), and the pair's is the harmonic
+    mean (docs/model.md §4.3), so without --mu-b a sliding plate feels no friction, which the
+    command says; with --mu-b the pair's μ is 2 μ_A μ_B / (μ_A + μ_B) and a fast slide is full
+    Coulomb sliding: tangential force = μ × normal force, against the slip."""
+    from fieldgen.asset import read_metadata
+    from fieldgen.runtime.bodies import load_body
+
+    mu_ball = float(read_metadata(foam_ball)["friction"]["dynamic"])
+    assert mu_ball > 0
+    pose = f"0,0,{float(load_body(foam_ball).points[:, 2].min()) + 0.004},0,0,0"
+    slide = ["--pose-b", pose, "--velocity-b", "0.1,0,0,0,0,0", "--json"]
+    none = run(foam_ball, plate, *slide)
+    assert none.exit_code == 0, none.output
+    data = json.loads(none.stdout)
+    assert data["friction"] == 0 and data["force"][0] == 0
+    assert "friction coefficient 0" in none.stderr and "--mu-b" in none.stderr
+    given = run(foam_ball, plate, *slide, "--mu-b", "0.5")
+    data = json.loads(given.stdout)
+    mu = 2 * mu_ball * 0.5 / (mu_ball + 0.5)
+    assert data["friction"] == pytest.approx(mu, rel=1e-12)
+    assert data["force"][0] == pytest.approx(mu * data["force"][2], rel=1e-3)     # both < 0 on B
+    assert "friction coefficient 0" not in given.stderr
+    # --mu-a replaces the asset's own; --mu-b 0 on both sides is no friction, without the warning
+    both = run(foam_ball, plate, *slide, "--mu-a", "0.5", "--mu-b", "0.5")
+    assert json.loads(both.stdout)["friction"] == pytest.approx(0.5, rel=1e-12)
+    for flags, words in ((["--mu-b", "-1"], "not a friction coefficient"),
+                         (["--modulus-b", "1e5"], "--modulus-b sets the modulus of a legacy .vtk"),
+                         (["--modulus-a", "1e5"], "carries its own pressure field")):
+        refused = run(foam_ball, plate, *flags)
+        assert refused.exit_code == 2 and words in refused.output, refused.output
