@@ -96,7 +96,16 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
             raise OptionError(f"--layer-tolerance must be positive, got {layer_tolerance}", fix="give Pa, e.g. 100")
         if target:
             curve = parse_targets(target, units)
-            options.checked()              # the spec's law is the shape that is scaled
+            # The spec's law is the shape that is scaled; calibrate has no law flags of its own.
+            if spec is None:
+                raise OptionError("--target rescales the law of a build spec, and no --spec was given",
+                                  fix="give --spec FILE.toml with the part's law (modulus, and k or table), "
+                                      "or fit the law to a measured curve with --data CSV")
+            try:
+                options.checked()
+            except OptionError as exc:
+                raise OptionError(f"the spec's law cannot be rescaled: {exc.defect}", path=spec,
+                                  fix="set modulus (and k or table) in the spec") from None
         else:
             # The law's values are what the fit finds: check every other option.
             dataclasses.replace(options, law="linear", modulus=1.0, k=None, table=None).checked()

@@ -28,6 +28,11 @@ BUILD = [
     (["--modulus", "1e5", "--drake-vtk", "x.stl"], "--drake-vtk 'x.stl' does not end in .vtk"),
     (["--modulus", "1e5", "--dissipation", "1", "--expansion-rate", "2"], "--dissipation and --expansion-rate"),
     (["--modulus", "1e5", "--skin", "1", "--core", "core.stl"], "--skin and --core"),
+    # flags that would be ignored beside others
+    (["--modulus", "1e5", "--edge-length", "0.01", "--accuracy", "0.02"], "--accuracy and --edge-length both given"),
+    (["--modulus", "1e5", "--max-volume", "1e-6", "--accuracy", "0.02"], "--accuracy and --max-volume both given"),
+    (["--modulus", "1e5", "--robust", "--accuracy", "0.02"], "--accuracy and --robust both given"),
+    (["--modulus", "1e5", "--threads", "2"], "--threads given without --robust"),
 ]
 
 
@@ -179,3 +184,18 @@ def test_a_scene_file_refused_as_written_is_a_usage_error(tmp_path, text, words)
     result = CliRunner().invoke(main, ["simulate", str(scene)])
     assert result.exit_code == 2, result.output           # as a spec (build) or a manifest (batch)
     assert words in result.stderr and str(scene) in result.stderr
+
+
+def test_calibrate_target_needs_a_spec_law(tmp_path):
+    """--target rescales a spec's law; calibrate has no --modulus, so the message must not ask for it."""
+    pad = ROOT / "assets" / "foam_pad.stl"
+    alone = CliRunner().invoke(main, ["calibrate", str(pad), "--indenter", "plane", "--target", "0.002:20",
+                                      "-o", str(tmp_path / "c.vtu")])
+    assert alone.exit_code == 2 and "no --spec was given" in alone.stderr and "--modulus" not in alone.stderr
+    spec = tmp_path / "nolaw.toml"
+    spec.write_text(f'input = "{pad.as_posix()}"\nunits = "mm"\n')
+    lawless = CliRunner().invoke(main, ["calibrate", "--spec", str(spec), "--indenter", "plane", "--target",
+                                        "0.002:20", "-o", str(tmp_path / "c.vtu")])
+    assert lawless.exit_code == 2 and "spec's law cannot be rescaled" in lawless.stderr
+    assert "set modulus" in lawless.stderr and "--modulus" not in lawless.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nolaw.toml"]
