@@ -11,7 +11,7 @@ from fieldgen.build import BuildOptions, options_from_mapping, options_from_spec
 from fieldgen.errors import OptionError
 from fieldgen.progress import Progress
 
-from .common import EXIT_USAGE, json_option, print_json, quiet_option, reported_errors
+from .common import EXIT_USAGE, check_suffix, json_option, print_json, quiet_option, reported_errors
 
 
 def _vector(text: str | None, name: str):
@@ -72,6 +72,7 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
     from fieldgen.calibrate import calibrate, parse_targets, parse_units, read_data
     from fieldgen.indenter import check_indenter_text
 
+    check_suffix(png, "--png", ".png", "the fit plot")
     with reported_errors(EXIT_USAGE):
         options, spec_input = BuildOptions(), None
         if spec is not None:

@@ -37,6 +37,13 @@ def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
         sys.exit(130)
 
 
+def check_suffix(path: str | None, flag: str, suffix: str, what: str) -> None:
+    """Refuse (exit 2) an output path for ``flag`` that does not end in ``suffix`` (a picture named
+    .jpg would get PNG bytes; a script named .txt would not run as one)."""
+    if path is not None and not str(path).lower().endswith(suffix):
+        fail(f"{flag} {path}: {what} is written as {suffix}. Name it FILE{suffix}.", EXIT_USAGE)
+
+
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True))
 

@@ -12,7 +12,7 @@ import click
 
 from fieldgen.units import LENGTH_UNITS
 
-from .common import EXIT_USAGE, fail, json_option, print_json, reported_errors
+from .common import EXIT_USAGE, check_suffix, fail, json_option, print_json, reported_errors
 
 
 def _numbers(text: str, names: tuple[str, ...], what: str) -> list[float]:
@@ -221,6 +221,7 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
     """
     if output is not None and Path(output).suffix.lower() not in (".vtp", ".vtu"):
         fail(f"{output}: unknown contact-surface format. Name it SURFACE.vtp or SURFACE.vtu.", EXIT_USAGE)
+    check_suffix(paraview, "--paraview", ".py", "the ParaView script")
     if paraview is not None and output is None:
         fail(f"--paraview {paraview}: the script shows the contact surface file, so it needs -o SURFACE.vtp "
              "as well.", EXIT_USAGE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import EXIT_USAGE, fail, json_option, print_json, reported_errors
+from .common import EXIT_USAGE, check_suffix, fail, json_option, print_json, reported_errors
 
 
 @click.command("inspect")
@@ -26,6 +26,8 @@ def inspect_command(asset, png, paraview, cut, as_json):
     from fieldgen.asset import prepare_output, read_asset
     from fieldgen.inspect import format_summary, plot_asset, summarize, write_paraview_script
 
+    check_suffix(png, "--png", ".png", "the picture")
+    check_suffix(paraview, "--paraview", ".py", "the ParaView script")
     if cut is not None and not paraview:
         fail(f"--cut {cut} chooses the plane of the ParaView script: add --paraview FILE.py", EXIT_USAGE)
 

@@ -793,6 +793,13 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
     data = _read_bytes(path_text)
     sha = hashlib.sha256(data).hexdigest()
     vertices, faces, groups, names = read_triangles(path_text, data)
+    if len(faces) == 0 and len(vertices) == 0:
+        suffix = os.path.splitext(path_text)[1].lower() or "mesh"
+        raise InputError(
+            f"no mesh could be read from the {role} file (0 vertices, 0 faces): it is empty, cut short "
+            f"or not {suffix} data",
+            path=path_text,
+            fix=f"Give a triangle surface mesh ({SURFACE_FORMATS}); export it again from its source")
     if len(faces) == 0:
         raise InputError(
             f"the {role} file contains no triangles ({len(vertices):,} vertices, 0 faces)",

@@ -321,3 +321,16 @@ def test_drake_export_from_build(tmp_path):
     from fieldgen.asset import read_metadata
 
     assert read_metadata(tmp_path / "paddle.vtu")["warnings"] == report["warnings"]
+
+
+@pytest.mark.parametrize("text", ["hello, this is not a mesh\n", "solid x\nendsolid x\n", ""],
+                         ids=["text", "empty solid", "empty file"])
+def test_a_file_that_holds_no_mesh_is_named_so(tmp_path, text):
+    """Not "a volume mesh is not a surface" (the hint for a .vtk tet mesh) when nothing was read."""
+    path = tmp_path / "part.stl"
+    path.write_text(text)
+    result = run("build", path, "--modulus", "1e5", "-o", tmp_path / "out.vtu")
+    assert result.exit_code == 1, result.output
+    assert "no mesh could be read" in result.stderr and "not .stl data" in result.stderr
+    assert "volume mesh" not in result.stderr and str(path) in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part.stl"]

@@ -199,3 +199,20 @@ def test_calibrate_target_needs_a_spec_law(tmp_path):
     assert lawless.exit_code == 2 and "spec's law cannot be rescaled" in lawless.stderr
     assert "set modulus" in lawless.stderr and "--modulus" not in lawless.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nolaw.toml"]
+
+
+SUFFIXES = [
+    (["inspect", "{asset}", "--png", "{tmp}/a.jpg"], "--png"),
+    (["inspect", "{asset}", "--paraview", "{tmp}/v.txt"], "--paraview"),
+    (["contact", "{asset}", str(BALL), "-o", "{tmp}/s.vtp", "--paraview", "{tmp}/v.txt"], "--paraview"),
+    (["calibrate", "--spec", str(ROOT / "assets" / "foam_pad.toml"), "--indenter", "plane", "--target", "0.002:20",
+      "-o", "{tmp}/c.vtu", "--png", "{tmp}/fit.jpg"], "--png"),
+]
+
+
+@pytest.mark.parametrize("args, flag", SUFFIXES, ids=["inspect --png", "inspect --paraview", "contact --paraview",
+                                                      "calibrate --png"])
+def test_an_output_of_the_wrong_kind_is_refused(tmp_path, ball_asset, args, flag):
+    result = CliRunner().invoke(main, [a.format(asset=ball_asset, tmp=tmp_path) for a in args])
+    assert result.exit_code == 2 and flag in result.stderr and "Name it FILE." in result.stderr, result.output
+    assert list(tmp_path.iterdir()) == []
