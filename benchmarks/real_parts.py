@@ -38,6 +38,9 @@ CASES = [
     ("featuretype", "featuretype.STL", "in", {"modulus": 3e5, "dissipation": 2.0}),
     ("fandisk", "fandisk.obj", "m", {"bonded": ["below:z=-0.7"], "modulus": 1e5, "dissipation": 1.0}),
     ("unit_sphere", "unit_sphere.STL", "m", {"modulus": 1e5, "dissipation": 1.0}),
+    # Plates (first mesh thin across the plate, docs/model.md §2.10): 203 x 305 x 12.7 mm, 196 mm
+    ("plate_holes", "plate_holes.STL", "mm", {"modulus": 1e5, "dissipation": 1.0}),
+    ("plate_8in_col", "plate_8in_col.obj", "m", {"modulus": 1e5, "dissipation": 1.0}),
     ("angle_block-skin", "angle_block.STL", "in",
      {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / INCH, "dissipation": 1.0}),
     ("idler_riser-skin", "idler_riser.STL", "in",

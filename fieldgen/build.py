@@ -376,11 +376,14 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
 
     made: list[tuple[Any, Any]] = []    # each mesh (TetMesh) make_mesh returned, with its TetGen switches
 
-    def make_mesh(sized_edge=None, background=None, cut=True):
+    def make_mesh(sized_edge=None, background=None, cut=True, stretch=None):
         """TetGen (or fTetWild), the skin cut and the zero-pressure refinement: the mesh the extent
         is solved on, the whole part's mesh before the skin cut, the skin and the split count.
-        ``sized_edge`` (m) and ``background`` (a size field) come from the accuracy sizing."""
+        ``sized_edge`` (m), ``background`` (a size field) and ``stretch`` ((axis, factor): a
+        plate's anisotropic first mesh) come from the accuracy sizing."""
         meshing_now = meshing if sized_edge is None else dataclasses.replace(meshing, edge_length=sized_edge)
+        if stretch is not None:
+            meshing_now = dataclasses.replace(meshing_now, stretch_axis=stretch[0], stretch=stretch[1])
         if sized_edge is not None or background is not None:
             mesher["switches"] = meshing_now.switches()[:-1] + ("mQ" if background is not None else "Q")
         with progress.stage("tetrahedralize"):
@@ -422,10 +425,13 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         if by_accuracy:
             from .sizing import mesh_by_accuracy
 
+            from .sizing import plate_axis
+
             sized = mesh_by_accuracy(make_mesh, law, options.accuracy, abs(surface.volume),
                                      progress=progress,
                                      skin=None if options.skin is None else options.skin * scale,
-                                     free_surface=exposed)
+                                     free_surface=exposed,
+                                     plate=None if options.skin is not None else plate_axis(surface.vertices, surface.faces))
             mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
             kept = [switches for part, switches in made if part is mesh and switches is not None]
             if kept:

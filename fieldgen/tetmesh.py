@@ -52,6 +52,12 @@ class MeshingOptions:
     edge_length: float | None = None    # m; converted to a regular tet's volume a^3/(6 sqrt 2)
     radius_edge: float = 1.414          # TetGen quality bound q (circumradius / shortest edge)
     min_dihedral: float = 10.0          # degrees; TetGen's q/ target (not enforced by TetGen)
+    #: Anisotropic tets for a plate-like part: TetGen meshes the part stretched by ``stretch``
+    #: along the unit vector ``stretch_axis`` (its thin direction), and the points are mapped back,
+    #: so the tets are ``stretch`` times thinner across the plate than along it (the bounds
+    #: above apply in the stretched part). An affine map keeps every face in its plane.
+    stretch_axis: tuple[float, float, float] | None = None
+    stretch: float = 1.0
 
     def volume_bound(self) -> float | None:
         """The effective max tet volume in m^3: the smaller of the two bounds, or None."""
@@ -83,6 +89,13 @@ class MeshingOptions:
             # "a0.000000032" gave identical meshes; test_volume_bound_reaches_tetgen checks the effect).
             text += "a" + np.format_float_positional(float(volume), unique=True, trim="-")
         return text + "Q"
+
+
+def stretched(points: np.ndarray, axis, factor: float) -> np.ndarray:
+    """``points`` stretched by ``factor`` along the unit vector ``axis`` (x + (f − 1)(x·n)n)."""
+    n = np.asarray(axis, dtype=np.float64)
+    points = np.asarray(points, dtype=np.float64)
+    return points + (float(factor) - 1.0) * np.outer(points @ n, n)
 
 
 # ---------------------------------------------------------------------------
@@ -298,12 +311,21 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
         raise InputError(f"{int(bad.sum())} face markers are not FREE=1/RIGID=2/INSULATED=3 (e.g. {int(markers[bad][0])})",
                          fix="mark every face with one of the boundary condition codes")
     switches = options.switches()
+    stretch = options.stretch_axis is not None and options.stretch != 1.0
+    if stretch:
+        if not (np.isfinite(options.stretch) and options.stretch > 0):
+            raise OptionError(f"stretch = {options.stretch!r} is not a positive factor", fix="use e.g. 3")
+        if background is not None:
+            raise OptionError("a stretch and a size field together", fix="give one of them")
+        vertices = stretched(vertices, options.stretch_axis, options.stretch)
 
     all_vertices, all_faces, all_markers, holes = vertices, faces, markers, []
     if core_faces is not None and len(core_faces):
         if core_vertices is None:
             raise InputError("core_faces given without core_vertices", fix="pass both core arrays")
         cv = np.asarray(core_vertices, dtype=np.float64)
+        if stretch:
+            cv = stretched(cv, options.stretch_axis, options.stretch)
         cf = np.asarray(core_faces, dtype=np.int64)
         _check_surface(cv, cf, "core")
         for component in _components(cf, len(cv)):
@@ -322,6 +344,8 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     used[elements.ravel()] = True
     remap = np.cumsum(used) - 1
     points = nodes[used]
+    if stretch:
+        points = stretched(points, options.stretch_axis, 1.0 / options.stretch)
     tets = orient_positive(points, remap[elements])
     trifaces = remap[trifaces]
     flat = flat_tets(points, tets)

@@ -20,6 +20,7 @@ from fieldgen.asset import read_asset, read_metadata
 from fieldgen.build import BuildOptions, build, make_law
 from fieldgen.cli.main import main
 from fieldgen.damping import characteristic_length
+from fieldgen.errors import OptionError
 from fieldgen.extent import solve_extent
 from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, hat_gradients, tet_volumes
 from fieldgen.modulus import hyperbolic_law, linear_law
@@ -913,3 +914,74 @@ def test_a_mesh_reused_for_another_law_gets_that_laws_pressure_estimate(meshes, 
     sizing_report = meta["mesher"]["sizing"]
     assert sizing_report["passes"][sizing_report["kept_pass"] - 1]["pressure"] == meshed.estimate.pressure
     assert meta["law"] == make_law(options).to_metadata()
+
+
+# ---------------------------------------------------------------------------------------------
+# Plate-like parts: a first mesh thin across the plate (docs/model.md §2.10)
+
+def test_plate_axis_finds_plates_only():
+    from fieldgen.sizing import PLATE_RATIO, plate_axis
+
+    slab = trimesh.creation.box(extents=(0.2, 0.15, 0.01))
+    assert plate_axis(slab.vertices, slab.faces).tolist() == [0.0, 0.0, 1.0]
+    tilted = slab.copy()
+    tilted.apply_transform(trimesh.transformations.rotation_matrix(np.radians(30), [1, 0, 0]))
+    axis = plate_axis(tilted.vertices, tilted.faces)
+    assert abs(axis @ [0, -np.sin(np.radians(30)), np.cos(np.radians(30))]) == pytest.approx(1, abs=1e-6)
+    assert axis[np.argmax(np.abs(axis))] > 0
+    bar = trimesh.creation.box(extents=(0.2, 0.2 / (PLATE_RATIO - 0.5), 0.01))   # not wide enough
+    assert plate_axis(bar.vertices, bar.faces) is None
+    cube = trimesh.creation.box(extents=(0.1, 0.1, 0.1))
+    assert plate_axis(cube.vertices, cube.faces) is None
+
+
+def test_a_stretched_tetgen_mesh_is_the_same_part_with_thin_tets():
+    box = trimesh.creation.box(extents=(0.2, 0.2, 0.02))
+    markers = np.full(len(box.faces), FREE)
+    markers[box.face_normals[:, 2] < -0.9] = RIGID
+    options = MeshingOptions(edge_length=0.01, stretch_axis=(0.0, 0.0, 1.0), stretch=3.0)
+    mesh = tetrahedralize(box.vertices, box.faces, markers, options=options)
+    assert tet_volumes(mesh.points, mesh.tets).sum() == pytest.approx(0.2 * 0.2 * 0.02, rel=1e-9)
+    assert np.allclose(mesh.points.min(axis=0), [-0.1, -0.1, -0.01]) and np.allclose(mesh.points.max(axis=0), [0.1, 0.1, 0.01])
+    bottom = mesh.points[mesh.vertices_with(RIGID)]
+    assert np.allclose(bottom[:, 2], -0.01)                     # the bonded face is where it was
+
+    def along_over_across(mesh):
+        edges = mesh.points[mesh.tets[:, [0, 0, 0, 1, 1, 2]]] - mesh.points[mesh.tets[:, [1, 2, 3, 2, 3, 3]]]
+        return np.linalg.norm(edges[..., :2], axis=-1).mean() / np.abs(edges[..., 2]).mean()
+
+    plain = tetrahedralize(box.vertices, box.faces, markers, options=MeshingOptions(edge_length=0.005))
+    assert 2.0 < along_over_across(mesh) / along_over_across(plain) < 4.0     # about the stretch, 3
+    with pytest.raises(OptionError, match="size field"):
+        tetrahedralize(box.vertices, box.faces, markers, options=options,
+                       background=(box.vertices, np.array([[0, 1, 2, 3]]), np.ones(8)))
+
+
+@pytest.mark.slow
+def test_a_plate_sized_by_accuracy_against_the_slab_closed_form(tmp_path, monkeypatch):
+    """A free slab 0.2 x 0.2 x 0.01 m (Poisson): away from its sides e is the parabola
+    4 z (H - z) / H². Sized by accuracy, the plate's first mesh is thin across it, and at the tet
+    budget its field is several times closer to the parabola than an isotropic start's."""
+    import fieldgen.sizing as sizing
+
+    height = 0.01
+    path = tmp_path / "slab.stl"
+    trimesh.creation.box(extents=(0.2, 0.2, height)).export(path)
+    errors = {}
+    for label, ratio in (("stretched", sizing.PLATE_RATIO), ("isotropic", float("inf"))):
+        monkeypatch.setattr(sizing, "PLATE_RATIO", ratio)
+        out = tmp_path / f"{label}.vtu"
+        build(path, out, BuildOptions(modulus=1e5, accuracy=0.02))
+        asset = read_asset(out)
+        inner = (np.abs(asset.points[:, :2]) < 0.05).all(axis=1)
+        z = asset.points[inner, 2] + height / 2
+        errors[label] = float(np.sqrt(np.mean((asset.extent[inner] - 4 * z * (height - z) / height**2) ** 2)))
+        sizing_report = read_metadata(out)["mesher"]["sizing"]
+        if label == "stretched":
+            assert sizing_report["stretch"] == {"axis": [0.0, 0.0, 1.0], "factor": sizing.PLATE_STRETCH}
+            estimate = read_metadata(out)["error_estimate"]["extent"]
+            assert 0.5 < errors[label] / estimate < 2.0          # the estimate holds on thin tets too
+        else:
+            assert "stretch" not in sizing_report
+    assert errors["stretched"] < 0.03
+    assert errors["isotropic"] > 2 * errors["stretched"]
