@@ -15,22 +15,6 @@ from .common import EXIT_USAGE, json_option, print_json, quiet_option, reported_
 _NUMBER = click.FLOAT
 
 
-def _refuse_ignored_flags(given: dict, options) -> None:
-    """Flags that would be silently ignored next to others on the same command line: exit 2."""
-    from fieldgen.errors import OptionError
-
-    if "accuracy" in given:
-        for flag in ("edge_length", "max_volume", "robust"):
-            if given.get(flag):
-                name = flag.replace("_", "-")
-                raise OptionError(f"--accuracy and --{name} both given: --accuracy sizes the mesh for an error "
-                                  f"only when no size is given{' (and not with fTetWild)' if flag == 'robust' else ''}",
-                                  fix=f"drop --accuracy, or drop --{name} to let the accuracy choose the mesh")
-    if "threads" in given and not options.robust:
-        raise OptionError("--threads given without --robust: it sets fTetWild's threads, and TetGen runs on one",
-                          fix="add --robust, or drop --threads")
-
-
 @click.command("build")
 @click.argument("input_path", metavar="INPUT", required=False, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Asset to write (.vtu). Default: INPUT's stem + .vtu here.")
@@ -84,7 +68,6 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
         if spec is not None:
             options, spec_input, spec_output = options_from_spec(spec)
         options = options_from_mapping(given, origin="command line", base=options).checked()
-        _refuse_ignored_flags(given, options)
         input_path = input_path or spec_input
         if input_path is None:
             raise click.UsageError("no INPUT given (on the command line or as `input` in the spec)")

@@ -92,29 +92,31 @@ class Asset:
 def prepare_output(path, *, directory: bool = False) -> str:
     """Check that ``path`` (a file, or with ``directory`` a folder) can be written, before any work.
 
-    Missing folders are created; a file is created in the folder and removed again, so a
-    read-only or full file system, a parent that is a file, or a file path that is a folder are
-    all found now, not after a long build. Raises InputError naming the path (exit 1).
-    Returns the absolute path.
+    Nothing is created: the nearest folder on the path that exists must be a folder in which a
+    file can be made (one is made there and removed again), so a read-only or full file system,
+    a parent that is a file, or a file path that is a folder are all found now, not after a long
+    build. The missing folders are made when the output is written (:func:`atomic_output`).
+    Raises InputError naming the path (exit 1). Returns the absolute path.
     """
     target = os.path.abspath(os.fspath(path))
     folder = target if directory else os.path.dirname(target)
-    if not directory and os.path.isdir(target):
-        raise InputError("is a folder, not a file", path=str(path), fix="give a file path")
+    if os.path.isdir(target) != directory and os.path.exists(target):
+        what = "a file, not a folder" if directory else "a folder, not a file"
+        raise InputError(f"is {what}", path=str(path), fix=f"give a {'folder' if directory else 'file'} path")
     existing = folder
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
         raise InputError(f"cannot write in {folder}: {existing} is a file, not a folder", path=str(path),
                          fix="choose another output folder")
+    # Named as atomic_output's temporaries, which `fieldgen batch` removes if a kill leaves one.
+    probe = os.path.join(existing, f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".fieldgen-probe-")
-        os.close(fd)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         os.remove(probe)
     except OSError as error:
-        raise InputError(f"cannot write in {folder} ({error.strerror or error})", path=str(path),
-                         fix="write to a folder you can write to (missing folders are created)") from None
+        raise InputError(f"cannot write in {existing} ({error.strerror or error})", path=str(path),
+                         fix="write to a folder you can write to (missing folders are made)") from None
     return target
 
 
@@ -124,12 +126,14 @@ def atomic_output(path) -> Iterator[str]:
 
     On any exception (``BaseException``, so KeyboardInterrupt too) the temporary file is
     removed and an existing ``path`` is left untouched. The temporary file is created with
-    mode 0666 filtered by the umask, like an ordinary new file.
+    mode 0666 filtered by the umask, like an ordinary new file. Missing folders of ``path`` are
+    made (every output's folders are made so, when it is written).
     """
     target = os.path.abspath(os.fspath(path))
     directory, name = os.path.split(target)
     temporary = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
     try:
+        os.makedirs(directory, exist_ok=True)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as error:
         raise InputError(f"cannot create a file in {directory} ({error.strerror or error})",

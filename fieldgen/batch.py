@@ -455,12 +455,11 @@ def write_junit(report: BatchReport, path: str | os.PathLike) -> None:
 
 
 def _write_text(path, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.part")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temporary, path)
+    from .asset import atomic_output
+
+    with atomic_output(path) as temporary:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 # --------------------------------------------------------------------------- running

@@ -58,8 +58,15 @@ class BuildOptions:
     robust: bool = False                    #: mesh open/self-intersecting input with fTetWild
     tangential_stiffness: float | None = None   #: K̄, 1/m: friction spring k = K̄ p (D 6.2.3)
     tangential_damping: float | None = None     #: C̄, s/m: friction damper c = C̄ p
-    accuracy: float = 0.01                  #: relative discretisation error the mesh is sized for
+    accuracy: float | None = None           #: relative discretisation error the mesh is sized for (None: 1%)
     threads: int | None = None              #: fTetWild's threads with --robust (None/0: every core)
+
+    @property
+    def sizing_accuracy(self) -> float:
+        """The accuracy the mesh is sized for when no size is given (default 1%, docs/model.md §2.10)."""
+        from .sizing import DEFAULT_ACCURACY
+
+        return DEFAULT_ACCURACY if self.accuracy is None else float(self.accuracy)
 
     # ----------------------------------------------------------------- checks
     def checked(self) -> "BuildOptions":
@@ -90,14 +97,28 @@ class BuildOptions:
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise OptionError(f"--{name.replace('_', '-')} must be a positive number, got {value}",
                                   fix="give a finite value greater than zero")
-        if not (isinstance(self.accuracy, (int, float)) and math.isfinite(self.accuracy)
-                and 0 < self.accuracy <= 0.5):
+        if self.accuracy is not None and not (
+                isinstance(self.accuracy, (int, float)) and not isinstance(self.accuracy, bool)
+                and math.isfinite(self.accuracy) and 0 < self.accuracy <= 0.5):
             raise OptionError(f"--accuracy must be a relative error in (0, 0.5], got {self.accuracy}",
                               fix="give e.g. --accuracy 0.01 for 1%")
         if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
                                          or self.threads < 0):
             raise OptionError(f"--threads must be a whole number >= 0, got {self.threads!r}",
                               fix="give e.g. --threads 2 (0 = every core)")
+        # Options that would be ignored beside others (from flags, a spec or a manifest alike).
+        if self.accuracy is not None:
+            for name, given in (("edge_length", self.edge_length is not None),
+                                ("max_volume", self.max_volume is not None), ("robust", self.robust)):
+                if given:
+                    flag = name.replace("_", "-")
+                    raise OptionError(
+                        f"--accuracy and --{flag} both given: the accuracy sizes the mesh only when no size is "
+                        f"given{' and not with fTetWild' if name == 'robust' else ''}",
+                        fix=f"drop accuracy, or drop {name} (--{flag}) to let the accuracy choose the mesh")
+        if self.threads is not None and not self.robust:
+            raise OptionError("--threads given without --robust: it sets fTetWild's threads, and TetGen runs on one",
+                              fix="add --robust (robust = true), or drop threads")
         if self.skin is not None and self.core is not None:
             raise OptionError("--skin and --core both given",
                               fix="give one: --skin makes everything deeper than THICKNESS a rigid interior, "
@@ -427,7 +448,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
 
             from .sizing import plate_axis
 
-            sized = mesh_by_accuracy(make_mesh, law, options.accuracy, abs(surface.volume),
+            sized = mesh_by_accuracy(make_mesh, law, options.sizing_accuracy, abs(surface.volume),
                                      progress=progress,
                                      skin=None if options.skin is None else options.skin * scale,
                                      free_surface=exposed,
@@ -504,7 +525,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     sizing_report = mesher.get("sizing")
     warnings: list[str] = list(meshed.warnings)
     if estimate is not None:
-        warnings.extend(accuracy_warning(estimate, options.accuracy, sizing_report, mesh.n_tets))
+        warnings.extend(accuracy_warning(estimate, options.sizing_accuracy, sizing_report, mesh.n_tets))
 
     if skin is not None:
         progress.message(f"skin {options.skin:g} {options.units}: {100 * skin.volume_fraction:.1f}% of the "
@@ -601,7 +622,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     if options.expansion_rate is not None:
         metadata["expansion_rate"] = float(options.expansion_rate)
     if estimate is not None:
-        metadata["error_estimate"] = {**estimate.to_metadata(), "accuracy": float(options.accuracy)}
+        metadata["error_estimate"] = {**estimate.to_metadata(), "accuracy": options.sizing_accuracy}
         metadata["units"]["error_estimate"] = "1 (relative)"
     if extra_metadata:
         metadata.update(extra_metadata)

@@ -114,7 +114,7 @@ def ball_asset(tmp_path_factory) -> Path:
 def _commands(asset: Path, blocked: Path) -> dict[str, list[str]]:
     return {
         "build -o": ["build", str(BALL), "--modulus", "1e5", "-o", str(blocked / "ball.vtu")],
-        "build --drake-vtk": ["build", str(BALL), "--modulus", "1e5", "-o", str(blocked.parent.parent / "b.vtu"),
+        "build --drake-vtk": ["build", str(BALL), "--modulus", "1e5", "-o", str(blocked.parent.parent / "new" / "b.vtu"),
                               "--drake-vtk", str(blocked / "ball.vtk")],
         "batch --report": ["batch", str(MANIFEST), "--check", "--report", str(blocked / "r.json")],
         "batch --junit": ["batch", str(MANIFEST), "--check", "--junit", str(blocked / "j.xml")],
@@ -123,11 +123,11 @@ def _commands(asset: Path, blocked: Path) -> dict[str, list[str]]:
         "inspect --paraview": ["inspect", str(asset), "--paraview", str(blocked / "v.py")],
         "contact -o": ["contact", str(asset), str(BALL), "--pose-b", "0,0,0.09,0,0,0", "-o", str(blocked / "s.vtp")],
         "contact --paraview": ["contact", str(asset), str(BALL), "--pose-b", "0,0,0.09,0,0,0",
-                               "-o", str(blocked.parent.parent / "s.vtp"), "--paraview", str(blocked / "v.py")],
+                               "-o", str(blocked.parent.parent / "new" / "s.vtp"), "--paraview", str(blocked / "v.py")],
         "calibrate -o": ["calibrate", "--spec", str(ROOT / "assets" / "foam_pad.toml"), "--indenter", "plane",
                          "--target", "0.002:20", "-o", str(blocked / "c.vtu")],
         "calibrate --png": ["calibrate", "--spec", str(ROOT / "assets" / "foam_pad.toml"), "--indenter", "plane",
-                            "--target", "0.002:20", "-o", str(blocked.parent.parent / "c.vtu"),
+                            "--target", "0.002:20", "-o", str(blocked.parent.parent / "new" / "c.vtu"),
                             "--png", str(blocked / "fit.png")],
     }
 
@@ -145,7 +145,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_work(tmp_path, ball_
     assert "Traceback" not in result.stderr
     for stage in ("load", "tetrahedralize", "steps", "fit"):       # nothing was started
         assert f"{stage} " not in result.stderr.lower().split("error:")[0], result.stderr
-    # and nothing else was written (the other outputs of the same command included)
+    # and nothing else was written, not even the folder of the command's other output ("new")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
@@ -156,10 +156,16 @@ def test_prepare_output_creates_folders_and_refuses_what_it_cannot_write(tmp_pat
     from fieldgen.errors import InputError
 
     made = prepare_output(tmp_path / "a" / "b" / "x.vtu")
-    assert Path(made).parent.is_dir() and list(Path(made).parent.iterdir()) == []   # the probe is gone
-    assert Path(prepare_output(tmp_path / "c" / "d", directory=True)).is_dir()
+    assert made == str(tmp_path / "a" / "b" / "x.vtu")
+    assert list(tmp_path.iterdir()) == []          # nothing made: folders come with the write; probe gone
+    prepare_output(tmp_path / "c" / "d", directory=True)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "a").mkdir()
+    (tmp_path / "f").write_text("")
     with pytest.raises(InputError, match="is a folder, not a file"):
         prepare_output(tmp_path / "a")
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        prepare_output(tmp_path / "f", directory=True)
     read_only = tmp_path / "ro"
     read_only.mkdir()
     read_only.chmod(0o555)
@@ -216,3 +222,14 @@ def test_an_output_of_the_wrong_kind_is_refused(tmp_path, ball_asset, args, flag
     result = CliRunner().invoke(main, [a.format(asset=ball_asset, tmp=tmp_path) for a in args])
     assert result.exit_code == 2 and flag in result.stderr and "Name it FILE." in result.stderr, result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_command_that_fails_after_the_check_makes_no_folder(tmp_path):
+    """The output's missing folders are made when it is written, so a failure before leaves none."""
+    result = CliRunner().invoke(main, ["build", str(tmp_path / "missing.stl"), "--modulus", "1e5",
+                                       "-o", str(tmp_path / "new" / "sub" / "x.vtu")])
+    assert result.exit_code == 1 and "missing.stl" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+    made = CliRunner().invoke(main, ["build", str(BALL), "--modulus", "1e5", "--edge-length", "0.03", "-q",
+                                     "-o", str(tmp_path / "new" / "sub" / "x.vtu")])
+    assert made.exit_code == 0 and (tmp_path / "new" / "sub" / "x.vtu").is_file()

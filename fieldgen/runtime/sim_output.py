@@ -25,6 +25,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from fieldgen.asset import atomic_output
 from fieldgen.mesh import boundary_faces_of
 from fieldgen.runtime.bodies import CompliantBody
 from fieldgen.runtime.rigid_body import RigidBodyState
@@ -33,7 +34,7 @@ from fieldgen.runtime.scene import Scene
 
 def write_trajectories(path, result) -> None:
     """CSV of every recorded state (see the module docstring)."""
-    with open(path, "w", newline="") as handle:
+    with atomic_output(path) as temporary, open(temporary, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(["time", "body", "x", "y", "z", "qw", "qx", "qy", "qz", "vx", "vy", "vz", "wx", "wy", "wz",
                       "core_contact"])
@@ -53,7 +54,7 @@ TANGENTIAL_COLUMNS = ["time", "body_a", "body_b", "status", "sliding_fraction", 
 
 def write_tangential(path, result) -> None:
     """CSV of every contact pair's friction spring at the recorded times (module docstring)."""
-    with open(path, "w", newline="") as handle:
+    with atomic_output(path) as temporary, open(temporary, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(TANGENTIAL_COLUMNS)
         for rows in result.tangential:
@@ -78,13 +79,14 @@ def _write_vtp(path, poly) -> None:
     import vtk
 
     writer = vtk.vtkXMLPolyDataWriter()
-    writer.SetFileName(str(path))
     writer.SetInputData(poly)
     writer.SetDataModeToBinary()
-    if writer.Write() != 1:
-        from fieldgen.errors import InputError
+    with atomic_output(path) as temporary:
+        writer.SetFileName(temporary)
+        if writer.Write() != 1:
+            from fieldgen.errors import InputError
 
-        raise InputError("could not write the ParaView file", path=path, fix="check the output folder is writable")
+            raise InputError("could not write the ParaView file", path=path, fix="check the output folder is writable")
 
 
 def _write_pvd(path, entries) -> None:
@@ -92,7 +94,8 @@ def _write_pvd(path, entries) -> None:
     for t, name in entries:
         lines.append(f'    <DataSet timestep="{float(t)!r}" part="0" file={quoteattr(name)}/>')
     lines += ["  </Collection>", "</VTKFile>", ""]
-    Path(path).write_text("\n".join(lines))
+    with atomic_output(path) as temporary:
+        Path(temporary).write_text("\n".join(lines))
 
 
 def contact_polydata(surfaces):
