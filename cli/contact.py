@@ -59,11 +59,9 @@ def _friction(ctx, param, value):
 
 
 def _load(path: str, modulus: float | None, units: str | None, side: str, mu: float | None = None):
-    import dataclasses
-
     body = _load_body(path, modulus, units, side)
     if mu is not None:            # static = dynamic; fieldgen's contact uses the dynamic one (§4.3)
-        body = dataclasses.replace(body, mu_static=mu, mu_dynamic=mu)
+        body.mu_static = body.mu_dynamic = float(mu)
     return body
 
 
@@ -251,11 +249,14 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
 
             written = write_query_view(paraview, output, surface, [body_a, body_b],
                                        [as_matrix(pose_a), as_matrix(pose_b)])
-    for side, path, body, other_body in (("a", a, body_a, body_b), ("b", b, body_b, body_a)):
-        if body.mu_dynamic == 0 and other_body.mu_dynamic > 0:
+    moving = any(float(x) != 0.0 for v in (velocity_a, velocity_b) for x in v.vector)
+    for side, path, body, other_body, mu in (("a", a, body_a, body_b, mu_a), ("b", b, body_b, body_a, mu_b)):
+        if moving and body.mu_dynamic == 0 and other_body.mu_dynamic > 0:
             # The pair's μ is the harmonic mean (docs/model.md §4.3): one side at 0 makes it 0.
-            messages.append(f"{path} has friction coefficient 0 (a rigid surface or .vtk mesh has none unless "
-                            f"given), so the pair's is 0 and there is no friction; give --mu-{side} MU")
+            why = ("given as 0" if mu is not None else "an asset's own" if Path(path).suffix.lower() == ".vtu"
+                   else "a rigid surface or .vtk mesh carries none")
+            messages.append(f"{path} has friction coefficient 0 ({why}), so the pair's is 0 and the sliding "
+                            f"bodies feel no friction; give --mu-{side} MU")
     for message in messages:
         click.echo(f"warning: {message}", err=True)
     data = report(a, b, body_a, body_b, surface, wrench, seconds, messages, output, face_rule, other)

@@ -658,11 +658,11 @@ def _run_local(payloads: Sequence[dict], jobs: int, finished: Callable[[dict], N
                     finished({"index": worker.current["index"], "seconds": 0.0, "error": worker.death_notice()})
                     worker.current = None
                     busy -= 1
+                    scratch = worker.scratch         # what a killed worker left (TetGen's folder)
+                    worker.reap(time.monotonic())
+                    workers.remove(worker)
+                    shutil.rmtree(scratch, ignore_errors=True)
                     if todo:                         # replace it
-                        scratch = worker.scratch
-                        worker.reap(time.monotonic())
-                        workers.remove(worker)
-                        shutil.rmtree(scratch, ignore_errors=True)
                         os.makedirs(scratch)         # the worker may have removed the batch's folder
                         worker = _Worker(scratch, answers)
                         workers.append(worker)
@@ -712,10 +712,12 @@ def _remove_scratch(last_out: bool) -> None:
 
     The workers' temporary files (TetGen's and fTetWild's folders among them) live in the
     scratch folder (``TMPDIR``). The batch process removes every folder when it ends; killed, it
-    cannot. A worker is stopped (SIGTERM) only when the batch is interrupted or its process has
-    died, so a stopped worker also tries the batch's folder: the last one out removes it. (Whether
-    the batch process has died cannot be told reliably at that moment: the kernel signals when the
-    thread that started the worker exits, and the process may not be gone yet.)
+    cannot. A local batch's worker is stopped (SIGTERM) only when the batch is interrupted or its
+    process has died, so a stopped worker also tries the batch's folder: the last one out removes
+    it. (Whether the batch process has died cannot be told reliably at that moment: the kernel
+    signals when the thread that started the worker exits, and the process may not be gone yet.)
+    A worker of a Dask item (:func:`isolated_build`) has no batch folder and leaves its scratch to
+    the item's own cleanup.
     """
     scratch = os.environ.get("FIELDGEN_BATCH_SCRATCH")
     if not scratch or not os.path.basename(os.path.dirname(scratch)).startswith("fieldgen-batch-"):

@@ -444,9 +444,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
     estimate = None
     try:
         if by_accuracy:
-            from .sizing import mesh_by_accuracy
-
-            from .sizing import plate_axis
+            from .sizing import mesh_by_accuracy, plate_axis
 
             sized = mesh_by_accuracy(make_mesh, law, options.sizing_accuracy, abs(surface.volume),
                                      progress=progress,

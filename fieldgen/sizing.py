@@ -95,8 +95,13 @@ SIZE_FIELD_RETRIES = (0.95, 1.05, 0.9)
 FIRST_TETS = 20_000
 #: A part is plate-like when its middle extent is at least this many times its smallest (along
 #: the principal axes of its surface): plate_holes is 16 (12.7 x 203 x 305 mm), the dinner plate
-#: 11; the CAD parts a few centimetres across 1.1-2.8.
+#: 11; the CAD parts a few centimetres across 1.1-4.2 (idler_riser 4.2) -
 PLATE_RATIO = 6.0
+#: - and its walls are across that axis: its mean wall thickness 2 V / A is at least this
+#: fraction of its span along the axis (plate_holes 0.91, the dinner plate, a shallow dish, 0.30).
+#: A U-channel or a tray 20 mm deep with 2 mm walls is about 0.1: stretched along its depth, its
+#: upright walls got tets 3 times coarser across them, and L's estimate rose from 0.76% to 7.4%.
+PLATE_SOLID = 0.25
 #: A plate-like part's first mesh is made by TetGen in the part stretched this much across its
 #: thickness, so its tets are this much thinner across than along, and aims at PLATE_FIRST_TETS
 #: tets (more than FIRST_TETS: a plate needs several tets across from the start). Measured
@@ -545,16 +550,15 @@ def mesh_by_accuracy(make_mesh, law, accuracy: float, volume: float, *,
     """Mesh, solve, estimate and refine until the estimated relative errors of e, p0 and L are
     all within ``accuracy``.
 
-    ``make_mesh(edge_length, background=None, cut=True) -> (mesh, whole, skin, split)`` meshes
-    the part with TetGen (a uniform edge length in m, or a ``background`` size field) and
-    returns the mesh the extent is solved on, the whole part's mesh (before a skin cut), the
-    skin (or None) and the number of zero-pressure tets split. ``volume`` is the part's (m³).
+    ``make_mesh(edge_length, background=None, cut=True, stretch=None) -> (mesh, whole, skin,
+    split)`` meshes the part with TetGen (a uniform edge length in m, a ``background`` size
+    field, or a ``stretch`` (axis, factor) for thin tets) and returns the mesh the extent is
+    solved on, the whole part's mesh (before a skin cut), the skin (or None) and the number of
+    zero-pressure tets split. ``volume`` is the part's (m³).
 
-    Without a skin: :func:`_refine_locally` (``plate``: the thin axis of a plate-like part,
-    :func:`plate_axis`, whose
-    first mesh ``make_mesh(edge, stretch=(axis, factor))`` makes anisotropic); with a ``skin``
-    thickness (m), whose depth is measured from ``free_surface`` (vertices, faces):
-    :func:`_grade_by_depth`.
+    Without a skin: :func:`_refine_locally`, whose first mesh is stretched along ``plate`` (the
+    thin axis of a plate-like part, :func:`plate_axis`) if given; with a ``skin`` thickness (m),
+    whose depth is measured from ``free_surface`` (vertices, faces): :func:`_grade_by_depth`.
     """
     from .progress import Progress
 
@@ -622,7 +626,7 @@ def _doerfler(squared: np.ndarray, share: float, limit: int | None) -> np.ndarra
 
 
 def plate_axis(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray | None:
-    """The unit thin axis of a plate-like surface, or None (``PLATE_RATIO``).
+    """The unit thin axis of a plate-like surface, or None (``PLATE_RATIO``, ``PLATE_SOLID``).
 
     The axes are the principal axes of the surface's area (the triangles' centroids weighted
     by area, so a CAD export's dense fans do not tilt them); spans are the vertices' extents
@@ -644,12 +648,15 @@ def plate_axis(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray | None:
     thin, middle = spans[order[0]], spans[order[1]]
     if thin <= 0 or middle < PLATE_RATIO * thin:
         return None
+    volume = abs(np.einsum("ij,ij->i", corners[:, 0], np.cross(corners[:, 1], corners[:, 2])).sum()) / 6.0
+    if 2.0 * volume / area.sum() < PLATE_SOLID * thin:
+        return None                       # thin walls along the axis too (a channel, a tray)
     axis = axes[:, order[0]]
     axis = axis * (1.0 if axis[np.argmax(np.abs(axis))] > 0 else -1.0)
     if axis.max() > math.cos(math.radians(1.0)):
         axis = (axis == axis.max()).astype(np.float64)
-    axis = np.round(axis, 6)
-    return axis / np.linalg.norm(axis)
+    axis = np.round(axis / np.linalg.norm(axis), 12) + 0.0     # + 0.0: no -0.0 in the metadata
+    return axis / math.sqrt(float(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2]))
 
 
 def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress, max_tets: int,

@@ -92,10 +92,15 @@ class MeshingOptions:
 
 
 def stretched(points: np.ndarray, axis, factor: float) -> np.ndarray:
-    """``points`` stretched by ``factor`` along the unit vector ``axis`` (x + (f − 1)(x·n)n)."""
+    """``points`` stretched by ``factor`` along the unit vector ``axis`` (x + (f − 1)(x·n)n).
+
+    Element by element, not through BLAS (whose sums may differ in the last bit between
+    machines, and TetGen's mesh with them): the same inputs give the same mesh everywhere.
+    """
     n = np.asarray(axis, dtype=np.float64)
     points = np.asarray(points, dtype=np.float64)
-    return points + (float(factor) - 1.0) * np.outer(points @ n, n)
+    along = points[:, 0] * n[0] + points[:, 1] * n[1] + points[:, 2] * n[2]
+    return points + (float(factor) - 1.0) * along[:, None] * n[None, :]
 
 
 # ---------------------------------------------------------------------------
@@ -311,10 +316,15 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
         raise InputError(f"{int(bad.sum())} face markers are not FREE=1/RIGID=2/INSULATED=3 (e.g. {int(markers[bad][0])})",
                          fix="mark every face with one of the boundary condition codes")
     switches = options.switches()
-    stretch = options.stretch_axis is not None and options.stretch != 1.0
+    stretch = options.stretch != 1.0
+    original, original_core = vertices, None
     if stretch:
         if not (np.isfinite(options.stretch) and options.stretch > 0):
             raise OptionError(f"stretch = {options.stretch!r} is not a positive factor", fix="use e.g. 3")
+        axis = None if options.stretch_axis is None else np.asarray(options.stretch_axis, dtype=np.float64)
+        if axis is None or axis.shape != (3,) or not abs(float(np.linalg.norm(axis)) - 1.0) < 1e-12:
+            raise OptionError(f"stretch_axis = {options.stretch_axis!r} is not a unit vector",
+                              fix="give the thin axis as a unit vector, e.g. (0, 0, 1)")
         if background is not None:
             raise OptionError("a stretch and a size field together", fix="give one of them")
         vertices = stretched(vertices, options.stretch_axis, options.stretch)
@@ -325,6 +335,7 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
             raise InputError("core_faces given without core_vertices", fix="pass both core arrays")
         cv = np.asarray(core_vertices, dtype=np.float64)
         if stretch:
+            original_core = cv
             cv = stretched(cv, options.stretch_axis, options.stretch)
         cf = np.asarray(core_faces, dtype=np.int64)
         _check_surface(cv, cf, "core")
@@ -336,6 +347,12 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
 
     nodes, elements, trifaces, trimarkers = _run_tetgen(all_vertices, all_faces, all_markers, holes,
                                                         switches, timeout, while_waiting, background)
+    if stretch:
+        # Back to the part: TetGen's own points mapped back, the input's given back exactly
+        # (TetGen numbers the input's points first).
+        nodes = stretched(nodes, options.stretch_axis, 1.0 / options.stretch)
+        given = np.vstack([original] + ([original_core] if original_core is not None else []))
+        nodes[:len(given)] = given
     if elements.ndim != 2 or elements.shape[1] != 4 or len(elements) == 0:
         raise BuildError(f"TetGen returned {len(elements)} tets", fix="check that the surface encloses a volume")
 
@@ -344,8 +361,6 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     used[elements.ravel()] = True
     remap = np.cumsum(used) - 1
     points = nodes[used]
-    if stretch:
-        points = stretched(points, options.stretch_axis, 1.0 / options.stretch)
     tets = orient_positive(points, remap[elements])
     trifaces = remap[trifaces]
     flat = flat_tets(points, tets)

@@ -217,6 +217,8 @@ def test_friction_against_a_rigid_mesh_needs_its_coefficient(foam_ball, plate):
     data = json.loads(none.stdout)
     assert data["friction"] == 0 and data["force"][0] == 0
     assert "friction coefficient 0" in none.stderr and "--mu-b" in none.stderr
+    still = run(foam_ball, plate, "--pose-b", pose, "--json")          # at rest: friction does not matter
+    assert still.exit_code == 0 and "friction coefficient 0" not in still.stderr
     given = run(foam_ball, plate, *slide, "--mu-b", "0.5")
     data = json.loads(given.stdout)
     mu = 2 * mu_ball * 0.5 / (mu_ball + 0.5)

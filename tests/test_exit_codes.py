@@ -233,3 +233,17 @@ def test_a_command_that_fails_after_the_check_makes_no_folder(tmp_path):
     made = CliRunner().invoke(main, ["build", str(BALL), "--modulus", "1e5", "--edge-length", "0.03", "-q",
                                      "-o", str(tmp_path / "new" / "sub" / "x.vtu")])
     assert made.exit_code == 0 and (tmp_path / "new" / "sub" / "x.vtu").is_file()
+
+
+def test_batch_refuses_an_unwritable_report_before_building(tmp_path, meshes):
+    """Not with --check (which builds nothing anyway): the report's path is checked first."""
+    import shutil
+
+    shutil.copyfile(meshes / "unit_sphere.STL", tmp_path / "sphere.STL")
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[defaults]\nmodulus = 1e5\nedge_length = 0.5\n\n'
+                        '[[asset]]\ninput = "sphere.STL"\noutput = "out/sphere.vtu"\n')
+    blocked = _blocked(tmp_path)
+    result = CliRunner().invoke(main, ["batch", str(manifest), "--report", str(blocked / "r.json"), "-q"])
+    assert result.exit_code == 1 and "is a file, not a folder" in result.stderr, result.output
+    assert not (tmp_path / "out").exists()                  # nothing was built

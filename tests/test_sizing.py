@@ -933,6 +933,16 @@ def test_plate_axis_finds_plates_only():
     assert plate_axis(bar.vertices, bar.faces) is None
     cube = trimesh.creation.box(extents=(0.1, 0.1, 0.1))
     assert plate_axis(cube.vertices, cube.faces) is None
+    # A U-channel 200 x 300 x 20 mm with 2 mm walls (three touching boxes: only its area and
+    # volume matter here): wide and flat, but its upright walls are thin across x, not z.
+    parts = []
+    for extents, centre in (((0.2, 0.3, 0.002), (0, 0, 0.001)), ((0.002, 0.3, 0.018), (-0.099, 0, 0.011)),
+                            ((0.002, 0.3, 0.018), (0.099, 0, 0.011))):
+        box = trimesh.creation.box(extents=extents)
+        box.apply_translation(centre)
+        parts.append(box)
+    channel = trimesh.util.concatenate(parts)
+    assert plate_axis(channel.vertices, channel.faces) is None
 
 
 def test_a_stretched_tetgen_mesh_is_the_same_part_with_thin_tets():

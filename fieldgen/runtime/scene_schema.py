@@ -30,8 +30,8 @@ UNITS = tuple(LENGTH_UNITS)
 
 
 class SceneError(OptionError):
-    """The scene file is refused as written (unknown key, wrong type, value out of range):
-    a usage error, exit 2."""
+    """The scene file is refused as written (missing, not valid TOML, unknown key, wrong type,
+    value out of range): a usage error, exit 2."""
 
 
 # --------------------------------------------------------------------------- value checks
