@@ -287,15 +287,19 @@ def assert_no_partial_assets(outputs: list[Path]) -> None:
         assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")] if folder.exists() else True
 
 
+def fast_and_slow_items(meshes, folder: Path) -> tuple[Path, list[Path]]:
+    """A manifest of a fast item (about a second) and a slow one to interrupt; their outputs."""
+    copy_inputs(meshes, folder, ["unit_sphere.STL", "fandisk.obj"])
+    manifest = write_manifest(folder, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
+                                       "fandisk.obj": "edge_length = 0.035\n"})
+    return manifest, [folder / "out" / "unit_sphere.vtu", folder / "out" / "fandisk.vtu"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
     """Kill the batch while a slow item is being built: every output is absent or complete."""
-    names = ["unit_sphere.STL", "fandisk.obj"]
-    copy_inputs(meshes, tmp_path, names)
-    manifest = write_manifest(tmp_path, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
-                                         "fandisk.obj": "edge_length = 0.035\n"})
-    outputs = [tmp_path / "out" / "unit_sphere.vtu", tmp_path / "out" / "fandisk.vtu"]
+    manifest, outputs = fast_and_slow_items(meshes, tmp_path)
     # As from a terminal: a job started in the background by a shell without job control (a CI
     # script's `cmd &`) inherits SIGINT ignored, and Python then leaves it ignored.
     scratch = tmp_path / "tmp"               # where the batch and its workers keep temporaries
@@ -330,11 +334,7 @@ def test_killed_batch_leaves_no_partial_asset(meshes, tmp_path, how):
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_an_interrupted_forced_rebuild_keeps_the_assets(meshes, tmp_path, how):
     """--force rebuilds current assets; stopped midway, every asset it had not replaced is kept."""
-    names = ["unit_sphere.STL", "fandisk.obj"]
-    copy_inputs(meshes, tmp_path, names)
-    manifest = write_manifest(tmp_path, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
-                                         "fandisk.obj": "edge_length = 0.035\n"})
-    outputs = [tmp_path / "out" / "unit_sphere.vtu", tmp_path / "out" / "fandisk.vtu"]
+    manifest, outputs = fast_and_slow_items(meshes, tmp_path)
     built, _ = run_batch_cli(manifest, "-j", "2", "--quiet")
     assert built.returncode == 0, built.stderr
     before = [path.read_bytes() for path in outputs]
@@ -356,13 +356,10 @@ def test_an_interrupted_forced_rebuild_keeps_the_assets(meshes, tmp_path, how):
 @pytest.mark.slow
 def test_a_crashed_worker_fails_its_item_only(meshes, tmp_path):
     """A worker killed mid-build (as by the OOM killer) fails that item; the batch goes on."""
-    copy_inputs(meshes, tmp_path, ["unit_sphere.STL", "fandisk.obj"])
-    manifest = write_manifest(tmp_path, {"unit_sphere.STL": GOOD["unit_sphere.STL"],
-                                         "fandisk.obj": "edge_length = 0.035\n"})
+    manifest, (first, _) = fast_and_slow_items(meshes, tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "fieldgen.cli.main", "batch", str(manifest), "-j", "2",
                              "--report", str(tmp_path / "report.json")],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    first = tmp_path / "out" / "unit_sphere.vtu"
     wait_until_fast_item_done(proc, first)
     os.kill(live_workers(proc.pid)[0], signal.SIGKILL)
     _, stderr = proc.communicate(timeout=60)
