@@ -294,15 +294,20 @@ def test_atomic_output_replaces_only_on_success(tmp_path):
     assert (target.stat().st_mode & 0o777) == (0o666 & ~umask)
 
 
-def test_atomic_output_into_missing_directory_is_an_input_error(tmp_path):
-    with pytest.raises(InputError) as info:
-        with atomic_output(tmp_path / "nope" / "x.vtu"):
+def test_atomic_output_makes_missing_folders_and_refuses_what_it_cannot_write(tmp_path):
+    with atomic_output(tmp_path / "new" / "sub" / "x.txt") as temporary:
+        Path(temporary).write_text("whole")
+    assert (tmp_path / "new" / "sub" / "x.txt").read_text() == "whole"
+    assert os.listdir(tmp_path / "new" / "sub") == ["x.txt"]
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError) as info:                 # a folder cannot be made under a file
+        with atomic_output(tmp_path / "file" / "x.vtu"):
             pass
-    assert "nope" in str(info.value)
+    assert "file" in str(info.value)
     (tmp_path / "dir.vtu").mkdir()
     with pytest.raises(InputError, match="cannot replace"):
         write_asset(tmp_path / "dir.vtu", slab_asset(2, 2, 2))
-    assert sorted(os.listdir(tmp_path)) == ["dir.vtu"] and not os.listdir(tmp_path / "dir.vtu")
+    assert sorted(os.listdir(tmp_path)) == ["dir.vtu", "file", "new"] and not os.listdir(tmp_path / "dir.vtu")
 
 
 # --------------------------------------------------------------------------- errors
