@@ -12,7 +12,8 @@ from fieldgen.batch import (EXECUTORS, BatchInterrupted, ItemResult, read_manife
 from fieldgen.errors import FieldgenError, OptionError
 from fieldgen.progress import Progress
 
-from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, json_option, print_json, quiet_option, reported_errors
+from .common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, check_outputs, fail, json_option, print_json, quiet_option,
+                     reported_errors)
 
 
 def _interrupt(signum, _frame):
@@ -50,12 +51,8 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
             raise OptionError("--scheduler given without --executor dask",
                               fix="add --executor dask, or drop --scheduler to build locally")
         parsed = read_manifest(manifest, output_dir=output_dir)
-    from fieldgen.asset import prepare_output
-
     with reported_errors():
-        for path in (report_path, junit_path):
-            if path:
-                prepare_output(path)              # before the builds, not after them
+        check_outputs(report_path, junit_path)    # before the builds, not after them
 
     progress = Progress(enabled=not quiet)
     bar = progress.bar(len(parsed.items), "batch")

@@ -11,7 +11,7 @@ from fieldgen.build import BuildOptions, options_from_mapping, options_from_spec
 from fieldgen.errors import OptionError
 from fieldgen.progress import Progress
 
-from .common import EXIT_USAGE, check_suffix, json_option, print_json, quiet_option, reported_errors
+from .common import EXIT_USAGE, check_outputs, check_suffix, json_option, print_json, quiet_option, reported_errors
 
 
 def _vector(text: str | None, name: str):
@@ -112,12 +112,8 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
             dataclasses.replace(options, law="linear", modulus=1.0, k=None, table=None).checked()
             kind = law or options.resolved_law()
             options = dataclasses.replace(options, law=kind)
-    from fieldgen.asset import prepare_output
-
     with reported_errors():
-        for path in (output, png):
-            if path:
-                prepare_output(path)              # before the fit, not after it
+        check_outputs(output, png)                # before the fit, not after it
         if not target:
             curve = read_data(data, units)
     progress = Progress(enabled=not quiet)

@@ -37,6 +37,16 @@ def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
         sys.exit(130)
 
 
+def check_outputs(*paths) -> None:
+    """Each given output path can be written (:func:`fieldgen.asset.prepare_output`); None skipped.
+    Call inside :func:`reported_errors`, before the command's work."""
+    from fieldgen.asset import prepare_output
+
+    for path in paths:
+        if path:
+            prepare_output(path)
+
+
 def check_suffix(path: str | None, flag: str, suffix: str, what: str) -> None:
     """Refuse (exit 2) an output path for ``flag`` that does not end in ``suffix`` (a picture named
     .jpg would get PNG bytes; a script named .txt would not run as one)."""

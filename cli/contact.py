@@ -12,7 +12,7 @@ import click
 
 from fieldgen.units import LENGTH_UNITS
 
-from .common import EXIT_USAGE, check_suffix, fail, json_option, print_json, reported_errors
+from .common import EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, reported_errors
 
 
 def _numbers(text: str, names: tuple[str, ...], what: str) -> list[float]:
@@ -223,12 +223,8 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
     if paraview is not None and output is None:
         fail(f"--paraview {paraview}: the script shows the contact surface file, so it needs -o SURFACE.vtp "
              "as well.", EXIT_USAGE)
-    from fieldgen.asset import prepare_output
-
     with reported_errors():
-        for path in (output, paraview):
-            if path is not None:
-                prepare_output(path)
+        check_outputs(output, paraview)
         body_a = _load(a, modulus_a, units_a, "a", mu_a)
         body_b = _load(b, modulus_b, units_b, "b", mu_b)
     from fieldgen.runtime.bodies import RigidBody
@@ -249,14 +245,15 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
 
             written = write_query_view(paraview, output, surface, [body_a, body_b],
                                        [as_matrix(pose_a), as_matrix(pose_b)])
-    moving = any(float(x) != 0.0 for v in (velocity_a, velocity_b) for x in v.vector)
-    for side, path, body, other_body, mu in (("a", a, body_a, body_b, mu_a), ("b", b, body_b, body_a, mu_b)):
-        if moving and body.mu_dynamic == 0 and other_body.mu_dynamic > 0:
-            # The pair's μ is the harmonic mean (docs/model.md §4.3): one side at 0 makes it 0.
-            why = ("given as 0" if mu is not None else "an asset's own" if Path(path).suffix.lower() == ".vtu"
-                   else "a rigid surface or .vtk mesh carries none")
-            messages.append(f"{path} has friction coefficient 0 ({why}), so the pair's is 0 and the sliding "
-                            f"bodies feel no friction; give --mu-{side} MU")
+    from fieldgen.runtime.wrench import friction_lost_to
+
+    side = friction_lost_to(body_a, body_b)
+    if side is not None and any(float(x) != 0.0 for v in (velocity_a, velocity_b) for x in v.vector):
+        path, mu = (a, mu_a) if side == "a" else (b, mu_b)
+        why = ("given as 0" if mu is not None else "an asset's own" if Path(path).suffix.lower() == ".vtu"
+               else "a rigid surface or .vtk mesh carries none")
+        messages.append(f"{path} has friction coefficient 0 ({why}), so the pair's is 0 (docs/model.md §4.3) "
+                        f"and the sliding bodies feel no friction; give --mu-{side} MU")
     for message in messages:
         click.echo(f"warning: {message}", err=True)
     data = report(a, b, body_a, body_b, surface, wrench, seconds, messages, output, face_rule, other)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import EXIT_USAGE, check_suffix, fail, json_option, print_json, reported_errors
+from .common import EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, reported_errors
 
 
 @click.command("inspect")
@@ -23,7 +23,7 @@ def inspect_command(asset, png, paraview, cut, as_json):
     Example: fieldgen inspect paddle.vtu --png paddle.png --paraview view.py --cut x,
     then: pvpython view.py --screenshot paddle_cut.png
     """
-    from fieldgen.asset import prepare_output, read_asset
+    from fieldgen.asset import read_asset
     from fieldgen.inspect import format_summary, plot_asset, summarize, write_paraview_script
 
     check_suffix(png, "--png", ".png", "the picture")
@@ -32,9 +32,7 @@ def inspect_command(asset, png, paraview, cut, as_json):
         fail(f"--cut {cut} chooses the plane of the ParaView script: add --paraview FILE.py", EXIT_USAGE)
 
     with reported_errors():
-        for path in (png, paraview):
-            if path:
-                prepare_output(path)
+        check_outputs(png, paraview)
         data = read_asset(asset)
         summary = summarize(data, asset)
         if png:

@@ -24,7 +24,6 @@ import copy
 import json
 import os
 import re
-import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path

@@ -95,6 +95,13 @@ def combined_friction(body_a, body_b) -> float:
     return 0.0 if ma + mb <= 0 else 2.0 * ma * mb / (ma + mb)
 
 
+def friction_lost_to(body_a, body_b) -> str | None:
+    """"a" or "b": the body whose coefficient 0 makes the pair's 0 although the other has one
+    (the harmonic mean, :func:`combined_friction`; a rigid mesh has none unless given), else None."""
+    ma, mb = float(body_a.mu_dynamic), float(body_b.mu_dynamic)
+    return "a" if ma == 0 < mb else "b" if mb == 0 < ma else None
+
+
 def compute_wrench(surface: ContactSurface, body_a, body_b, *, V_WA: SpatialVelocity | None = None,
                    V_WB: SpatialVelocity | None = None, X_WA=None, X_WB=None,
                    stiction_velocity: float = DEFAULT_STICTION_VELOCITY, mu: float | None = None) -> ContactWrench:
