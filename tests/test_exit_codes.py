@@ -247,3 +247,19 @@ def test_batch_refuses_an_unwritable_report_before_building(tmp_path, meshes):
     result = CliRunner().invoke(main, ["batch", str(manifest), "--report", str(blocked / "r.json"), "-q"])
     assert result.exit_code == 1 and "is a file, not a folder" in result.stderr, result.output
     assert not (tmp_path / "out").exists()                  # nothing was built
+
+
+def test_options_that_would_be_ignored_are_refused_from_a_spec_and_a_manifest(tmp_path):
+    """Not only on the command line: a spec's size beside --accuracy, and a manifest item with
+    threads but no robust, are refused before any work (exit 2), naming both."""
+    spec = tmp_path / "ball.toml"
+    spec.write_text(f'input = "{BALL.as_posix()}"\nmodulus = 1e5\nedge_length = 0.01\n')
+    result = CliRunner().invoke(main, ["build", "--spec", str(spec), "--accuracy", "0.02",
+                                       "-o", str(tmp_path / "out" / "ball.vtu")])
+    assert result.exit_code == 2 and "--accuracy and --edge-length both given" in result.stderr
+    manifest = tmp_path / "m.toml"
+    manifest.write_text(f'[[asset]]\ninput = "{BALL.as_posix()}"\noutput = "out/ball.vtu"\nmodulus = 1e5\n'
+                        'threads = 2\n')
+    result = CliRunner().invoke(main, ["batch", str(manifest), "-q"])
+    assert result.exit_code == 2 and "--threads given without --robust" in result.stderr, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ball.toml", "m.toml"]

@@ -9,6 +9,7 @@ the fine mesh.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import logging
 
 import numpy as np
@@ -995,3 +996,21 @@ def test_a_plate_sized_by_accuracy_against_the_slab_closed_form(tmp_path, monkey
             assert "stretch" not in sizing_report
     assert errors["stretched"] < 0.03
     assert errors["isotropic"] > 2 * errors["stretched"]
+
+
+# The corpus's closed parts (tests/data/meshes, in their own units) and the bundled examples:
+# only the two plates are plate-like, both with z as the thin axis.
+CORPUS_PLATES = [("plate_holes.STL", "mm", [0.0, 0.0, 1.0]), ("plate_8in_col.obj", "m", [0.0, 0.0, 1.0]),
+                 ("angle_block.STL", "in", None), ("idler_riser.STL", "in", None), ("featuretype.STL", "in", None),
+                 ("fandisk.obj", "m", None), ("torus.STL", "m", None), ("unit_sphere.STL", "m", None),
+                 ("../../../assets/foam_pad.stl", "mm", None), ("../../../assets/foam_ball.obj", "m", None),
+                 ("../../../assets/paddle.ply", "m", None)]
+
+
+@pytest.mark.parametrize("name, units, axis", CORPUS_PLATES, ids=[Path(c[0]).name for c in CORPUS_PLATES])
+def test_plate_axis_on_the_corpus(meshes, name, units, axis):
+    from fieldgen.sizing import plate_axis
+
+    surface = load_surface(meshes / name, units)
+    found = plate_axis(surface.vertices, surface.faces)
+    assert (found is None) if axis is None else (found.tolist() == axis)
