@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from . import __version__
-from .children import die_with_parent
+from .children import child_env, die_with_parent
 from .errors import FieldgenError, InputError, OptionError
 from .tables import check_keys
 
@@ -561,10 +561,8 @@ def run_batch(manifest: Manifest, *, jobs: int | None = None, force: bool = Fals
 # --------------------------------------------------------------------------- local executor
 
 def _worker_env(scratch: str) -> dict[str, str]:
-    env = dict(os.environ)
+    env = child_env()                                # so the worker imports this fieldgen
     env.update(WORKER_THREADS)
-    package_root = str(Path(__file__).resolve().parents[1])   # so the worker imports this fieldgen
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["FIELDGEN_BATCH_PARENT"] = str(os.getpid())
     # Temporary files (TetGen's, fTetWild's) go into the worker's scratch folder, which the
     # batch removes when it ends, whatever state a killed worker left it in.

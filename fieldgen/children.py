@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 
@@ -35,9 +36,15 @@ def die_with_parent(signum: int = signal.SIGKILL, parent: int | None = None) -> 
 PARENT_VARIABLE = "FIELDGEN_PARENT_PID"
 
 
-def child_env(env: dict[str, str]) -> dict[str, str]:
-    """``env`` with this process's pid, for :func:`die_with_starter` in the child."""
-    return {**env, PARENT_VARIABLE: str(os.getpid())}
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a fieldgen child process: ``env`` (default this process's) with this
+    fieldgen first on ``PYTHONPATH`` (the child imports the same code, installed or not) and this
+    process's pid, for :func:`die_with_starter` in the child."""
+    env = dict(os.environ if env is None else env)
+    package_root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env[PARENT_VARIABLE] = str(os.getpid())
+    return env
 
 
 def die_with_starter() -> None:

@@ -100,16 +100,12 @@ def _run_ftetwild(vertices, faces, kwargs: dict, *, path, progress=None, timeout
     import subprocess
     import sys
     import time
-    from pathlib import Path
 
     with tempfile.TemporaryDirectory(prefix="fieldgen-ftetwild-") as folder:
         np.savez(os.path.join(folder, "input.npz"), vertices=vertices, faces=faces,
                  kwargs=np.array(json.dumps(kwargs)))
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[1])
-        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         child = subprocess.Popen([sys.executable, "-u", "-m", "fieldgen.robust", folder], cwd=folder,
-                                 env=child_env(env),
+                                 env=child_env(),
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, errors="replace")
         start = time.monotonic()

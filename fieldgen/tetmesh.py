@@ -233,18 +233,14 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, 
     ``while_waiting()`` (optional) runs in this process while TetGen runs in its own.
     """
     import subprocess
-    from pathlib import Path
 
     with tempfile.TemporaryDirectory(prefix="fieldgen-tetgen-") as folder:
         extra = {} if background is None else {
             "background_points": background[0], "background_tets": background[1], "background_sizes": background[2]}
         np.savez(os.path.join(folder, "input.npz"), vertices=vertices, faces=faces, markers=markers,
                  holes=np.asarray(holes, dtype=np.float64).reshape(-1, 3), switches=np.array(switches), **extra)
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[1])
-        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env = child_env()
         env.setdefault("OMP_NUM_THREADS", "1")
-        env = child_env(env)
         log_path = os.path.join(folder, "tetgen.log")
         with open(log_path, "wb") as log:
             child = subprocess.Popen([sys.executable, "-m", "fieldgen.tetmesh", folder], cwd=folder, env=env,
