@@ -79,9 +79,8 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
     if as_json:
         print_json(report.to_dict())
     for result in report.results:
-        if not (quiet or as_json):      # as `fieldgen build`: with --json the warnings are in the report
-            for line in result.warning_lines():
-                click.echo(line, err=True)
+        for line in result.warning_lines():     # whatever --quiet or --json say (docs/model.md §1.5)
+            click.echo(line, err=True)
         if result.status == "failed":
             click.echo(f"failed: {result.output}: {result.error}", err=True)
         elif result.status == "stale":

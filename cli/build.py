@@ -90,5 +90,5 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
         if "skin_volume_fraction" in result.extra:
             click.echo(f"skin: {100 * result.extra['skin_volume_fraction']:.1f}% of the volume is skin, "
                        "the rest a rigid interior", err=True)
-        for warning in result.warnings:
-            click.echo(f"warning: {warning}", err=True)
+    for warning in result.warnings:      # whatever --quiet or --json say (docs/model.md §1.5)
+        click.echo(f"warning: {warning}", err=True)

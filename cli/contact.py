@@ -12,7 +12,8 @@ import click
 
 from fieldgen.units import LENGTH_UNITS
 
-from .common import EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, reported_errors
+from .common import (EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, quiet_option,
+                     reported_errors)
 
 
 def _numbers(text: str, names: tuple[str, ...], what: str) -> list[float]:
@@ -207,8 +208,9 @@ def summary_text(data: dict) -> str:
               help="With -o: write a ParaView script showing the surface coloured by pressure and the "
                    "bodies (FILE_bodies.vtp) see-through; pvpython FILE.py --screenshot out.png for a picture.")
 @json_option
+@quiet_option
 def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation, face_rule, modulus_a, modulus_b,
-                    units_a, units_b, mu_a, mu_b, repeat, output, paraview, as_json):
+                    units_a, units_b, mu_a, mu_b, repeat, output, paraview, as_json, quiet):
     """Contact surface, force and torque between A and B.
 
     A and B are fieldgen assets (.vtu), legacy .vtk tet meshes (give --modulus-a/-b) or closed rigid
@@ -223,28 +225,36 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
     if paraview is not None and output is None:
         fail(f"--paraview {paraview}: the script shows the contact surface file, so it needs -o SURFACE.vtp "
              "as well.", EXIT_USAGE)
+    from fieldgen.progress import Progress
+
+    progress = Progress(enabled=not quiet)
     with reported_errors():
         check_outputs(output, paraview)
-        body_a = _load(a, modulus_a, units_a, "a", mu_a)
-        body_b = _load(b, modulus_b, units_b, "b", mu_b)
+        with progress.stage(f"load {a}"):
+            body_a = _load(a, modulus_a, units_a, "a", mu_a)
+        with progress.stage(f"load {b}"):
+            body_b = _load(b, modulus_b, units_b, "b", mu_b)
     from fieldgen.runtime.bodies import RigidBody
 
     if isinstance(body_a, RigidBody) and isinstance(body_b, RigidBody):
         fail(f"{a} and {b} are both rigid surfaces: pressure-field contact needs at least one compliant body. "
              "Pass a fieldgen asset (.vtu) or a .vtk tet mesh with --modulus as A or B.", EXIT_USAGE)
     with reported_errors():
-        surface, wrench, seconds, messages, other = run_contact(
-            body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation, repeat, face_rule)
+        with progress.stage("contact"):
+            surface, wrench, seconds, messages, other = run_contact(
+                body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation, repeat, face_rule)
         if output is not None:
             from fieldgen.runtime.export import write_contact_surface
 
-            write_contact_surface(output, surface, body_a, body_b, V_WA=velocity_a, V_WB=velocity_b)
+            with progress.stage("write"):
+                write_contact_surface(output, surface, body_a, body_b, V_WA=velocity_a, V_WB=velocity_b)
         if paraview is not None:
             from fieldgen.runtime.pose import as_matrix
             from fieldgen.runtime.sim_output import write_query_view
 
-            written = write_query_view(paraview, output, surface, [body_a, body_b],
-                                       [as_matrix(pose_a), as_matrix(pose_b)])
+            with progress.stage("ParaView script"):
+                written = write_query_view(paraview, output, surface, [body_a, body_b],
+                                           [as_matrix(pose_a), as_matrix(pose_b)])
     from fieldgen.runtime.wrench import friction_lost_to
 
     side = friction_lost_to(body_a, body_b)
@@ -261,5 +271,5 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
         data.update(written)
     if as_json:
         print_json(data)
-    else:
+    elif not quiet:
         click.echo(summary_text(data))

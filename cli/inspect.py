@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .common import EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, reported_errors
+from .common import (EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, quiet_option,
+                     reported_errors)
 
 
 @click.command("inspect")
@@ -17,7 +18,8 @@ from .common import EXIT_USAGE, check_outputs, check_suffix, fail, json_option, 
 @click.option("--cut", type=click.Choice(["x", "y", "z"]), default=None,
               help="Normal of the ParaView script's cut plane through the bounding-box centre (default x).")
 @json_option
-def inspect_command(asset, png, paraview, cut, as_json):
+@quiet_option
+def inspect_command(asset, png, paraview, cut, as_json, quiet):
     """Summarise ASSET (.vtu): counts, bounds, L, dissipation, pressure range, element quality.
 
     Example: fieldgen inspect paddle.vtu --png paddle.png --paraview view.py --cut x,
@@ -25,25 +27,31 @@ def inspect_command(asset, png, paraview, cut, as_json):
     """
     from fieldgen.asset import read_asset
     from fieldgen.inspect import format_summary, plot_asset, summarize, write_paraview_script
+    from fieldgen.progress import Progress
 
     check_suffix(png, "--png", ".png", "the picture")
     check_suffix(paraview, "--paraview", ".py", "the ParaView script")
     if cut is not None and not paraview:
         fail(f"--cut {cut} chooses the plane of the ParaView script: add --paraview FILE.py", EXIT_USAGE)
 
+    progress = Progress(enabled=not quiet)
     with reported_errors():
         check_outputs(png, paraview)
-        data = read_asset(asset)
-        summary = summarize(data, asset)
+        with progress.stage(f"read {asset}"):
+            data = read_asset(asset)
+        with progress.stage("summary"):
+            summary = summarize(data, asset)
         if png:
-            plot_asset(data, png)
+            with progress.stage("picture"):
+                plot_asset(data, png)
             summary["png"] = click.format_filename(png)
         if paraview:
-            write_paraview_script(paraview, asset, data, cut=cut or "x")
+            with progress.stage("ParaView script"):
+                write_paraview_script(paraview, asset, data, cut=cut or "x")
             summary["paraview"] = click.format_filename(paraview)
     if as_json:
         print_json(summary)
-    else:
+    elif not quiet:
         click.echo(format_summary(summary))
         for key, what in (("png", "picture"), ("paraview", "ParaView script")):
             if key in summary:

@@ -159,7 +159,7 @@ def slab_file(tmp_path_factory):
 def test_json_summary_equals_independent_numbers(slab_file):
     result = CliRunner().invoke(main, ["inspect", str(slab_file), "--json"])
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output)
+    summary = json.loads(result.stdout)
     asset = slab_asset()
     points, tets = asset.points, asset.tets
     assert summary["tets"] == len(tets) == 4 * 4 * 3 * 6
@@ -193,7 +193,7 @@ def test_summary_takes_ranges_from_arrays_and_l_from_metadata():
 def test_text_summary_is_readable(slab_file):
     result = CliRunner().invoke(main, ["inspect", str(slab_file)])
     assert result.exit_code == 0, result.output
-    text = result.output
+    text = result.stdout
     assert "slab.vtu" in text and "288 tets" in text
     assert "50 mm" in text                           # L = h = 0.05 m
     assert "250 kPa" in text                         # M0 and the max pressure
