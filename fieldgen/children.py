@@ -1,16 +1,23 @@
-"""Child processes that do not outlive the process that started them (Linux).
+"""Child processes that do not outlive the process that started them (Linux), and the scratch
+folders they work in.
 
 TetGen and fTetWild run in child processes (a crash must not take the build with it) and batch
 builds run in worker processes. If the parent is killed (SIGKILL, the OOM killer) nothing can
 stop those children from outside, so each asks the kernel, at its start, for a signal when its
-parent dies (``prctl(PR_SET_PDEATHSIG)``).
+parent dies (``prctl(PR_SET_PDEATHSIG)``). A killed parent cannot remove its scratch folder
+either; :func:`scratch_folder` names each folder after its process, and removes those of dead
+processes before making a new one.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 _PR_SET_PDEATHSIG = 1
 
@@ -52,3 +59,60 @@ def die_with_starter() -> None:
     parent = os.environ.get(PARENT_VARIABLE)
     if not die_with_parent(signal.SIGKILL, None if parent is None else int(parent)):
         os._exit(1)                   # the starter is gone already; nobody wants the result
+
+
+def _pid_namespace() -> str | None:
+    """This process's pid namespace (the inode of ``/proc/self/ns/pid``), or None off Linux: a pid
+    names a process only within its namespace (containers may share a temporary folder)."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:           # another user's process
+        return True
+    return True
+
+
+def remove_abandoned(prefix: str, root: str | None = None) -> list[str]:
+    """Remove the folders ``<prefix><namespace>-<pid>-*`` in ``root`` (default the temporary folder)
+    that belong to this user and to a process of this pid namespace that no longer runs (a killed
+    build's); return their paths. A reused pid only keeps a folder longer; off Linux, nothing."""
+    namespace = _pid_namespace()
+    if namespace is None:
+        return []
+    head = f"{prefix}{namespace}-"
+    removed = []
+    try:
+        entries = list(os.scandir(root or tempfile.gettempdir()))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.startswith(head):
+            continue
+        pid = entry.name[len(head):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
+
+
+@contextmanager
+def scratch_folder(prefix: str) -> Iterator[str]:
+    """A new temporary folder ``<prefix><namespace>-<pid>-<random>``, removed on exit, made after
+    removing the ones with this prefix that killed processes left (:func:`remove_abandoned`)."""
+    remove_abandoned(prefix)
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}{_pid_namespace() or 0}-{os.getpid()}-") as folder:
+        yield folder

@@ -13,12 +13,11 @@ are not reproducible bit for bit (their metadata says ``deterministic: false``).
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 
-from .children import child_env
+from .children import child_env, scratch_folder
 from .errors import BuildError, OptionError
 from .install import install_hint
 from .mesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
@@ -101,7 +100,7 @@ def _run_ftetwild(vertices, faces, kwargs: dict, *, path, progress=None, timeout
     import sys
     import time
 
-    with tempfile.TemporaryDirectory(prefix="fieldgen-ftetwild-") as folder:
+    with scratch_folder("fieldgen-ftetwild-") as folder:
         np.savez(os.path.join(folder, "input.npz"), vertices=vertices, faces=faces,
                  kwargs=np.array(json.dumps(kwargs)))
         child = subprocess.Popen([sys.executable, "-u", "-m", "fieldgen.robust", folder], cwd=folder,

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 
-from .children import child_env
+from .children import child_env, scratch_folder
 from .errors import BuildError, InputError, MesherCrash, OptionError
 from .mesh import (
     FREE,
@@ -234,7 +233,7 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, 
     """
     import subprocess
 
-    with tempfile.TemporaryDirectory(prefix="fieldgen-tetgen-") as folder:
+    with scratch_folder("fieldgen-tetgen-") as folder:
         extra = {} if background is None else {
             "background_points": background[0], "background_tets": background[1], "background_sizes": background[2]}
         np.savez(os.path.join(folder, "input.npz"), vertices=vertices, faces=faces, markers=markers,

@@ -379,7 +379,8 @@ def _tetgen_children_of(parent: int) -> list[int]:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
 def test_a_killed_build_leaves_no_tetgen_running(tmp_path):
-    """SIGKILL the process that runs TetGen: its TetGen child stops too, instead of meshing on."""
+    """SIGKILL the process that runs TetGen: its TetGen child stops too, instead of meshing on, and
+    the scratch folder the killed process could not remove is removed by the next build."""
     import signal
     import subprocess
     import sys
@@ -412,3 +413,41 @@ def test_a_killed_build_leaves_no_tetgen_running(tmp_path):
         if build.poll() is None:
             build.kill()
     assert left == []
+    abandoned = [p.name for p in tmp_path.iterdir()]
+    assert len(abandoned) == 1 and abandoned[0].startswith("fieldgen-tetgen-"), abandoned
+    small = script.replace("max_volume=1e-9", "max_volume=1e-5")
+    subprocess.run([sys.executable, "-c", small], env={**os.environ, "TMPDIR": str(tmp_path)}, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_only_dead_processes_scratch_folders_are_removed(tmp_path):
+    """A folder of a running process (this one, or another live one) and folders that do not
+    follow the naming are kept; a dead process's folder is removed with its contents."""
+    import subprocess
+    import sys
+
+    from fieldgen.children import _pid_namespace, remove_abandoned, scratch_folder
+
+    namespace = _pid_namespace()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(dead.stdout)
+    names = {
+        f"fieldgen-tetgen-{namespace}-{dead_pid}-abc": False,     # removed
+        f"fieldgen-tetgen-{namespace}-{os.getpid()}-abc": True,   # this process
+        f"fieldgen-tetgen-{namespace}-1-abc": True,               # init: alive
+        f"fieldgen-tetgen-{int(namespace) + 1}-{dead_pid}-abc": True,   # another pid namespace
+        f"fieldgen-ftetwild-{namespace}-{dead_pid}-abc": True,    # another prefix
+        "fieldgen-tetgen-abc": True,                               # an older name
+    }
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "output.npz").write_bytes(b"x")
+    removed = remove_abandoned("fieldgen-tetgen-", str(tmp_path))
+    assert [os.path.basename(p) for p in removed] == [n for n, kept in names.items() if not kept]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(n for n, kept in names.items() if kept)
+    with scratch_folder("fieldgen-tetgen-") as folder:
+        assert os.path.basename(folder).startswith(f"fieldgen-tetgen-{namespace}-{os.getpid()}-")
+    assert not os.path.exists(folder)
