@@ -729,16 +729,16 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
             edges, priority = marked_edges(estimate, volumes, int(EDGE_ROOM * left))
         else:
             marked = marked_tets(estimate, volumes, law, limit=int(left / TETS_PER_MARKED))
-    sized = _sized(best, accuracy, history, stopped,
-                   refinement="" if steepest is None else "steepest edge" if steepest else "bisection")
-    sized.stretch = None if stretch is None else {"axis": list(stretch[0]), "factor": float(stretch[1])}
-    return sized
+    return _sized(best, accuracy, history, stopped,
+                  refinement="" if steepest is None else "steepest edge" if steepest else "bisection",
+                  stretch=None if stretch is None else {"axis": list(stretch[0]), "factor": float(stretch[1])})
 
 
-def _sized(best: _Pass, accuracy: float, history: list, stopped: str, refinement: str = "") -> SizedMesh:
+def _sized(best: _Pass, accuracy: float, history: list, stopped: str, refinement: str = "",
+           stretch: dict | None = None) -> SizedMesh:
     return SizedMesh(mesh=best.mesh, skin=best.skin, split=int(best.split), solution=best.solution,
                      estimate=best.estimate, accuracy=float(accuracy), history=history, stopped=stopped,
-                     refinement=refinement, kept=best.index)
+                     refinement=refinement, kept=best.index, stretch=stretch)
 
 
 def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress, skin: float,

@@ -242,7 +242,7 @@ class _FailingWriter(vtkIOXML.vtkXMLUnstructuredGridWriter):
     error: type[BaseException] = OSError
 
     def Write(self):  # noqa: N802 — vtk's name
-        result = super().Write()
+        super().Write()
         name = self.GetFileName()
         with open(name, "r+b") as stream:
             stream.truncate(os.path.getsize(name) // 2)

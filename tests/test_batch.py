@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from fieldgen.cli.main import main
 from fieldgen.asset import read_metadata
@@ -35,7 +35,7 @@ GOOD = {
 BROKEN = {"soup.stl": "open", "drake_neg_volume.obj": "not closed: 3 open edges"}
 
 
-def run(*args) -> "click.testing.Result":
+def run(*args) -> Result:
     return CliRunner().invoke(main, ["batch", *map(str, args)], catch_exceptions=False)
 
 

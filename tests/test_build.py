@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from fieldgen.cli.main import main
 from fieldgen.build import BuildOptions, build, options_from_spec
@@ -19,7 +19,7 @@ from fieldgen.build import BuildOptions, build, options_from_spec
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(*args: str) -> "click.testing.Result":
+def run(*args: str) -> Result:
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 

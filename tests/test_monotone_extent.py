@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import trimesh
 from scipy.sparse.linalg import spsolve
 
 from fieldgen.build import BuildOptions, build
 from fieldgen.damping import characteristic_length
 from fieldgen.extent import (assemble, assemble_skfem, dirichlet_values, positive_couplings, solve_extent,
                              upwinded)
-from fieldgen.mesh import FREE, RIGID
+from fieldgen.mesh import FREE
 from fieldgen.tetmesh import refine_zero_tets
 
 from test_extent import A, B, exact_shell_extent, shell_level, slab

@@ -177,7 +177,7 @@ def readme_metadata_keys() -> list[str]:
     import re
 
     # top-level keys: a backticked name followed by " (" , "," or " {" and not inside braces/parentheses
-    depth, keys, i = 0, [], 0
+    depth, keys = 0, []
     for token in re.finditer(r"[({})]|`([a-z_]+)`", paragraph):
         if token.group(0) in "({":
             depth += 1
