@@ -31,7 +31,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from . import __version__
-from .children import child_env, die_with_parent
+from .children import child_env, die_with_parent, new_scratch
 from .errors import FieldgenError, InputError, OptionError
 from .tables import check_keys
 
@@ -636,7 +635,7 @@ def _run_local(payloads: Sequence[dict], jobs: int, finished: Callable[[dict], N
     """Run payloads on ``jobs`` persistent worker processes; stop them all on any exception."""
     answers: "queue.Queue[tuple[_Worker, dict | None]]" = queue.Queue()
     todo = list(payloads)
-    root = tempfile.mkdtemp(prefix="fieldgen-batch-")
+    root = new_scratch("fieldgen-batch-")
     workers: list[_Worker] = []
     try:
         for n in range(jobs):
@@ -801,7 +800,7 @@ def isolated_build(payload: dict[str, Any], cancel_event: str | None = None) -> 
 
     A fresh process per item keeps the builds of one multi-threaded Dask worker apart.
     """
-    scratch = tempfile.mkdtemp(prefix="fieldgen-task-")
+    scratch = new_scratch("fieldgen-task-")
     answers: "queue.Queue[tuple[_Worker, dict | None]]" = queue.Queue()
     event = None
     if cancel_event is not None:

@@ -109,10 +109,18 @@ def remove_abandoned(prefix: str, root: str | None = None) -> list[str]:
     return removed
 
 
+def new_scratch(prefix: str) -> str:
+    """A new temporary folder ``<prefix><namespace>-<pid>-<random>`` (the caller removes it), made
+    after removing the ones with this prefix that killed processes left (:func:`remove_abandoned`)."""
+    remove_abandoned(prefix)
+    return tempfile.mkdtemp(prefix=f"{prefix}{_pid_namespace() or 0}-{os.getpid()}-")
+
+
 @contextmanager
 def scratch_folder(prefix: str) -> Iterator[str]:
-    """A new temporary folder ``<prefix><namespace>-<pid>-<random>``, removed on exit, made after
-    removing the ones with this prefix that killed processes left (:func:`remove_abandoned`)."""
-    remove_abandoned(prefix)
-    with tempfile.TemporaryDirectory(prefix=f"{prefix}{_pid_namespace() or 0}-{os.getpid()}-") as folder:
+    """:func:`new_scratch`, removed with its contents on exit."""
+    folder = new_scratch(prefix)
+    try:
         yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

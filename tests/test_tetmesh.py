@@ -451,3 +451,25 @@ def test_only_dead_processes_scratch_folders_are_removed(tmp_path):
     with scratch_folder("fieldgen-tetgen-") as folder:
         assert os.path.basename(folder).startswith(f"fieldgen-tetgen-{namespace}-{os.getpid()}-")
     assert not os.path.exists(folder)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_batch_and_task_folders_of_dead_processes_are_removed_too(tmp_path, monkeypatch):
+    """A killed Dask worker's item folder (fieldgen-task-) or a killed batch's (fieldgen-batch-) goes
+    when the next one of its kind is made."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from fieldgen.children import _pid_namespace, new_scratch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead_pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                                  text=True, check=True).stdout)
+    for prefix in ("fieldgen-task-", "fieldgen-batch-"):
+        left = tmp_path / f"{prefix}{_pid_namespace()}-{dead_pid}-xyz"
+        (left / "worker0").mkdir(parents=True)
+        made = new_scratch(prefix)
+        assert not left.exists() and os.path.isdir(made) and os.path.dirname(made) == str(tmp_path)
+        os.rmdir(made)
+    assert list(tmp_path.iterdir()) == []
