@@ -566,6 +566,30 @@ def _read_with_trimesh(path: str):
             np.full(len(faces), -1, dtype=np.int64), ())
 
 
+#: Volume-mesh formats (FEM meshes), read with meshio: their triangle cells, if any, are the surface.
+MESHIO_SUFFIXES = (".vtk", ".vtu", ".msh", ".mesh", ".inp", ".xdmf")
+
+
+def _read_with_meshio(path: str):
+    """The triangle cells of a volume-mesh file (none for a pure tet mesh), unprocessed."""
+    import contextlib
+    import io
+
+    import meshio
+
+    said = io.StringIO()       # meshio prints why a file failed and then calls sys.exit(1)
+    try:
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            mesh = meshio.read(path)
+    except (Exception, SystemExit) as error:
+        why = " ".join(said.getvalue().split()) or str(error) or type(error).__name__
+        raise ValueError(why) from None
+    blocks = [np.asarray(block.data, dtype=np.int64) for block in mesh.cells if block.type == "triangle"]
+    faces = np.concatenate(blocks) if blocks else np.zeros((0, 3), np.int64)
+    return (np.asarray(mesh.points, dtype=np.float64)[:, :3].reshape(-1, 3), faces,
+            np.full(len(faces), -1, dtype=np.int64), ())
+
+
 def read_triangles(path, data: bytes | None = None):
     """Raw ``(vertices, faces, face_groups, group_names)`` of a surface file, unrepaired.
 
@@ -580,6 +604,8 @@ def read_triangles(path, data: bytes | None = None):
             return _read_obj(data.decode("utf-8", errors="replace"))
         if suffix == ".stl":
             return _read_stl(path, data)
+        if suffix in MESHIO_SUFFIXES:
+            return _read_with_meshio(path)
         return _read_with_trimesh(path)
     except (ValueError, IndexError, KeyError, TypeError, NotImplementedError, OSError) as error:
         raise InputError(

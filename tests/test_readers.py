@@ -109,3 +109,34 @@ def test_loading_a_binary_stl_does_not_import_trimesh(meshes):
             f"load_surface({str(meshes / 'idler_riser.STL')!r}, 'mm'); print('trimesh' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_volume_mesh_formats_are_read_with_meshio(meshes, tmp_path, capsys):
+    """.vtk and the other FEM formats go to meshio directly (trimesh's route through meshio is
+    deprecated): a triangle surface in one loads as the surface written; a tet mesh has no
+    triangles and says so; a damaged file is refused with meshio's reason, and meshio's own
+    printing (it writes the reason, then calls sys.exit) reaches neither stdout nor stderr."""
+    import warnings
+
+    import meshio
+    import trimesh
+
+    from fieldgen.errors import InputError
+
+    box = trimesh.creation.box(extents=(0.04, 0.03, 0.02))
+    meshio.write_points_cells(tmp_path / "box.vtk", box.vertices, [("triangle", box.faces)])
+    meshio.write_points_cells(tmp_path / "box.vtu", box.vertices, [("triangle", box.faces)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for name in ("box.vtk", "box.vtu"):
+            surface = load_surface(tmp_path / name)
+            assert np.array_equal(surface.vertices, box.vertices) and np.array_equal(surface.faces, box.faces)
+            assert surface.repairs == ()
+        with pytest.raises(InputError, match=r"contains no triangles \(4 vertices, 0 faces\)"):
+            load_surface(meshes / "drake_one_negative_tetrahedron.vtk")
+    (tmp_path / "junk.vtk").write_text("not a mesh\n")
+    capsys.readouterr()
+    with pytest.raises(InputError, match=r"junk\.vtk.*cannot be read as a vtk mesh \(Illegal VTK header"):
+        load_surface(tmp_path / "junk.vtk")
+    printed = capsys.readouterr()
+    assert printed.out == "" and printed.err == ""
