@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -607,6 +608,16 @@ def read_triangles(path, data: bytes | None = None):
         if suffix in MESHIO_SUFFIXES:
             return _read_with_meshio(path)
         return _read_with_trimesh(path)
+    except ImportError as error:
+        # trimesh knows more formats than fieldgen installs readers for (STEP: cascadio; 3MF: lxml;
+        # COLLADA: pycollada); the error names the package.
+        named = re.findall(r"No module named '([^']+)'|pip install (\S+?)`?$", str(error))
+        package = getattr(error, "name", None) or ("".join(named[0]) if named else "one fieldgen lacks")
+        what = "a CAD (STEP) file, not a surface mesh" if suffix in (".step", ".stp") else f"a {suffix} file"
+        raise InputError(
+            f"is {what}: reading it needs the Python package {package!r}, which fieldgen does not install",
+            path=path, fix=f"Export the part from its source as a surface mesh ({SURFACE_FORMATS}); "
+                           f"or install {package!r} into fieldgen's environment") from None
     except (ValueError, IndexError, KeyError, TypeError, NotImplementedError, OSError) as error:
         raise InputError(
             f"cannot be read as a {suffix.lstrip('.') or 'surface'} mesh ({error})",

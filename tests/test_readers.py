@@ -140,3 +140,27 @@ def test_volume_mesh_formats_are_read_with_meshio(meshes, tmp_path, capsys):
         load_surface(tmp_path / "junk.vtk")
     printed = capsys.readouterr()
     assert printed.out == "" and printed.err == ""
+
+
+@pytest.mark.parametrize("suffix, raised, package", [
+    (".step", ModuleNotFoundError("No module named 'cascadio'"), "cascadio"),
+    (".dae", ImportError("missing `pip install pycollada`"), "pycollada"),
+])
+def test_a_format_whose_reader_is_not_installed_is_an_input_error(tmp_path, monkeypatch, suffix, raised, package):
+    """trimesh knows formats whose readers fieldgen does not install (a STEP file needs cascadio):
+    the error names the file, the package and the fix, instead of a traceback."""
+    import trimesh
+
+    from fieldgen.errors import InputError
+
+    def load(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(trimesh, "load", load)
+    path = tmp_path / f"part{suffix}"
+    path.write_text("ISO-10303-21;\n")
+    with pytest.raises(InputError) as caught:
+        load_surface(path)
+    message = str(caught.value)
+    assert f"part{suffix}" in message and f"'{package}'" in message and "STL, OBJ, PLY, OFF or GLB" in message
+    assert ("CAD (STEP) file" in message) == (suffix == ".step")
