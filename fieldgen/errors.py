@@ -22,7 +22,8 @@ class FieldgenError(Exception):
         if self.path:
             text = f"{self.path}: {text}"
         if self.fix:
-            text = f"{text} {self.fix.rstrip('.')}."
+            fix = self.fix.rstrip(".")
+            text = f"{text} {fix[:1].upper()}{fix[1:]}."       # a sentence of its own
         return text
 
     def __str__(self) -> str:

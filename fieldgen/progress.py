@@ -39,13 +39,17 @@ class Progress:
         if self.enabled:
             print(f"{self.prefix}{name} ...", file=self._out(), flush=True)
         start = time.perf_counter()
+        ended = "done in"
         try:
             yield
+        except BaseException:
+            ended = "stopped after"          # the error that follows says why; it was not done
+            raise
         finally:
             seconds = time.perf_counter() - start
             self.stage_seconds[name] = self.stage_seconds.get(name, 0.0) + seconds
             if self.enabled:
-                print(f"{self.prefix}{name} done in {seconds:.2f} s", file=self._out(), flush=True)
+                print(f"{self.prefix}{name} {ended} {seconds:.2f} s", file=self._out(), flush=True)
 
     def bar(self, total: int, label: str) -> "Bar":
         """A text progress bar for ``total`` items (drawn only on an interactive stream)."""

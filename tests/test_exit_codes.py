@@ -179,7 +179,7 @@ def test_prepare_output_creates_folders_and_refuses_what_it_cannot_write(tmp_pat
 SCENE_FILES = [
     ("x = [\n", "not valid TOML"),
     ("duraton = 1\n", "unknown key 'duraton'"),
-    ("[simulate]\nduraton = 1\n", "did you mean 'duration'"),       # named even without a body
+    ("[simulate]\nduraton = 1\n", "Did you mean 'duration'"),       # named even without a body
 ]
 
 
@@ -203,7 +203,7 @@ def test_calibrate_target_needs_a_spec_law(tmp_path):
     lawless = CliRunner().invoke(main, ["calibrate", "--spec", str(spec), "--indenter", "plane", "--target",
                                         "0.002:20", "-o", str(tmp_path / "c.vtu")])
     assert lawless.exit_code == 2 and "spec's law cannot be rescaled" in lawless.stderr
-    assert "set modulus" in lawless.stderr and "--modulus" not in lawless.stderr
+    assert "Set modulus" in lawless.stderr and "--modulus" not in lawless.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nolaw.toml"]
 
 

@@ -90,3 +90,13 @@ def test_contact_quiet_silences_progress_and_report_but_not_its_warning(undamped
                              "0.1,0,0,0,0,0", "-q", "--json").stdout)
     assert data["faces"] > 0 and data["force"][2] < 0 and data["friction"] == 0.0
     assert any("friction coefficient 0" in w for w in data["warnings"])
+
+
+def test_a_stage_that_fails_is_reported_stopped_not_done(tmp_path):
+    junk = tmp_path / "junk.vtu"
+    junk.write_text("not an asset\n")
+    result = invoke("inspect", junk)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert f"read {junk} stopped after" in result.stderr and "done in" not in result.stderr
+    assert result.stderr.rstrip().splitlines()[-1].startswith(f"error: {junk}: ")
+    assert "Give a .vtu asset written by fieldgen build." in result.stderr     # the fix, as a sentence
