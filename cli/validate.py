@@ -16,9 +16,14 @@ def validate_command(assets, as_json, quiet):
 
     Example: fieldgen validate build/*.vtu --json
     """
+    from fieldgen.progress import Progress
     from fieldgen.validate import validate_asset
 
-    reports = [validate_asset(path) for path in assets]
+    progress = Progress(enabled=not quiet)
+    reports = []
+    for path in assets:
+        with progress.stage(f"validate {path}"):       # seconds each for assets of millions of tets
+            reports.append(validate_asset(path))
     if as_json:
         print_json({"valid": all(r.ok for r in reports), "assets": [r.to_dict() for r in reports]})
     else:

@@ -100,3 +100,11 @@ def test_a_stage_that_fails_is_reported_stopped_not_done(tmp_path):
     assert f"read {junk} stopped after" in result.stderr and "done in" not in result.stderr
     assert result.stderr.rstrip().splitlines()[-1].startswith(f"error: {junk}: ")
     assert "Give a .vtu asset written by fieldgen build." in result.stderr     # the fix, as a sentence
+
+
+def test_validate_reports_on_stdout_and_progress_on_stderr(undamped_ball):
+    loud = invoke("validate", undamped_ball)
+    assert loud.exit_code == 0 and loud.stdout.startswith(f"{undamped_ball}: valid (")
+    assert f"validate {undamped_ball} done in" in loud.stderr
+    quiet = invoke("validate", undamped_ball, "-q")
+    assert quiet.exit_code == 0 and quiet.stdout == "" and quiet.stderr == ""
