@@ -16,6 +16,18 @@ def meshes() -> Path:
     return MESHES
 
 
+@pytest.fixture(scope="session")
+def plate(tmp_path_factory) -> Path:
+    """A rigid plate 0.2 x 0.2 x 0.02 m as an STL, its top face at z = 0 (the contact tests' floor)."""
+    import trimesh
+
+    from test_runtime_meshes import box_surface
+
+    path = tmp_path_factory.mktemp("plate") / "plate.stl"
+    trimesh.Trimesh(*box_surface([-0.1, -0.1, -0.02], [0.1, 0.1, 0.0]), process=False).export(path)
+    return path
+
+
 # --------------------------------------------------------------------------- ParaView
 # tests/test_paraview.py runs the ParaView scripts in real ParaView. Without pvpython (or
 # without Xvfb and a display) those tests are deselected, not skipped, and the run says so in

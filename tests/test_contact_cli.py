@@ -38,15 +38,6 @@ def foam_ball(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def plate(tmp_path_factory) -> Path:
-    import trimesh
-
-    path = tmp_path_factory.mktemp("plate") / "plate.stl"
-    trimesh.Trimesh(*box_surface([-0.1, -0.1, -0.02], [0.1, 0.1, 0.0]), process=False).export(path)
-    return path
-
-
 def test_asset_against_rigid_mesh_json_and_surface_file(foam_ball, plate, tmp_path):
     """The ball asset (A) sinks into a rigid plate (B) below it: the force on B points down (B is
     pushed out of A), torque is r×F about the origin, and -o writes a .vtp VTK reads back."""

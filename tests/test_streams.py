@@ -11,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from test_runtime_meshes import box_surface
 
 ROOT = Path(__file__).resolve().parents[1]
 BALL = ROOT / "assets" / "foam_ball.obj"
@@ -37,15 +36,6 @@ def undamped_ball(tmp_path_factory) -> Path:
     assert "tetrahedralize ..." in result.stderr and "warning: no damping given" in result.stderr
     assert result.stdout == ""                   # the result is the file; the status line is on stderr
     return out
-
-
-@pytest.fixture(scope="module")
-def plate(tmp_path_factory) -> Path:
-    import trimesh
-
-    path = tmp_path_factory.mktemp("streams_plate") / "plate.stl"
-    trimesh.Trimesh(*box_surface([-0.1, -0.1, -0.02], [0.1, 0.1, 0.0]), process=False).export(path)
-    return path
 
 
 @pytest.mark.parametrize("flags", [["-q"], ["-q", "--json"], ["--json"]])
