@@ -59,4 +59,5 @@ def print_json(data: Any) -> None:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout.")
-quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+quiet_option = click.option("--quiet", "-q", is_flag=True,
+                            help="No progress, status lines or text report; warnings and errors still print.")

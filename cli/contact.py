@@ -59,16 +59,15 @@ def _friction(ctx, param, value):
     return value
 
 
-def _load(path: str, modulus: float | None, units: str | None, side: str, mu: float | None = None):
-    body = _load_body(path, modulus, units, side)
+def _load(path: str, modulus: float | None, units: str | None, mu: float | None = None):
+    body = _load_body(path, modulus, units)
     if mu is not None:            # static = dynamic; fieldgen's contact uses the dynamic one (§4.3)
         body.mu_static = body.mu_dynamic = float(mu)
     return body
 
 
-def _load_body(path: str, modulus: float | None, units: str | None, side: str):
-    from fieldgen.runtime.bodies import load_body
-
+def _check_body(path: str, modulus: float | None, units: str | None, side: str) -> None:
+    """Refuse (exit 2) the flags that do not fit this body's kind, before anything is loaded."""
     flag = f"--modulus-{side}"
     suffix = Path(path).suffix.lower()
     if modulus is not None and suffix != ".vtk":
@@ -80,6 +79,12 @@ def _load_body(path: str, modulus: float | None, units: str | None, side: str):
     if units is not None and suffix in (".vtu", ".vtk"):
         fail(f"{path}: --units-{side} applies to rigid surface meshes; assets and .vtk tet meshes are in "
              f"metres. Drop --units-{side}.", EXIT_USAGE)
+
+
+def _load_body(path: str, modulus: float | None, units: str | None):
+    from fieldgen.runtime.bodies import load_body
+
+    suffix = Path(path).suffix.lower()
     if suffix == ".vtk":
         return load_body(path, modulus=modulus)
     if suffix == ".vtu":
@@ -228,12 +233,14 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
     from fieldgen.progress import Progress
 
     progress = Progress(enabled=not quiet)
+    _check_body(a, modulus_a, units_a, "a")
+    _check_body(b, modulus_b, units_b, "b")
     with reported_errors():
         check_outputs(output, paraview)
         with progress.stage(f"load {a}"):
-            body_a = _load(a, modulus_a, units_a, "a", mu_a)
+            body_a = _load(a, modulus_a, units_a, mu_a)
         with progress.stage(f"load {b}"):
-            body_b = _load(b, modulus_b, units_b, "b", mu_b)
+            body_b = _load(b, modulus_b, units_b, mu_b)
     from fieldgen.runtime.bodies import RigidBody
 
     if isinstance(body_a, RigidBody) and isinstance(body_b, RigidBody):

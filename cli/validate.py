@@ -32,8 +32,8 @@ def validate_command(assets, as_json, quiet):
             if not failed:
                 if not quiet:
                     click.echo(f"{report.path}: valid ({len(report.checks)} checks)")
-            else:
-                click.echo(f"{report.path}: INVALID", err=True)
+            else:                  # the report, on stdout with the valid ones; listed even with -q
+                click.echo(f"{report.path}: INVALID")
                 for check in failed:
-                    click.echo(f"  {check.name}: {check.detail}", err=True)
+                    click.echo(f"  {check.name}: {check.detail}")
     raise SystemExit(0 if all(r.ok for r in reports) else 1)

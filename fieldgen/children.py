@@ -61,11 +61,20 @@ def die_with_starter() -> None:
         os._exit(1)                   # the starter is gone already; nobody wants the result
 
 
-def _pid_namespace() -> str | None:
-    """This process's pid namespace (the inode of ``/proc/self/ns/pid``), or None off Linux: a pid
-    names a process only within its namespace (containers may share a temporary folder)."""
+#: The largest pid Linux gives (``/proc/sys/kernel/pid_max`` is at most 2**22).
+PID_MAX = 4_194_304
+
+_swept: set[tuple[str, str]] = set()
+
+
+def _machine() -> str | None:
+    """Where a pid names a process: this boot of this machine and this pid namespace, as
+    ``<boot id>-<namespace inode>``, or None off Linux. The namespace inode alone is the same on
+    every host (4026531836 outside containers), and hosts may share a temporary folder (NFS)."""
     try:
-        return str(os.stat("/proc/self/ns/pid").st_ino)
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip().replace("-", "")[:16]
+        return f"{boot}-{os.stat('/proc/self/ns/pid').st_ino}"
     except OSError:
         return None
 
@@ -81,39 +90,47 @@ def _alive(pid: int) -> bool:
 
 
 def remove_abandoned(prefix: str, root: str | None = None) -> list[str]:
-    """Remove the folders ``<prefix><namespace>-<pid>-*`` in ``root`` (default the temporary folder)
-    that belong to this user and to a process of this pid namespace that no longer runs (a killed
-    build's); return their paths. A reused pid only keeps a folder longer; off Linux, nothing."""
-    namespace = _pid_namespace()
-    if namespace is None:
+    """Remove the folders ``<prefix><machine>-<pid>-*`` in ``root`` (default the temporary folder)
+    that belong to this user and to a process of this machine, boot and pid namespace
+    (:func:`_machine`) that no longer runs (a killed build's); return their paths. A reused pid
+    only keeps a folder longer; a folder of another user, host or container, a symlink or a name
+    that does not parse is left alone; off Linux, nothing is removed."""
+    machine = _machine()
+    if machine is None:
         return []
-    head = f"{prefix}{namespace}-"
+    head = f"{prefix}{machine}-"
     removed = []
     try:
         entries = list(os.scandir(root or tempfile.gettempdir()))
     except OSError:
         return []
     for entry in entries:
-        if not entry.name.startswith(head):
-            continue
-        pid = entry.name[len(head):].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
-            continue
         try:
+            if not entry.name.startswith(head):
+                continue
+            pid = entry.name[len(head):].split("-", 1)[0]
+            if not (pid.isascii() and pid.isdigit()) or not 0 < int(pid) <= PID_MAX or int(pid) == os.getpid():
+                continue
             if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
                 continue
-        except OSError:
-            continue
-        shutil.rmtree(entry.path, ignore_errors=True)
-        removed.append(entry.path)
+            if _alive(int(pid)):
+                continue
+            shutil.rmtree(entry.path)
+            removed.append(entry.path)
+        except (OSError, ValueError, OverflowError):
+            continue                  # not ours to judge, or gone already: leave it
     return removed
 
 
 def new_scratch(prefix: str) -> str:
-    """A new temporary folder ``<prefix><namespace>-<pid>-<random>`` (the caller removes it), made
-    after removing the ones with this prefix that killed processes left (:func:`remove_abandoned`)."""
-    remove_abandoned(prefix)
-    return tempfile.mkdtemp(prefix=f"{prefix}{_pid_namespace() or 0}-{os.getpid()}-")
+    """A new temporary folder ``<prefix><machine>-<pid>-<random>`` (the caller removes it), made
+    after removing the ones with this prefix that killed processes left (:func:`remove_abandoned`,
+    the first time this process makes one in this folder)."""
+    root = tempfile.gettempdir()
+    if (prefix, root) not in _swept:  # once per process and folder: a scan of a busy /tmp costs
+        remove_abandoned(prefix, root)
+        _swept.add((prefix, root))
+    return tempfile.mkdtemp(prefix=f"{prefix}{_machine() or 0}-{os.getpid()}-")
 
 
 @contextmanager

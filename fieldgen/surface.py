@@ -572,23 +572,45 @@ MESHIO_SUFFIXES = (".vtk", ".vtu", ".msh", ".mesh", ".inp", ".xdmf")
 
 
 def _read_with_meshio(path: str):
-    """The triangle cells of a volume-mesh file (none for a pure tet mesh), unprocessed."""
-    import contextlib
-    import io
+    """The triangle cells of a volume-mesh file (none for a pure tet mesh), unprocessed.
 
+    meshio's own ``read`` prints why each candidate format failed and then calls ``sys.exit``;
+    its readers are called here one by one instead (``meshio._helpers``, unchanged through
+    meshio 5), so nothing is printed and the reasons go into the error."""
     import meshio
+    from meshio._helpers import _filetypes_from_path, reader_map
 
-    said = io.StringIO()       # meshio prints why a file failed and then calls sys.exit(1)
-    try:
-        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-            mesh = meshio.read(path)
-    except (Exception, SystemExit) as error:
-        why = " ".join(said.getvalue().split()) or str(error) or type(error).__name__
-        raise ValueError(why) from None
+    reasons = []
+    for kind in _filetypes_from_path(Path(path)):
+        try:
+            mesh = reader_map[kind](path)
+            break
+        except ImportError:
+            raise                    # a reader's optional package (h5py for XDMF): said as such
+        except (meshio.ReadError, Exception) as error:   # each reader fails in its own way
+            reasons.append(f"as {kind}: {str(error) or type(error).__name__}")
+    else:
+        raise ValueError("; ".join(reasons) or "no meshio reader for this suffix")
+    points = np.asarray(mesh.points, dtype=np.float64)
+    if points.ndim != 2 or points.shape[1] not in (2, 3):
+        raise ValueError(f"its points are {points.shape[1:] or 'scalars'}, not 3-D coordinates")
+    if points.shape[1] == 2:                 # a flat mesh: z = 0, which the closed-surface check refuses
+        points = np.column_stack([points, np.zeros(len(points))])
     blocks = [np.asarray(block.data, dtype=np.int64) for block in mesh.cells if block.type == "triangle"]
     faces = np.concatenate(blocks) if blocks else np.zeros((0, 3), np.int64)
-    return (np.asarray(mesh.points, dtype=np.float64)[:, :3].reshape(-1, 3), faces,
-            np.full(len(faces), -1, dtype=np.int64), ())
+    return points, faces, np.full(len(faces), -1, dtype=np.int64), ()
+
+
+def _missing_reader(path: str, suffix: str, error: ImportError) -> InputError:
+    """trimesh and meshio know more formats than fieldgen installs readers for (STEP: cascadio;
+    3MF: lxml; COLLADA: pycollada; XDMF: h5py): the error names the package."""
+    named = re.findall(r"No module named '([^']+)'|pip install (\S+?)`?$", str(error))
+    package = getattr(error, "name", None) or ("".join(named[0]) if named else "one fieldgen lacks")
+    what = "a CAD (STEP) file, not a surface mesh" if suffix in (".step", ".stp") else f"a {suffix} file"
+    return InputError(
+        f"is {what}: reading it needs the Python package {package!r}, which fieldgen does not install",
+        path=path, fix=f"Export the part from its source as a surface mesh ({SURFACE_FORMATS}); "
+                       f"or install {package!r} into fieldgen's environment")
 
 
 def read_triangles(path, data: bytes | None = None):
@@ -605,19 +627,10 @@ def read_triangles(path, data: bytes | None = None):
             return _read_obj(data.decode("utf-8", errors="replace"))
         if suffix == ".stl":
             return _read_stl(path, data)
-        if suffix in MESHIO_SUFFIXES:
-            return _read_with_meshio(path)
-        return _read_with_trimesh(path)
-    except ImportError as error:
-        # trimesh knows more formats than fieldgen installs readers for (STEP: cascadio; 3MF: lxml;
-        # COLLADA: pycollada); the error names the package.
-        named = re.findall(r"No module named '([^']+)'|pip install (\S+?)`?$", str(error))
-        package = getattr(error, "name", None) or ("".join(named[0]) if named else "one fieldgen lacks")
-        what = "a CAD (STEP) file, not a surface mesh" if suffix in (".step", ".stp") else f"a {suffix} file"
-        raise InputError(
-            f"is {what}: reading it needs the Python package {package!r}, which fieldgen does not install",
-            path=path, fix=f"Export the part from its source as a surface mesh ({SURFACE_FORMATS}); "
-                           f"or install {package!r} into fieldgen's environment") from None
+        try:
+            return _read_with_meshio(path) if suffix in MESHIO_SUFFIXES else _read_with_trimesh(path)
+        except ImportError as error:          # only a library's reader: fieldgen's own imports are not here
+            raise _missing_reader(path, suffix, error) from None
     except (ValueError, IndexError, KeyError, TypeError, NotImplementedError, OSError) as error:
         raise InputError(
             f"cannot be read as a {suffix.lstrip('.') or 'surface'} mesh ({error})",

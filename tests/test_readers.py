@@ -136,7 +136,7 @@ def test_volume_mesh_formats_are_read_with_meshio(meshes, tmp_path, capsys):
             load_surface(meshes / "drake_one_negative_tetrahedron.vtk")
     (tmp_path / "junk.vtk").write_text("not a mesh\n")
     capsys.readouterr()
-    with pytest.raises(InputError, match=r"junk\.vtk.*cannot be read as a vtk mesh \(Illegal VTK header"):
+    with pytest.raises(InputError, match=r"junk\.vtk.*cannot be read as a vtk mesh \(as vtk: Illegal VTK header"):
         load_surface(tmp_path / "junk.vtk")
     printed = capsys.readouterr()
     assert printed.out == "" and printed.err == ""
@@ -164,3 +164,30 @@ def test_a_format_whose_reader_is_not_installed_is_an_input_error(tmp_path, monk
     message = str(caught.value)
     assert f"part{suffix}" in message and f"'{package}'" in message and "STL, OBJ, PLY, OFF or GLB" in message
     assert ("CAD (STEP) file" in message) == (suffix == ".step")
+
+
+def test_meshio_formats_flat_points_and_missing_packages(tmp_path, monkeypatch):
+    """A mesh with 2-D points is read at z = 0 (then refused as not closed), not reshaped into other
+    vertices; a reader that needs a package fieldgen does not install (XDMF's h5py) says so."""
+    import meshio
+    from meshio import _helpers
+
+    from fieldgen.errors import InputError
+    from fieldgen.surface import read_triangles
+
+    flat = tmp_path / "flat.mesh"                 # medit keeps 2-D points as they are
+    meshio.write_points_cells(flat, np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [2.0, 0.0]]),
+                              [("triangle", np.array([[0, 1, 2], [0, 2, 3], [1, 4, 2]]))])
+    vertices, faces, _, _ = read_triangles(flat)
+    assert vertices.shape == (5, 3) and np.array_equal(vertices[:, 2], np.zeros(5))
+    assert np.array_equal(vertices[:, :2], [[0, 0], [1, 0], [1, 1], [0, 1], [2, 0]])
+    assert np.array_equal(faces, [[0, 1, 2], [0, 2, 3], [1, 4, 2]])
+    with pytest.raises(InputError, match="not closed"):
+        load_surface(flat)
+
+    def needs_h5py(path):
+        raise ModuleNotFoundError("No module named 'h5py'")
+
+    monkeypatch.setitem(_helpers.reader_map, "medit", needs_h5py)
+    with pytest.raises(InputError, match=r"flat\.mesh: is a \.mesh file: reading it needs the Python package 'h5py'"):
+        read_triangles(flat)

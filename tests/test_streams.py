@@ -98,3 +98,17 @@ def test_validate_reports_on_stdout_and_progress_on_stderr(undamped_ball):
     assert f"validate {undamped_ball} done in" in loud.stderr
     quiet = invoke("validate", undamped_ball, "-q")
     assert quiet.exit_code == 0 and quiet.stdout == "" and quiet.stderr == ""
+
+
+def test_a_refused_flag_is_the_last_word_and_no_load_starts(undamped_ball, plate):
+    result = invoke("contact", undamped_ball, plate, "--units-a", "mm")
+    assert result.exit_code == 2 and "load " not in result.stderr
+    assert result.stderr.rstrip().splitlines()[-1].startswith(f"error: {undamped_ball}: --units-a applies")
+
+
+def test_validate_lists_failures_on_stdout_even_when_quiet(undamped_ball, tmp_path):
+    junk = tmp_path / "junk.vtu"
+    junk.write_text("not an asset\n")
+    result = invoke("validate", undamped_ball, junk, "-q")
+    assert result.exit_code == 1 and result.stderr == ""
+    assert result.stdout.startswith(f"{junk}: INVALID\n  readable: ") and str(undamped_ball) not in result.stdout

@@ -423,34 +423,59 @@ def test_a_killed_build_leaves_no_tetgen_running(tmp_path):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
 def test_only_dead_processes_scratch_folders_are_removed(tmp_path):
-    """A folder of a running process (this one, or another live one) and folders that do not
-    follow the naming are kept; a dead process's folder is removed with its contents."""
+    """A folder of a running process (this one, or another live one), of another host or pid
+    namespace, of another prefix, a symlink, and names that do not parse (a pid past the kernel's
+    largest, a superscript digit) are kept; a dead process's folder goes with its contents."""
     import subprocess
     import sys
 
-    from fieldgen.children import _pid_namespace, remove_abandoned, scratch_folder
+    from fieldgen.children import _machine, remove_abandoned, scratch_folder
 
-    namespace = _pid_namespace()
+    here = _machine()
+    boot, namespace = here.split("-")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
     dead_pid = int(dead.stdout)
     names = {
-        f"fieldgen-tetgen-{namespace}-{dead_pid}-abc": False,     # removed
-        f"fieldgen-tetgen-{namespace}-{os.getpid()}-abc": True,   # this process
-        f"fieldgen-tetgen-{namespace}-1-abc": True,               # init: alive
-        f"fieldgen-tetgen-{int(namespace) + 1}-{dead_pid}-abc": True,   # another pid namespace
-        f"fieldgen-ftetwild-{namespace}-{dead_pid}-abc": True,    # another prefix
-        "fieldgen-tetgen-abc": True,                               # an older name
+        f"fieldgen-tetgen-{here}-{dead_pid}-abc": False,                 # removed
+        f"fieldgen-tetgen-{here}-{os.getpid()}-abc": True,               # this process
+        f"fieldgen-tetgen-{here}-1-abc": True,                           # init: alive
+        f"fieldgen-tetgen-{boot}-{int(namespace) + 1}-{dead_pid}-abc": True,   # another pid namespace
+        f"fieldgen-tetgen-{'0' * len(boot)}-{namespace}-{dead_pid}-abc": True,  # another host or boot
+        f"fieldgen-ftetwild-{here}-{dead_pid}-abc": True,                # another prefix
+        f"fieldgen-tetgen-{here}-99999999999999999999-abc": True,        # no such pid
+        f"fieldgen-tetgen-{here}-\u00b2-abc": True,                      # a digit int() refuses
+        "fieldgen-tetgen-abc": True,                                      # an older name
     }
     for name in names:
         (tmp_path / name).mkdir()
         (tmp_path / name / "output.npz").write_bytes(b"x")
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (tmp_path / f"fieldgen-tetgen-{here}-{dead_pid}-link").symlink_to(target)    # kept, and its target
     removed = remove_abandoned("fieldgen-tetgen-", str(tmp_path))
     assert [os.path.basename(p) for p in removed] == [n for n, kept in names.items() if not kept]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(n for n, kept in names.items() if kept)
+    kept = sorted(n for n, k in names.items() if k) + ["elsewhere", f"fieldgen-tetgen-{here}-{dead_pid}-link"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept)
     with scratch_folder("fieldgen-tetgen-") as folder:
-        assert os.path.basename(folder).startswith(f"fieldgen-tetgen-{namespace}-{os.getpid()}-")
+        assert os.path.basename(folder).startswith(f"fieldgen-tetgen-{here}-{os.getpid()}-")
     assert not os.path.exists(folder)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self") or os.getuid() != 0,
+                    reason="needs Linux's /proc, and root to make a folder owned by another user")
+def test_another_users_scratch_folder_is_kept(tmp_path):
+    import subprocess
+    import sys
+
+    from fieldgen.children import _machine, remove_abandoned
+
+    dead_pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                                  text=True, check=True).stdout)
+    foreign = tmp_path / f"fieldgen-tetgen-{_machine()}-{dead_pid}-foreign"
+    foreign.mkdir()
+    os.chown(foreign, 12345, 12345)
+    assert remove_abandoned("fieldgen-tetgen-", str(tmp_path)) == [] and foreign.is_dir()
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
@@ -461,13 +486,13 @@ def test_batch_and_task_folders_of_dead_processes_are_removed_too(tmp_path, monk
     import sys
     import tempfile
 
-    from fieldgen.children import _pid_namespace, new_scratch
+    from fieldgen.children import _machine, new_scratch
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead_pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                                   text=True, check=True).stdout)
     for prefix in ("fieldgen-task-", "fieldgen-batch-"):
-        left = tmp_path / f"{prefix}{_pid_namespace()}-{dead_pid}-xyz"
+        left = tmp_path / f"{prefix}{_machine()}-{dead_pid}-xyz"
         (left / "worker0").mkdir(parents=True)
         made = new_scratch(prefix)
         assert not left.exists() and os.path.isdir(made) and os.path.dirname(made) == str(tmp_path)
