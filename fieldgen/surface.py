@@ -613,6 +613,19 @@ def _missing_reader(path: str, suffix: str, error: ImportError) -> InputError:
                        f"or install {package!r} into fieldgen's environment")
 
 
+def _refuse_asset(path: str) -> None:
+    """A fieldgen asset given where a surface is wanted: name the surface it was built from."""
+    from .asset import read_metadata
+
+    try:
+        source = read_metadata(path).get("source") or {}
+    except InputError:
+        return                                   # not an asset: read it as any .vtu
+    raise InputError("is a fieldgen asset (tets with a pressure field), not a surface mesh", path=path,
+                     fix=f"Give the surface it was built from ({source.get('file', 'its source')}, "
+                         f"units {source.get('units', 'm')!r})")
+
+
 def read_triangles(path, data: bytes | None = None):
     """Raw ``(vertices, faces, face_groups, group_names)`` of a surface file, unrepaired.
 
@@ -627,6 +640,8 @@ def read_triangles(path, data: bytes | None = None):
             return _read_obj(data.decode("utf-8", errors="replace"))
         if suffix == ".stl":
             return _read_stl(path, data)
+        if suffix == ".vtu":
+            _refuse_asset(path)
         try:
             return _read_with_meshio(path) if suffix in MESHIO_SUFFIXES else _read_with_trimesh(path)
         except ImportError as error:          # only a library's reader: fieldgen's own imports are not here

@@ -191,3 +191,14 @@ def test_meshio_formats_flat_points_and_missing_packages(tmp_path, monkeypatch):
     monkeypatch.setitem(_helpers.reader_map, "medit", needs_h5py)
     with pytest.raises(InputError, match=r"flat\.mesh: is a \.mesh file: reading it needs the Python package 'h5py'"):
         read_triangles(flat)
+
+
+def test_an_asset_given_as_a_surface_names_its_source(tmp_path):
+    from fieldgen.asset import write_asset
+    from fieldgen.errors import InputError
+    from test_inspect import slab_asset
+
+    write_asset(tmp_path / "slab.vtu", slab_asset())
+    with pytest.raises(InputError, match=r"slab\.vtu: is a fieldgen asset .* Give the surface it was built from "
+                                         r"\(box\.stl, units"):
+        load_surface(tmp_path / "slab.vtu")
