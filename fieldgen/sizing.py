@@ -772,7 +772,7 @@ def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress,
         uniform = max(near, budget_edge)
         (mesh, _, cut, split), meshed_by, edge = mesh_with_size_field(
             make_mesh, coarse.points, sizes(near), near=near,
-            uniform_edge=uniform if uniform <= 0.5 * skin else None)
+            uniform_edge=uniform if uniform <= 0.5 * skin else None, progress=progress)
         if meshed_by != "uniform edge":
             near = edge     # a scaled field's near edge: the next pass starts from it
         # (A uniform mesh is not: TetGen makes several times the tets for a uniform edge that it
@@ -824,7 +824,7 @@ def first_near_edge(coarse: TetMesh, sizes, near: float, max_tets: int) -> float
 
 
 def mesh_with_size_field(make_mesh, points: np.ndarray, sizes: np.ndarray, *, near: float,
-                         uniform_edge: float | None):
+                         uniform_edge: float | None, progress=None):
     """``make_mesh(None, background=...)`` with the size field ``sizes`` at ``points`` (its edge
     near the free surface ``near``), how it was meshed and that edge. Where TetGen fails on the
     field (:class:`fieldgen.errors.MesherCrash`: a crash, an internal error or a flat tet; some
@@ -833,16 +833,25 @@ def mesh_with_size_field(make_mesh, points: np.ndarray, sizes: np.ndarray, *, ne
     (``make_mesh(uniform_edge)``, TetGen's volume bound) unless that is None. Returns
     (make_mesh's result, "size field", "size field x F" or "uniform edge", the near edge of the
     mesh made: F x ``near`` or ``uniform_edge``). When every attempt fails, one MesherCrash lists
-    them."""
+    them. ``progress`` (optional) is told of each retry and why."""
     from .errors import MesherCrash
 
+    def retrying(what: str, error: MesherCrash) -> None:
+        if progress is not None:
+            progress.message(f"TetGen failed on the size field ({error.defect[:120]}); retrying {what}")
+
     failures = []
-    for factor in (1.0,) + SIZE_FIELD_RETRIES:
+    factors = (1.0,) + SIZE_FIELD_RETRIES
+    for n, factor in enumerate(factors):
         try:
             made = make_mesh(None, background=convex_background(points, factor * np.asarray(sizes)))
             return made, ("size field" if factor == 1.0 else f"size field x {factor:g}"), factor * near
         except MesherCrash as error:
             failures.append(f"sizes x {factor:g}: {error.defect}")
+            if n + 1 < len(factors):
+                retrying(f"with the sizes x {factors[n + 1]:g}", error)
+            elif uniform_edge is not None:
+                retrying(f"with a uniform edge of {uniform_edge:.4g} m", error)
     if uniform_edge is not None:
         try:
             return make_mesh(uniform_edge), "uniform edge", float(uniform_edge)

@@ -596,7 +596,12 @@ def _read_with_meshio(path: str):
         raise ValueError(f"its points are {points.shape[1:] or 'scalars'}, not 3-D coordinates")
     if points.shape[1] == 2:                 # a flat mesh: z = 0, which the closed-surface check refuses
         points = np.column_stack([points, np.zeros(len(points))])
-    blocks = [np.asarray(block.data, dtype=np.int64) for block in mesh.cells if block.type == "triangle"]
+    blocks = []
+    for block in mesh.cells:     # triangles; quads and polygons as fans from their first corner
+        data = np.asarray(block.data, dtype=np.int64)
+        if block.type == "triangle" or block.type in ("quad",) or block.type.startswith("polygon"):
+            if data.ndim == 2 and data.shape[1] >= 3:
+                blocks += [data[:, [0, k, k + 1]] for k in range(1, data.shape[1] - 1)]
     faces = np.concatenate(blocks) if blocks else np.zeros((0, 3), np.int64)
     return points, faces, np.full(len(faces), -1, dtype=np.int64), ()
 

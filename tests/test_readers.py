@@ -202,3 +202,19 @@ def test_an_asset_given_as_a_surface_names_its_source(tmp_path):
     with pytest.raises(InputError, match=r"slab\.vtu: is a fieldgen asset .* Give the surface it was built from "
                                          r"\(box\.stl, units"):
         load_surface(tmp_path / "slab.vtu")
+
+
+def test_a_quad_surface_in_a_volume_mesh_format_is_read_as_triangles(tmp_path):
+    """A box of six quads (as ParaView exports a surface) is read as twelve triangles, each quad
+    split from its first corner, and loads as a closed surface of the box's volume."""
+    import meshio
+
+    corners = np.array([[x, y, z] for x in (0.0, 0.04) for y in (0.0, 0.03) for z in (0.0, 0.02)])
+    quads = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]])
+    meshio.write_points_cells(tmp_path / "box.vtk", corners, [("quad", quads)])
+    surface = load_surface(tmp_path / "box.vtk")
+    assert len(surface.faces) == 12
+    expected = np.concatenate([quads[:, [0, 1, 2]], quads[:, [0, 2, 3]]])
+    assert sorted(map(tuple, surface.faces)) == sorted(map(tuple, expected))
+    v = surface.vertices[surface.faces]
+    assert np.einsum("ij,ij->i", v[:, 0], np.cross(v[:, 1], v[:, 2])).sum() / 6 == pytest.approx(0.04 * 0.03 * 0.02)

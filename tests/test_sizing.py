@@ -725,6 +725,19 @@ def test_a_size_field_that_crashes_tetgen_is_tried_again_slightly_scaled():
     with pytest.raises(BuildError, match="crash 1"):
         attempt(1, error=BuildError)
     assert len(asked) == 1
+    # Each retry is said, with the failure and the next try (the failed stage alone says "stopped").
+    import io
+
+    from fieldgen.progress import Progress
+
+    said = io.StringIO()
+    asked.clear()
+    mesh_with_size_field(failing(1 + len(SIZE_FIELD_RETRIES)), points, sizes, near=0.2, uniform_edge=0.3,
+                         progress=Progress(stream=said))
+    lines = said.getvalue().splitlines()
+    assert len(lines) == 1 + len(SIZE_FIELD_RETRIES)
+    assert lines[0] == f"TetGen failed on the size field (crash 1); retrying with the sizes x {SIZE_FIELD_RETRIES[0]:g}"
+    assert lines[-1].endswith("(crash 4); retrying with a uniform edge of 0.3 m")
 
 
 def test_the_skin_sizing_meshes_a_failed_pass_with_a_uniform_edge_and_records_it(meshes, monkeypatch):
