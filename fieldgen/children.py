@@ -64,9 +64,6 @@ def die_with_starter() -> None:
 #: The largest pid Linux gives (``/proc/sys/kernel/pid_max`` is at most 2**22).
 PID_MAX = 4_194_304
 
-_swept: set[tuple[str, str]] = set()
-
-
 def _machine() -> str | None:
     """Where a pid names a process: this boot of this machine and this pid namespace, as
     ``<boot id>-<namespace inode>``, or None off Linux. The namespace inode alone is the same on
@@ -124,12 +121,8 @@ def remove_abandoned(prefix: str, root: str | None = None) -> list[str]:
 
 def new_scratch(prefix: str) -> str:
     """A new temporary folder ``<prefix><machine>-<pid>-<random>`` (the caller removes it), made
-    after removing the ones with this prefix that killed processes left (:func:`remove_abandoned`,
-    the first time this process makes one in this folder)."""
-    root = tempfile.gettempdir()
-    if (prefix, root) not in _swept:  # once per process and folder: a scan of a busy /tmp costs
-        remove_abandoned(prefix, root)
-        _swept.add((prefix, root))
+    after removing the ones with this prefix that killed processes left (:func:`remove_abandoned`)."""
+    remove_abandoned(prefix)          # one scan of the folder: milliseconds beside a TetGen run
     return tempfile.mkdtemp(prefix=f"{prefix}{_machine() or 0}-{os.getpid()}-")
 
 
