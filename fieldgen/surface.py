@@ -576,8 +576,7 @@ def _read_with_meshio(path: str):
 
     meshio's own ``read`` prints why each candidate format failed and then calls ``sys.exit``;
     its readers are called here one by one instead (``meshio._helpers``, unchanged through
-    meshio 5), so nothing is printed and the reasons go into the error."""
-    import meshio
+    meshio 5, which pyproject.toml pins), so nothing is printed and the reasons go into the error."""
     from meshio._helpers import _filetypes_from_path, reader_map
 
     reasons = []
@@ -587,7 +586,7 @@ def _read_with_meshio(path: str):
             break
         except ImportError:
             raise                    # a reader's optional package (h5py for XDMF): said as such
-        except (meshio.ReadError, Exception) as error:   # each reader fails in its own way
+        except Exception as error:    # meshio.ReadError, or whatever else a reader meets
             reasons.append(f"as {kind}: {str(error) or type(error).__name__}")
     else:
         raise ValueError("; ".join(reasons) or "no meshio reader for this suffix")
@@ -599,9 +598,8 @@ def _read_with_meshio(path: str):
     blocks = []
     for block in mesh.cells:     # triangles; quads and polygons as fans from their first corner
         data = np.asarray(block.data, dtype=np.int64)
-        if block.type == "triangle" or block.type in ("quad",) or block.type.startswith("polygon"):
-            if data.ndim == 2 and data.shape[1] >= 3:
-                blocks += [data[:, [0, k, k + 1]] for k in range(1, data.shape[1] - 1)]
+        if (block.type in ("triangle", "quad") or block.type.startswith("polygon")) and data.ndim == 2:
+            blocks += [data[:, [0, k, k + 1]] for k in range(1, data.shape[1] - 1)]
     faces = np.concatenate(blocks) if blocks else np.zeros((0, 3), np.int64)
     return points, faces, np.full(len(faces), -1, dtype=np.int64), ()
 
