@@ -59,11 +59,6 @@ def _friction(ctx, param, value):
     return value
 
 
-def _load(path: str, modulus: float | None, units: str | None, mu: float | None = None):
-    body = _load_body(path, modulus, units)
-    if mu is not None:            # static = dynamic; fieldgen's contact uses the dynamic one (§4.3)
-        body.mu_static = body.mu_dynamic = float(mu)
-    return body
 
 
 def _check_body(path: str, modulus: float | None, units: str | None, side: str) -> None:
@@ -81,15 +76,16 @@ def _check_body(path: str, modulus: float | None, units: str | None, side: str) 
              f"metres. Drop --units-{side}.", EXIT_USAGE)
 
 
-def _load_body(path: str, modulus: float | None, units: str | None):
+def _load(path: str, modulus: float | None, units: str | None, mu: float | None = None):
+    """The body at ``path`` (flags checked by :func:`_check_body`), with friction ``mu`` if given."""
     from fieldgen.runtime.bodies import load_body
 
     suffix = Path(path).suffix.lower()
-    if suffix == ".vtk":
-        return load_body(path, modulus=modulus)
-    if suffix == ".vtu":
-        return load_body(path)
-    return load_body(path, units=units or "m")
+    body = (load_body(path, modulus=modulus) if suffix == ".vtk" else load_body(path) if suffix == ".vtu"
+            else load_body(path, units=units or "m"))
+    if mu is not None:            # static = dynamic; fieldgen's contact uses the dynamic one (§4.3)
+        body.mu_static = body.mu_dynamic = float(mu)
+    return body
 
 
 def _vector(values) -> list[float]:
