@@ -28,17 +28,17 @@ def check_keys(table: Mapping, allowed: Iterable[str], *, path=None, where: str 
                noun: str = "key", error: type[FieldgenError] = OptionError) -> None:
     """Raise ``error`` for the first key of ``table`` not in ``allowed``.
 
-    The message reads ``"<path>: <where>: unknown <noun> 'x'. did you mean 'y'? valid keys: ..."``.
+    The message reads ``"<path>: <where>: unknown <noun> 'x'. Did you mean 'y'? Valid keys here: ..."``.
     """
     allowed = tuple(allowed)
     for key in table:
         if key in allowed:
             continue
         near = nearest_key(key, allowed)
-        hint = f"did you mean {near!r}? " if near else ""
+        hint = f"did you mean {near!r}? Valid" if near else "valid"
         prefix = f"{where}: " if where else ""
         raise error(f"{prefix}unknown {noun} {key!r}", path=path,
-                    fix=f"{hint}valid {noun}s here: {', '.join(sorted(allowed))}")
+                    fix=f"{hint} {noun}s here: {', '.join(sorted(allowed))}")
 
 
 _SPLIT = re.compile(r"[,;\s]+")

@@ -263,3 +263,15 @@ def test_options_that_would_be_ignored_are_refused_from_a_spec_and_a_manifest(tm
     result = CliRunner().invoke(main, ["batch", str(manifest), "-q"])
     assert result.exit_code == 2 and "--threads given without --robust" in result.stderr, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ball.toml", "m.toml"]
+
+
+def test_a_spec_typo_names_the_near_key_in_a_sentence(tmp_path):
+    """A misspelt spec key: exit 2, the near key suggested, and the list that follows starts a
+    sentence of its own."""
+    spec = tmp_path / "part.toml"
+    spec.write_text("modulos = 1e5\n")
+    result = CliRunner().invoke(main, ["build", str(ROOT / "assets" / "foam_pad.stl"), "--spec", str(spec),
+                                       "-o", str(tmp_path / "x.vtu")])
+    assert result.exit_code == 2, result.output
+    assert "unknown option 'modulos'. Did you mean 'modulus'? Valid options here: accuracy," in result.stderr
+    assert not (tmp_path / "x.vtu").exists()
