@@ -26,7 +26,8 @@ _NUMBER = click.FLOAT
 @click.option("--edge-length", type=_NUMBER, help="Target tet edge length (input units).")
 @click.option("--accuracy", type=_NUMBER,
               help="Without --edge-length/--max-volume: relative error of the field the mesh is sized for "
-                   "(default 0.01); the estimate is recorded as error_estimate.")
+                   "(default 0.01); the estimate is recorded as error_estimate. With a size and --estimate: "
+                   "the error to warn above.")
 @click.option("--radius-edge", type=_NUMBER, help="TetGen radius-edge quality bound (default 1.414).")
 @click.option("--law", type=click.Choice(["linear", "hyperbolic", "table"]), help="Modulus law (inferred from --k/--table).")
 @click.option("--modulus", type=_NUMBER, help="Modulus scale M0 in Pa.")
@@ -49,6 +50,10 @@ _NUMBER = click.FLOAT
               help="Mesh open, non-manifold or self-intersecting input with fTetWild (the optional extra 'robust'; the error names the pip command).")
 @click.option("--threads", type=click.IntRange(min=0),
               help="fTetWild's threads with --robust (default: every core; 0 = every core).")
+@click.option("--estimate", is_flag=True, default=None,
+              help="Also estimate the discretisation error of a mesh sized by --edge-length/--max-volume/--robust "
+                   "(solved again on the mesh refined 1:8: about 8x the solve's memory); with --accuracy, warn "
+                   "above it. Builds sized by accuracy always record it.")
 @json_option
 @quiet_option
 def build_command(input_path, output, spec, as_json, quiet, **flags):

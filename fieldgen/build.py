@@ -60,6 +60,7 @@ class BuildOptions:
     tangential_damping: float | None = None     #: C̄, s/m: friction damper c = C̄ p
     accuracy: float | None = None           #: relative discretisation error the mesh is sized for (None: 1%)
     threads: int | None = None              #: fTetWild's threads with --robust (None/0: every core)
+    estimate: bool = False                  #: estimate the error of a mesh sized by hand or by fTetWild too
 
     @property
     def sizing_accuracy(self) -> float:
@@ -106,8 +107,10 @@ class BuildOptions:
                                          or self.threads < 0):
             raise OptionError(f"--threads must be a whole number >= 0, got {self.threads!r}",
                               fix="give e.g. --threads 2 (0 = every core)")
+        if not isinstance(self.estimate, bool):
+            raise OptionError(f"--estimate must be true or false, got {self.estimate!r}", fix="write estimate = true")
         # Options that would be ignored beside others (from flags, a spec or a manifest alike).
-        if self.accuracy is not None:
+        if self.accuracy is not None and not self.estimate:
             for name, given in (("edge_length", self.edge_length is not None),
                                 ("max_volume", self.max_volume is not None), ("robust", self.robust)):
                 if given:
@@ -115,7 +118,9 @@ class BuildOptions:
                     raise OptionError(
                         f"--accuracy and --{flag} both given: the accuracy sizes the mesh only when no size is "
                         f"given{' and not with fTetWild' if name == 'robust' else ''}",
-                        fix=f"drop accuracy, or drop {name} (--{flag}) to let the accuracy choose the mesh")
+                        fix=f"drop accuracy, or drop {name} (--{flag}) to let the accuracy choose the mesh, "
+                            "or add --estimate (estimate = true) to have this mesh's error estimated and "
+                            "compared with it")
         if self.threads is not None and not self.robust:
             raise OptionError("--threads given without --robust: it sets fTetWild's threads, and TetGen runs on one",
                               fix="add --robust (robust = true), or drop threads")
@@ -228,10 +233,10 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
         if not isinstance(value, str):
             raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=origin, fix="quote the path")
         return str(Path(base_dir) / value) if base_dir is not None and not os.path.isabs(value) else value
-    if key == "robust":
+    if key in ("robust", "estimate"):
         if not isinstance(value, bool):
-            raise OptionError(f"option 'robust' must be true or false, got {value!r}", path=origin,
-                              fix="write robust = true")
+            raise OptionError(f"option {key!r} must be true or false, got {value!r}", path=origin,
+                              fix=f"write {key} = true")
         return value
     if key == "threads":
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -542,6 +547,16 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     if solution is None:
         with progress.stage("extent"):
             solution = solve_extent(mesh)
+    asked = options.sizing_accuracy if estimate is not None else options.accuracy
+    if estimate is None and options.estimate:
+        # A mesh of a given size (or fTetWild's), estimated on request as the sizing estimates
+        # its passes (docs/model.md §2.10): the extent solved again on the mesh refined 1:8.
+        from .sizing import estimate_error
+
+        with progress.stage("error estimate"):
+            estimate = estimate_error(mesh, solution.extent, law)
+        if asked is not None:
+            warnings.extend(accuracy_warning(estimate, asked, None, mesh.n_tets, given_size=True))
     if solution.max_violation > 0:   # not expected: the solve upwinds until the bounds hold
         warnings.append(f"discrete maximum principle violated by {solution.max_violation:.3g} "
                         "(extent clipped to [0, 1]); a finer or better-shaped mesh reduces it")
@@ -620,7 +635,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     if options.expansion_rate is not None:
         metadata["expansion_rate"] = float(options.expansion_rate)
     if estimate is not None:
-        metadata["error_estimate"] = {**estimate.to_metadata(), "accuracy": options.sizing_accuracy}
+        metadata["error_estimate"] = {**estimate.to_metadata(), **({"accuracy": asked} if asked is not None else {})}
         metadata["units"]["error_estimate"] = "1 (relative)"
     if extra_metadata:
         metadata.update(extra_metadata)
@@ -675,7 +690,8 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         extra={"layer_levels": int(len(layered.levels)), "tets_added_by_layering": int(layered.tets_added),
                "law": law.kind,
                "deterministic": not options.robust,
-               **({"error_estimate": estimate.to_metadata(), "sizing": sizing_report} if estimate is not None else {}),
+               **({"error_estimate": metadata["error_estimate"]} if estimate is not None else {}),
+               **({"sizing": sizing_report} if sizing_report is not None else {}),
                **({"skin_volume_fraction": float(skin.volume_fraction)} if skin is not None else {}),
                **({"drake": drake} if drake is not None else {})},
     )

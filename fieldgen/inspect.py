@@ -311,8 +311,8 @@ def format_summary(summary: dict) -> str:
     estimate = summary.get("error_estimate")
     if estimate:
         row("accuracy", f"estimated error e {100 * estimate.get('extent', 0):.2f}%, "
-                        f"p {100 * estimate.get('pressure', 0):.2f}%, L {100 * estimate.get('characteristic_length', 0):.2f}% "
-                        f"(asked {100 * estimate.get('accuracy', 0):g}%)")
+                        f"p {100 * estimate.get('pressure', 0):.2f}%, L {100 * estimate.get('characteristic_length', 0):.2f}%"
+                        + (f" (asked {100 * estimate['accuracy']:g}%)" if estimate.get("accuracy") is not None else ""))
     for warning in summary.get("warnings") or []:
         row("warning", warning)
     return "\n".join(lines)

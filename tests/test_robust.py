@@ -63,11 +63,15 @@ def test_open_mesh_builds_with_robust(meshes, tmp_path, name, units, simple, mon
     diagonal = float(np.linalg.norm(np.ptp(surface.vertices, axis=0))) / {"m": 1.0, "mm": 1e-3}[units]
     out = tmp_path / "asset.vtu"
     result = run("build", path, "--robust", "--units", units, "--modulus", "1e5",
-                 "--edge-length", repr(0.1 * diagonal), "-o", out, "--json", "--quiet")
+                 "--edge-length", repr(0.1 * diagonal), "--estimate", "-o", out, "--json", "--quiet")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert validate_asset(out).ok
     assert list(workdir.iterdir()) == [] and Path.cwd() == workdir
+    # --estimate: fTetWild's mesh gets the estimate the accuracy sizing makes (none asked, none warned of)
+    estimate = read_metadata(out)["error_estimate"]
+    assert estimate == report["error_estimate"] and "accuracy" not in estimate
+    assert all(0.0 < estimate[k] < 0.5 for k in ("extent", "pressure", "characteristic_length"))
     assert report["deterministic"] is False
     assert any("fTetWild" in w and "not reproducible" in w for w in report["warnings"])
     meta = read_metadata(out)

@@ -521,6 +521,57 @@ def test_accuracy_option_is_checked_and_recorded(meshes, tmp_path):
     assert result.exit_code == 0 and "error_estimate" not in read_metadata(out)
 
 
+def test_estimate_of_a_given_size_matches_the_slab_closed_form(tmp_path):
+    """--estimate on a mesh sized by --edge-length: the free slab's extent is the parabola
+    e = z (h - z) / (h^2 / 4) (insulated sides), and the recorded estimate is within a factor 2
+    of the asset's true RMS error against it; no accuracy was asked, so none is recorded."""
+    box = trimesh.creation.box(extents=(1.0, 1.0, 0.2))
+    box.apply_translation((0, 0, 0.1))
+    surface = tmp_path / "slab.stl"
+    box.export(surface)
+    out = tmp_path / "slab.vtu"
+    sides = [a for n in ("1,0,0", "-1,0,0", "0,1,0", "0,-1,0") for a in ("--insulated", f"normal:{n}")]
+    result = run("build", surface, *sides, "--modulus", "1e5", "--edge-length", "0.07", "--estimate",
+                 "-o", out, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    meta = read_metadata(out)
+    assert meta["error_estimate"] == report["error_estimate"] and "accuracy" not in meta["error_estimate"]
+    assert "sizing" not in meta["mesher"] and not any("accuracy asked" in w for w in report["warnings"])
+    asset = read_asset(out)
+    mesh = TetMesh(points=asset.points, tets=asset.tets, boundary_faces=np.zeros((0, 3), np.int64),
+                   boundary_markers=np.zeros(0, np.int64))
+    fine = red_refine(mesh)
+    z = fine.mesh.points[:, 2]
+    coarse_on_fine = np.concatenate([asset.extent, 0.5 * asset.extent[fine.edges].sum(axis=1)])
+    true = p1_rms(fine.mesh.points, fine.mesh.tets, z * (0.2 - z) / 0.01 - coarse_on_fine)
+    assert true > 1e-3                                       # a mesh coarse enough to have an error
+    assert 0.5 * true <= meta["error_estimate"]["extent"] <= 2.0 * true
+
+
+def test_estimate_with_a_given_size_warns_above_the_accuracy_asked(meshes, tmp_path):
+    """--accuracy beside a size is refused unless --estimate asks for the estimate it is compared
+    with; then an estimate above it is a warning naming the size as the reason."""
+    out = tmp_path / "sphere.vtu"
+    refused = run("build", meshes / "unit_sphere.STL", "--modulus", "1e5", "--edge-length", "0.3",
+                  "--accuracy", "0.01", "-o", out)
+    assert refused.exit_code == 2 and "--estimate" in refused.stderr and not out.exists()
+    result = run("build", meshes / "unit_sphere.STL", "--modulus", "1e5", "--edge-length", "0.3",
+                 "--accuracy", "0.001", "--estimate", "-o", out, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    meta = read_metadata(out)
+    worst = max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length"))
+    assert meta["error_estimate"]["accuracy"] == 0.001 and worst > 0.001
+    [warning] = [w for w in report["warnings"] if "accuracy asked" in w]
+    assert f"{100 * worst:.2f}%" in warning and "size given" in warning and "--edge-length" in warning
+    assert warning in result.stderr and warning in meta["warnings"]
+    spec = tmp_path / "sphere.toml"
+    spec.write_text('estimate = "yes"\nmodulus = 1e5\n')
+    bad = run("build", meshes / "unit_sphere.STL", "--spec", spec, "-o", out)
+    assert bad.exit_code == 2 and "'estimate' must be true or false" in bad.stderr
+
+
 def test_an_estimate_above_the_accuracy_is_a_warning_that_says_why(meshes, tmp_path, monkeypatch):
     """The sizing may stop above the asked accuracy (its pass limit, its tet budget): the build
     still succeeds, but says so in its warnings and records why in the metadata."""
