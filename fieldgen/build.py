@@ -112,15 +112,20 @@ class BuildOptions:
         # Options that would be ignored beside others (from flags, a spec or a manifest alike).
         if self.accuracy is not None and not self.estimate:
             for name, given in (("edge_length", self.edge_length is not None),
-                                ("max_volume", self.max_volume is not None), ("robust", self.robust)):
+                                ("max_volume", self.max_volume is not None)):
                 if given:
                     flag = name.replace("_", "-")
                     raise OptionError(
-                        f"--accuracy and --{flag} both given: the accuracy sizes the mesh only when no size is "
-                        f"given{' and not with fTetWild' if name == 'robust' else ''}",
+                        f"--accuracy and --{flag} both given: the accuracy sizes the mesh only when no size is given",
                         fix=f"drop accuracy, or drop {name} (--{flag}) to let the accuracy choose the mesh, "
                             "or add --estimate (estimate = true) to have this mesh's error estimated and "
                             "compared with it")
+            if self.robust and self.skin is not None:
+                raise OptionError(
+                    "--accuracy with --robust and --skin: a skin's sizing remeshes every pass with TetGen's "
+                    "size field, which fTetWild does not take",
+                    fix="drop accuracy (fTetWild's default edge, or --edge-length), or repair the surface and "
+                        "drop --robust, or add --estimate to have the mesh's error estimated and compared with it")
         if self.threads is not None and not self.robust:
             raise OptionError("--threads given without --robust: it sets fTetWild's threads, and TetGen runs on one",
                               fix="add --robust (robust = true), or drop threads")
@@ -386,7 +391,10 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         progress.message(f"repaired {input_path}: {repair}")
 
     edge_length = None if options.edge_length is None else options.edge_length * scale
-    by_accuracy = options.edge_length is None and options.max_volume is None and not options.robust
+    # Sized by accuracy without a given size; with --robust too (fTetWild's mesh is the first
+    # pass, refined locally), except under a skin, whose passes remesh with TetGen's size field.
+    by_accuracy = (options.edge_length is None and options.max_volume is None
+                   and not (options.robust and options.skin is not None))
     if options.skin is not None and not by_accuracy:
         # The cut at depth = skin needs tets smaller than the skin: min(user's, skin/2).
         edge_length = min(edge_length or math.inf, 0.5 * options.skin * scale)
@@ -451,11 +459,20 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         if by_accuracy:
             from .sizing import mesh_by_accuracy, plate_axis
 
+            first_edge = None
+            if options.robust:
+                # fTetWild's own default edge: the surface's volume (which sets TetGen's first
+                # edge) means little for open or self-overlapping input, and no plate stretch.
+                from .robust import RobustOptions
+
+                diagonal = float(np.linalg.norm(np.ptp(surface.vertices, axis=0)))
+                first_edge = RobustOptions().resolved(diagonal)[0]
             sized = mesh_by_accuracy(make_mesh, law, options.sizing_accuracy, abs(surface.volume),
                                      progress=progress,
                                      skin=None if options.skin is None else options.skin * scale,
-                                     free_surface=exposed,
-                                     plate=None if options.skin is not None else plate_axis(surface.vertices, surface.faces))
+                                     free_surface=exposed, first_edge=first_edge,
+                                     plate=None if options.skin is not None or options.robust
+                                     else plate_axis(surface.vertices, surface.faces))
             mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
             kept = [switches for part, switches in made if part is mesh and switches is not None]
             if kept:

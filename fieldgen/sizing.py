@@ -516,7 +516,7 @@ def accuracy_warning(estimate: "ErrorEstimate", accuracy: float, sizing: dict | 
     accuracy"), with why: ``sizing`` is the asset's ``mesher.sizing`` (:meth:`SizedMesh.report`,
     ``stopped``; ``law`` when the mesh was sized for another law). The sizing stops at a tet
     budget, so a thin-walled part or a skin can end above what was asked. ``given_size``: the
-    mesh was not sized by accuracy (a size given, or fTetWild's) and estimated on request
+    mesh was not sized by accuracy (a size given, or fTetWild's under a skin) and estimated on request
     (``--estimate``). Empty when within it."""
     worst = worst_error(estimate)
     if worst <= accuracy:
@@ -526,7 +526,7 @@ def accuracy_warning(estimate: "ErrorEstimate", accuracy: float, sizing: dict | 
                 f"p {100 * estimate.pressure:.2f}%, L {100 * estimate.characteristic_length:.2f}%, on {tets:,} tets) "
                 f"exceeds the accuracy asked, {100 * accuracy:g}%, on the mesh of the size given: a smaller "
                 "--edge-length (or --max-volume) lowers it (P1's error falls about as the edge squared), and "
-                "without a size (and without --robust) the accuracy chooses the mesh"]
+                "without a size the accuracy chooses the mesh (except with both --robust and --skin)"]
     sizing = sizing or {}
     reasons = []
     if sizing.get("stopped") == "tet budget":
@@ -555,7 +555,7 @@ def marked_tets(estimate: ErrorEstimate, volume: np.ndarray, law, share: float =
 def mesh_by_accuracy(make_mesh, law, accuracy: float, volume: float, *,
                      progress=None, skin: float | None = None, free_surface=None,
                      max_passes: int = MAX_PASSES, max_tets: int = MAX_TETS,
-                     plate: np.ndarray | None = None) -> SizedMesh:
+                     plate: np.ndarray | None = None, first_edge: float | None = None) -> SizedMesh:
     """Mesh, solve, estimate and refine until the estimated relative errors of e, p0 and L are
     all within ``accuracy``.
 
@@ -566,7 +566,8 @@ def mesh_by_accuracy(make_mesh, law, accuracy: float, volume: float, *,
     zero-pressure tets split. ``volume`` is the part's (m³).
 
     Without a skin: :func:`_refine_locally`, whose first mesh is stretched along ``plate`` (the
-    thin axis of a plate-like part, :func:`plate_axis`) if given; with a ``skin`` thickness (m),
+    thin axis of a plate-like part, :func:`plate_axis`) if given, and has edge ``first_edge`` (m)
+    if given (fTetWild's default edge with --robust); with a ``skin`` thickness (m),
     whose depth is measured from ``free_surface`` (vertices, faces): :func:`_grade_by_depth`.
     """
     from .progress import Progress
@@ -574,7 +575,7 @@ def mesh_by_accuracy(make_mesh, law, accuracy: float, volume: float, *,
     progress = progress or Progress(enabled=False)
     if skin is None:
         return _refine_locally(make_mesh, law, accuracy, volume, progress=progress, max_tets=max_tets,
-                               plate=plate)
+                               plate=plate, first_edge=first_edge)
     return _grade_by_depth(make_mesh, law, accuracy, volume, progress=progress, skin=skin,
                            free_surface=free_surface, max_passes=max_passes, max_tets=max_tets)
 
@@ -669,7 +670,7 @@ def plate_axis(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray | None:
 
 
 def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress, max_tets: int,
-                    plate: np.ndarray | None = None) -> SizedMesh:
+                    plate: np.ndarray | None = None, first_edge: float | None = None) -> SizedMesh:
     """Adaptive refinement without a skin (the standard solve-estimate-mark-refine loop).
 
     A first, uniform TetGen mesh of about ``FIRST_TETS`` tets in ``volume`` (more where the
@@ -692,7 +693,7 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
     from .extent import solve_extent
     from .tetmesh import bisected, refine_zero_tets, split_edges
 
-    edge = first_size(volume)
+    edge = first_size(volume) if first_edge is None else float(first_edge)
     stretch = None
     if plate is not None:
         stretch = (tuple(float(x) for x in plate), PLATE_STRETCH)

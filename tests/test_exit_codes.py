@@ -31,7 +31,7 @@ BUILD = [
     # flags that would be ignored beside others
     (["--modulus", "1e5", "--edge-length", "0.01", "--accuracy", "0.02"], "--accuracy and --edge-length both given"),
     (["--modulus", "1e5", "--max-volume", "1e-6", "--accuracy", "0.02"], "--accuracy and --max-volume both given"),
-    (["--modulus", "1e5", "--robust", "--accuracy", "0.02"], "--accuracy and --robust both given"),
+    (["--modulus", "1e5", "--robust", "--skin", "0.01", "--accuracy", "0.02"], "--accuracy with --robust and --skin"),
     (["--modulus", "1e5", "--threads", "2"], "--threads given without --robust"),
 ]
 

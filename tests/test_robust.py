@@ -92,6 +92,27 @@ def test_open_mesh_builds_with_robust(meshes, tmp_path, name, units, simple, mon
         assert 0.94 * reference < volume < 1.02 * reference
 
 
+@pytest.mark.slow
+def test_robust_without_a_size_is_sized_by_accuracy(meshes, tmp_path):
+    """--robust with no --edge-length: fTetWild's mesh at its default edge is the first pass, then
+    refined locally like TetGen's until the estimate meets --accuracy (the open fingertip: about
+    3% on fTetWild's mesh, so at least one pass refines)."""
+    out = tmp_path / "finger.vtu"
+    result = run("build", meshes / "pr2_l_finger_tip.obj", "--robust", "--modulus", "1e5", "--accuracy", "0.01",
+                 "--threads", "1", "-o", out, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    meta = read_metadata(out)
+    sizing = meta["mesher"]["sizing"]
+    assert meta["mesher"]["mesher"].startswith("fTetWild") and sizing["stopped"] == "accuracy met"
+    assert len(sizing["passes"]) >= 2 and sizing["passes"][0]["extent"] > 0.01
+    assert sizing["refinement"] == "steepest edge" and "stretch" not in sizing
+    worst = max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length"))
+    assert worst <= 0.01 and meta["error_estimate"]["accuracy"] == 0.01
+    assert report["error_estimate"] == meta["error_estimate"] and report["tets"] < 300_000
+    assert validate_asset(out).ok
+
+
 @pytest.mark.parametrize("name", [m[0] for m in OPEN_MESHES])
 def test_open_mesh_without_robust_is_refused_naming_robust(meshes, tmp_path, name):
     result = run("build", meshes / name, "--modulus", "1e5", "-o", tmp_path / "x.vtu")
