@@ -45,14 +45,14 @@ CASES = [
      {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / INCH, "dissipation": 1.0}),
     ("idler_riser-skin", "idler_riser.STL", "in",
      {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / INCH, "dissipation": 1.0}),
-    # Inputs TetGen refuses, meshed by fTetWild (--robust, its default edge, every core) and
-    # estimated on request (--estimate): a robot fingertip and a scan (open surfaces), a teapot
+    # Inputs TetGen refuses, meshed by fTetWild (--robust, every core; its mesh at its default
+    # edge is the sizing's first pass): a robot fingertip and a scan (open surfaces), a teapot
     # whose spout and handle run into its body, and box.STL, whose shells overlap.
     ("pr2_l_finger_tip-robust", "pr2_l_finger_tip.obj", "m",
-     {"robust": True, "estimate": True, "modulus": 1e5, "dissipation": 1.0}),
-    ("bunny-robust", "bunny.ply", "m", {"robust": True, "estimate": True, "modulus": 1e5, "dissipation": 1.0}),
-    ("teapot-robust", "teapot.stl", "mm", {"robust": True, "estimate": True, "modulus": 1e5, "dissipation": 1.0}),
-    ("box-robust", "box.STL", "in", {"robust": True, "estimate": True, "modulus": 1e5, "dissipation": 1.0}),
+     {"robust": True, "modulus": 1e5, "dissipation": 1.0}),
+    ("bunny-robust", "bunny.ply", "m", {"robust": True, "modulus": 1e5, "dissipation": 1.0}),
+    ("teapot-robust", "teapot.stl", "mm", {"robust": True, "modulus": 1e5, "dissipation": 1.0}),
+    ("box-robust", "box.STL", "in", {"robust": True, "modulus": 1e5, "dissipation": 1.0}),
 ]
 
 STAGES = ("load", "tetrahedralize", "skin", "refine", "extent", "error estimate", "sizing", "layering",
