@@ -36,6 +36,8 @@ CASES = [
     ("angle_block", "angle_block.STL", "in", {"modulus": 1e6, "dissipation": 1.0}),
     ("idler_riser", "idler_riser.STL", "in", {"modulus": 1e6, "dissipation": 1.0}),
     ("featuretype", "featuretype.STL", "in", {"modulus": 3e5, "dissipation": 2.0}),
+    # The same part from its STEP file (the extra 'step': OpenCASCADE's tessellation, 0.05 mm)
+    ("featuretype-step", "featuretype.STEP", "in", {"modulus": 3e5, "dissipation": 2.0}),
     ("fandisk", "fandisk.obj", "m", {"bonded": ["below:z=-0.7"], "modulus": 1e5, "dissipation": 1.0}),
     ("unit_sphere", "unit_sphere.STL", "m", {"modulus": 1e5, "dissipation": 1.0}),
     # Plates (first mesh thin across the plate, docs/model.md §2.10): 203 x 305 x 12.7 mm, 196 mm

@@ -57,7 +57,7 @@ _NUMBER = click.FLOAT
 @json_option
 @quiet_option
 def build_command(input_path, output, spec, as_json, quiet, **flags):
-    """Build a pressure-field asset from a surface mesh INPUT (STL, OBJ, PLY, OFF, GLB).
+    """Build a pressure-field asset from a surface mesh INPUT (STL, OBJ, PLY, OFF, GLB; STEP with the extra 'step').
 
     \b
     Face selectors: normal:NX,NY,NZ[:DEG]  below:AXIS=VALUE  above:AXIS=VALUE

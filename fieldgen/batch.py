@@ -214,7 +214,13 @@ def cache_description(item: BatchItem) -> dict[str, Any]:
     and ``boundary.core``); the table's name is not recorded, only its values, so only its
     bytes count.
     """
+    from .surface import STEP_SUFFIXES
+
     options = item.options.to_dict()
+    libraries = library_versions()
+    if any(Path(p).suffix.lower() in STEP_SUFFIXES for p in (item.input, options.get("core")) if p):
+        # A STEP file's triangles are cascadio's (OpenCASCADE's) tessellation.
+        libraries.update(library_versions(("cascadio",)))
     if options.get("core") is not None:
         options["core"] = {"name": Path(options["core"]).name,
                            "sha256": _file_digest(options["core"], "core", item)}
@@ -226,7 +232,7 @@ def cache_description(item: BatchItem) -> dict[str, Any]:
         "schema": CACHE_SCHEMA,
         "tool": {"name": "fieldgen", "version": __version__},
         "encoding": ENCODING,
-        "libraries": library_versions(),
+        "libraries": libraries,
         "input": {"name": Path(item.input).name, "sha256": _file_digest(item.input, "input", item)},
         "options": options,
     }
@@ -236,12 +242,12 @@ def cache_description(item: BatchItem) -> dict[str, Any]:
 BYTE_LIBRARIES = ("tetgen", "vtk", "numpy", "scipy", "scikit-fem", "pyamg", "trimesh")
 
 
-def library_versions() -> dict[str, str]:
+def library_versions(names=BYTE_LIBRARIES) -> dict[str, str]:
     """Installed versions of the libraries an asset's bytes depend on ("absent" if missing)."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for name in BYTE_LIBRARIES:
+    for name in names:
         try:
             out[name] = version(name)
         except PackageNotFoundError:

@@ -480,6 +480,28 @@ def test_cache_key_follows_bytes_and_options_not_paths(tmp_path):
     assert key() != reference                                     # the input's bytes
 
 
+def test_a_step_inputs_cache_key_follows_cascadio(tmp_path, monkeypatch):
+    """A STEP file's triangles are cascadio's tessellation: its version is part of a STEP item's
+    key (and only of a STEP item's: a surface mesh does not depend on it)."""
+    import fieldgen.batch as batch
+    from importlib.metadata import version
+
+    (tmp_path / "part.step").write_text("ISO-10303-21;\n")
+    (tmp_path / "part.stl").write_bytes(b"solid part\nendsolid part\n")
+    step = BatchItem(1, str(tmp_path / "part.step"), str(tmp_path / "x.vtu"), BuildOptions(modulus=1e5))
+    stl = BatchItem(2, str(tmp_path / "part.stl"), str(tmp_path / "y.vtu"), BuildOptions(modulus=1e5))
+    assert batch.cache_description(step)["libraries"]["cascadio"] == version("cascadio")
+    assert "cascadio" not in batch.cache_description(stl)["libraries"]
+    reference, unrelated = cache_key(step), cache_key(stl)
+    real = batch.library_versions
+
+    def older(names=batch.BYTE_LIBRARIES):
+        return {name: ("0.0.1" if name == "cascadio" else v) for name, v in real(names).items()}
+
+    monkeypatch.setattr(batch, "library_versions", older)
+    assert cache_key(step) != reference and cache_key(stl) == unrelated
+
+
 def test_cache_key_follows_library_versions(tmp_path, monkeypatch):
     """A new TetGen or VTK can change the bytes, so it invalidates the cache."""
     import fieldgen.batch as batch

@@ -110,6 +110,7 @@ def test_galerkin_overshoot_at_a_bonded_rim_is_corrected_without_clipping(meshes
 CORPUS = [
     ("featuretype.STL", "in", {}),
     ("featuretype.STL", "in", {"bonded": ("normal:0,0,-1",)}),
+    ("featuretype.STEP", "in", {}),
     ("plate_holes.STL", "mm", {"bonded": ("normal:0,0,-1",)}),
     ("fandisk.obj", "m", {"bonded": ("below:z=-0.7",)}),
     ("angle_block.STL", "in", {}),

@@ -18,7 +18,8 @@ CLI = Path(__file__).resolve().parents[1] / "cli"
 
 #: the calls that parse a file of each kind, and the one module allowed to make them
 READERS = {
-    r"trimesh\.load\w*\(|meshio\.read\(|stl\.mesh|def _read_obj\(|def _read_binary_stl\(": "fieldgen/surface.py",
+    r"trimesh\.load\w*\(|meshio\.read\(|stl\.mesh|def _read_obj\(|def _read_binary_stl\(|step_to_glb\(":
+        "fieldgen/surface.py",
     r"vtkXMLUnstructuredGridReader\(\)": "fieldgen/asset.py",
     r"vtkUnstructuredGridReader\(\)|==\s*[\"']POINTS|\.startswith\([\"']POINTS": "fieldgen/runtime/bodies.py",
 }
@@ -143,7 +144,7 @@ def test_volume_mesh_formats_are_read_with_meshio(meshes, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("suffix, raised, package", [
-    (".step", ModuleNotFoundError("No module named 'cascadio'"), "cascadio"),
+    (".3mf", ModuleNotFoundError("No module named 'lxml'"), "lxml"),
     (".dae", ImportError("missing `pip install pycollada`"), "pycollada"),
 ])
 def test_a_format_whose_reader_is_not_installed_is_an_input_error(tmp_path, monkeypatch, suffix, raised, package):
@@ -163,7 +164,55 @@ def test_a_format_whose_reader_is_not_installed_is_an_input_error(tmp_path, monk
         load_surface(path)
     message = str(caught.value)
     assert f"part{suffix}" in message and f"'{package}'" in message and "STL, OBJ, PLY, OFF or GLB" in message
-    assert ("CAD (STEP) file" in message) == (suffix == ".step")
+
+
+def test_a_step_file_without_cascadio_names_the_extra(tmp_path, monkeypatch):
+    """STEP needs the optional extra 'step' (cascadio): without it the error says which package,
+    and the pip command that installs the extra, instead of a traceback."""
+    import sys
+
+    from fieldgen.errors import InputError
+    from fieldgen.install import install_hint
+
+    monkeypatch.setitem(sys.modules, "cascadio", None)      # `import cascadio` raises ImportError
+    path = tmp_path / "part.stp"
+    path.write_text("ISO-10303-21;\n")
+    with pytest.raises(InputError) as caught:
+        load_surface(path)
+    message = str(caught.value)
+    assert "part.stp" in message and "CAD (STEP) file" in message and "'cascadio'" in message
+    assert install_hint("step") in message and "[step]" in install_hint("step")
+
+
+def test_a_step_part_is_its_stl_export(meshes):
+    """featuretype.STEP and featuretype.STL are two exports of one SolidWorks part (inches):
+    OpenCASCADE's tessellation of the B-rep (facets within 0.05 mm) encloses the STL's volume
+    within 0.1% and spans the same box. The STEP file carries its unit, so --units does not scale
+    it: read with 'in', 'mm' or 'm' it is the same part in metres."""
+    stl = load_surface(meshes / "featuretype.STL", "in")
+    step = load_surface(meshes / "featuretype.STEP", "in")
+    assert step.volume == pytest.approx(stl.volume, rel=1e-3)
+    np.testing.assert_allclose(step.bounds, stl.bounds, atol=1e-6)
+    assert abs(stl.volume - (5.0 * 2.5 * 1.375) * 0.0254 ** 3) > 1e-6      # not a plain box
+    for units in ("mm", "m"):
+        other = load_surface(meshes / "featuretype.STEP", units)
+        np.testing.assert_allclose(other.vertices, step.vertices, rtol=1e-12, atol=1e-15)
+
+
+def test_a_damaged_step_file_is_an_input_error_and_prints_nothing(tmp_path, capfd):
+    """OpenCASCADE prints its parse errors on the process's stdout and stderr: they go into the
+    error message, and nothing reaches stdout, which carries only the report."""
+    from fieldgen.errors import InputError
+
+    path = tmp_path / "broken.step"
+    path.write_text("ISO-10303-21;\nHEADER;\nthis is not STEP\n")
+    capfd.readouterr()
+    with pytest.raises(InputError) as caught:
+        load_surface(path)
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == ""
+    message = str(caught.value)
+    assert "broken.step" in message and "cannot be read as a STEP file" in message and "AP214" in message
 
 
 def test_meshio_formats_flat_points_and_missing_packages(tmp_path, monkeypatch):
@@ -218,3 +267,28 @@ def test_a_quad_surface_in_a_volume_mesh_format_is_read_as_triangles(tmp_path):
     assert sorted(map(tuple, surface.faces)) == sorted(map(tuple, expected))
     v = surface.vertices[surface.faces]
     assert np.einsum("ij,ij->i", v[:, 0], np.cross(v[:, 1], v[:, 2])).sum() / 6 == pytest.approx(0.04 * 0.03 * 0.02)
+
+
+def test_a_step_part_builds_the_same_asset_every_time(meshes, tmp_path):
+    """`fieldgen build part.step`: a valid asset, byte-identical from one build to the next (the
+    tessellation runs on one thread), its source recorded as the STEP file; `--edge-length` is in
+    --units (inches here) while the geometry keeps the file's own unit."""
+    from click.testing import CliRunner
+
+    from fieldgen.asset import read_metadata
+    from fieldgen.cli.main import main
+    from fieldgen.validate import validate_asset
+
+    outputs = []
+    for name in ("a.vtu", "b.vtu"):
+        out = tmp_path / name
+        result = CliRunner().invoke(main, ["build", str(meshes / "featuretype.STEP"), "--units", "in",
+                                           "--edge-length", "0.25", "--modulus", "1e5", "-o", str(out), "--quiet"])
+        assert result.exit_code == 0, result.output
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert validate_asset(tmp_path / "a.vtu").ok
+    meta = read_metadata(tmp_path / "a.vtu")
+    assert meta["source"]["file"] == "featuretype.STEP" and meta["source"]["units"] == "in"
+    stl = load_surface(meshes / "featuretype.STL", "in")
+    assert meta["mesh"]["volume"] == pytest.approx(stl.volume, rel=2e-3)

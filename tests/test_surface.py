@@ -57,6 +57,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LOADS = {
     "angle_block.STL": "merge",
     "featuretype.STL": "merge",
+    # OpenCASCADE tessellates each B-rep face on its own: the seams between faces are merged
+    # (counted only as "some": trimesh's own STEP loader tessellates with other tolerances).
+    "featuretype.STEP": "seams",
     "idler_riser.STL": "merge",
     "plate_holes.STL": "merge",
     "torus.STL": "merge",
@@ -98,7 +101,7 @@ REFUSED = {
 
 
 def _units(name: str) -> str:
-    return "mm" if name.endswith(".STL") else "m"
+    return "mm" if name.endswith((".STL", ".STEP")) else "m"
 
 
 def test_every_corpus_file_has_a_decided_outcome(meshes):
@@ -130,7 +133,9 @@ def test_corpus_file_loads_closed_and_outward(meshes, name):
         count = independent_merge_count(meshes / name)
         assert count > 0
         expected = f"merged {count:,} duplicate/seam vertices"
-    if expected is None:
+    if expected == "seams":
+        assert any(re.fullmatch(r"merged [1-9][\d,]* duplicate/seam vertices", r) for r in surface.repairs)
+    elif expected is None:
         assert surface.repairs == ()
     else:
         assert any(expected in r for r in surface.repairs), surface.repairs
