@@ -697,8 +697,11 @@ def _refuse_asset(path: str) -> None:
                          f"units {source.get('units', 'm')!r})")
 
 
-def read_triangles(path, data: bytes | None = None):
-    """Raw ``(vertices, faces, face_groups, group_names)`` of a surface file, unrepaired.
+def read_triangles(path, data: bytes | None = None, units: str = "m"):
+    """Raw ``(vertices, faces, face_groups, group_names)`` of a surface file, unrepaired, with
+    the vertices as the file gives them, taken to be in ``units``. A STEP file names its own unit:
+    its vertices are converted into ``units`` (docs/model.md §1.2), so that scaling by ``units``
+    gives metres for every format alike.
 
     Raises InputError when the file is missing or cannot be read as triangles.
     """
@@ -715,7 +718,8 @@ def read_triangles(path, data: bytes | None = None):
             _refuse_asset(path)
         try:
             if suffix in STEP_SUFFIXES:
-                return _read_step(path)
+                vertices, faces, groups, names = _read_step(path)
+                return vertices / UNIT_SCALE[units], faces, groups, names
             return _read_with_meshio(path) if suffix in MESHIO_SUFFIXES else _read_with_trimesh(path)
         except ImportError as error:          # only a library's reader: fieldgen's own imports are not here
             raise _missing_reader(path, suffix, error) from None
@@ -934,11 +938,7 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
     path_text = str(path)
     data = _read_bytes(path_text)
     sha = hashlib.sha256(data).hexdigest()
-    vertices, faces, groups, names = read_triangles(path_text, data)
-    if os.path.splitext(path_text)[1].lower() in STEP_SUFFIXES:
-        # A STEP file is read in metres (its own unit converted): into ``units``, in which the
-        # checks' messages speak and which the scaling below turns back into metres.
-        vertices = vertices / UNIT_SCALE[units]
+    vertices, faces, groups, names = read_triangles(path_text, data, units)
     if len(faces) == 0 and len(vertices) == 0:
         suffix = os.path.splitext(path_text)[1].lower() or "mesh"
         raise InputError(

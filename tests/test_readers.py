@@ -197,6 +197,9 @@ def test_a_step_part_is_its_stl_export(meshes):
     for units in ("mm", "m"):
         other = load_surface(meshes / "featuretype.STEP", units)
         np.testing.assert_allclose(other.vertices, step.vertices, rtol=1e-12, atol=1e-15)
+        # the runtime reads it alike (a rigid body in `contact` or a scene)
+        body = RigidBody.from_mesh(meshes / "featuretype.STEP", units)
+        np.testing.assert_allclose([body.vertices.min(axis=0), body.vertices.max(axis=0)], step.bounds, atol=1e-9)
 
 
 def test_a_damaged_step_file_is_an_input_error_and_prints_nothing(tmp_path, capfd):

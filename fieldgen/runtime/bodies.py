@@ -230,7 +230,7 @@ class RigidBody:
         from fieldgen.surface import MERGE_TOLERANCE, merge_close_vertices, read_triangles
 
         scale = length_scale(units, path=path)
-        vertices, faces, _, _ = read_triangles(path)
+        vertices, faces, _, _ = read_triangles(path, units=units)
         if len(faces) == 0:
             raise InputError("the file holds no triangles (0 faces)", path=path,
                              fix="Export the surface as a triangle mesh")
