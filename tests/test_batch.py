@@ -502,6 +502,19 @@ def test_a_step_inputs_cache_key_follows_cascadio(tmp_path, monkeypatch):
     assert cache_key(step) != reference and cache_key(stl) == unrelated
 
 
+def test_a_step_item_builds_and_is_cached(meshes, tmp_path):
+    """A STEP input in a manifest: built once (its key carries cascadio's version, which the
+    building process checks against its own), cached on the second run."""
+    copy_inputs(meshes, tmp_path, ["featuretype.STEP"])
+    manifest = write_manifest(tmp_path, {"featuretype.STEP": 'units = "in"\nedge_length = 0.3\n'})
+    first = run(manifest, "-j", "1", "--json", "--quiet")
+    assert first.exit_code == 0, first.output
+    [item] = json.loads(first.stdout)["items"]
+    assert item["status"] == "built" and item["error"] is None
+    again = run(manifest, "-j", "1", "--json", "--quiet")
+    assert again.exit_code == 0 and json.loads(again.stdout)["items"][0]["status"] == "cached"
+
+
 def test_cache_key_follows_library_versions(tmp_path, monkeypatch):
     """A new TetGen or VTK can change the bytes, so it invalidates the cache."""
     import fieldgen.batch as batch
