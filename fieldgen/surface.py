@@ -17,6 +17,7 @@ import hashlib
 import os
 import re
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,9 @@ def robust_fix() -> str:
     return f"or pass --robust to mesh it anyway with fTetWild (needs {install_hint('robust')})"
 
 SURFACE_FORMATS = "STL, OBJ, PLY, OFF or GLB"
+
+#: Held while fds 1 and 2 are redirected (:func:`_standard_output_to`).
+_DESCRIPTORS = threading.Lock()
 
 #: CAD (B-rep) files, tessellated by OpenCASCADE through cascadio (the optional extra ``step``).
 #: They carry their own length unit and are read in metres, whatever ``--units`` says.
@@ -596,10 +600,10 @@ def _read_step(path: str):
         # stdout carries only the report (docs/model.md §1.5): to a file, and into the error if
         # the reading fails.
         with _standard_output_to(log):
-            cascadio.step_to_glb(str(path), glb, tol_linear=STEP_LINEAR_DEFLECTION,
-                                 tol_angular=STEP_ANGULAR_DEFLECTION, tol_relative=False,
-                                 merge_primitives=True, use_parallel=False)
-        if not os.path.isfile(glb):
+            status = cascadio.step_to_glb(str(path), glb, tol_linear=STEP_LINEAR_DEFLECTION,
+                                          tol_angular=STEP_ANGULAR_DEFLECTION, tol_relative=False,
+                                          merge_primitives=True, use_parallel=False)
+        if status != 0 or not os.path.isfile(glb):
             with open(log, "rb") as handle:
                 said = re.sub(r"\x1b\[[0-9;]*m|\*{4}", "", handle.read().decode("utf-8", "replace"))
             said = " ".join(said.split())
@@ -609,22 +613,28 @@ def _read_step(path: str):
 
 @contextmanager
 def _standard_output_to(path: str) -> Iterator[None]:
-    """File descriptors 1 and 2 (what a C++ library prints) into ``path`` for the block."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        with open(path, "wb") as sink:
-            os.dup2(sink.fileno(), 1)
-            os.dup2(sink.fileno(), 2)
+    """File descriptors 1 and 2 (what a C++ library prints) into ``path`` for the block; those
+    that are not open are left alone. One block at a time: the descriptors are the process's."""
+    with _DESCRIPTORS:
+        for stream in (sys.stdout, sys.stderr):
             try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):   # None, closed or not a file
+                pass
+        saved = {}
+        try:
+            with open(path, "wb") as sink:
+                for descriptor in (1, 2):
+                    try:
+                        saved[descriptor] = os.dup(descriptor)
+                    except OSError:         # not open: nothing to keep quiet there
+                        continue
+                    os.dup2(sink.fileno(), descriptor)
                 yield
-            finally:
-                os.dup2(saved[0], 1)
-                os.dup2(saved[1], 2)
-    finally:
-        for descriptor in saved:
-            os.close(descriptor)
+        finally:
+            for descriptor, copy in saved.items():
+                os.dup2(copy, descriptor)
+                os.close(copy)
 
 
 #: Volume-mesh formats (FEM meshes), read with meshio: their triangle cells, if any, are the surface.

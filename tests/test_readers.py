@@ -216,6 +216,13 @@ def test_a_damaged_step_file_is_an_input_error_and_prints_nothing(tmp_path, capf
     assert printed.out == "" and printed.err == ""
     message = str(caught.value)
     assert "broken.step" in message and "cannot be read as a STEP file" in message and "AP214" in message
+    assert "OpenCASCADE could not read it as STEP: " in message and "StepFile" in message   # its own words
+    import os
+
+    os.write(1, b"stdout is back")
+    os.write(2, b"stderr is back")
+    printed = capfd.readouterr()
+    assert printed.out == "stdout is back" and printed.err == "stderr is back"
 
 
 def test_meshio_formats_flat_points_and_missing_packages(tmp_path, monkeypatch):
@@ -295,3 +302,13 @@ def test_a_step_part_builds_the_same_asset_every_time(meshes, tmp_path):
     assert meta["source"]["file"] == "featuretype.STEP" and meta["source"]["units"] == "in"
     stl = load_surface(meshes / "featuretype.STL", "in")
     assert meta["mesh"]["volume"] == pytest.approx(stl.volume, rel=2e-3)
+
+
+def test_a_step_file_reads_without_a_python_stdout(meshes, monkeypatch):
+    """pythonw, or a process started with stdout closed, has sys.stdout None: the quieting of
+    OpenCASCADE's output must not turn that into an error."""
+    import sys
+
+    monkeypatch.setattr(sys, "stdout", None)
+    surface = load_surface(meshes / "featuretype.STEP", "in")
+    assert len(surface.faces) > 1000
