@@ -26,8 +26,8 @@ _NUMBER = click.FLOAT
 @click.option("--edge-length", type=_NUMBER, help="Target tet edge length (input units).")
 @click.option("--accuracy", type=_NUMBER,
               help="Without --edge-length/--max-volume: relative error of the field the mesh is sized for "
-                   "(default 0.01); the estimate is recorded as error_estimate. With a size and --estimate: "
-                   "the error to warn above.")
+                   "(default 0.01; not with --robust --skin); the estimate is recorded as error_estimate. "
+                   "With a size (or --robust --skin) and --estimate: the error to warn above.")
 @click.option("--radius-edge", type=_NUMBER, help="TetGen radius-edge quality bound (default 1.414).")
 @click.option("--law", type=click.Choice(["linear", "hyperbolic", "table"]), help="Modulus law (inferred from --k/--table).")
 @click.option("--modulus", type=_NUMBER, help="Modulus scale M0 in Pa.")

@@ -215,7 +215,8 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
     """Contact surface, force and torque between A and B.
 
     A and B are fieldgen assets (.vtu), legacy .vtk tet meshes (give --modulus-a/-b) or closed rigid
-    surface meshes (STL, OBJ, PLY, ...; metres unless --units-a/-b). Force and torque act on B (world frame, torque
+    surface meshes (STL, OBJ, PLY, OFF, GLB, or STEP with the extra 'step'; metres unless --units-a/-b, STEP
+    true to size). Force and torque act on B (world frame, torque
     about the world origin); A receives the opposite.
 
     Example: fieldgen contact pad.vtu box.stl --pose-b 0,0,0.004,0,0,0 --json

@@ -124,8 +124,9 @@ class BuildOptions:
                 raise OptionError(
                     "--accuracy with --robust and --skin: a skin's sizing remeshes every pass with TetGen's "
                     "size field, which fTetWild does not take",
-                    fix="drop accuracy (fTetWild's default edge, or --edge-length), or repair the surface and "
-                        "drop --robust, or add --estimate to have the mesh's error estimated and compared with it")
+                    fix="drop accuracy (fTetWild then meshes at half the skin, or at --edge-length), or repair "
+                        "the surface and drop --robust, or add --estimate to have the mesh's error estimated and "
+                        "compared with it")
         if self.threads is not None and not self.robust:
             raise OptionError("--threads given without --robust: it sets fTetWild's threads, and TetGen runs on one",
                               fix="add --robust (robust = true), or drop threads")
@@ -573,7 +574,9 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         with progress.stage("error estimate"):
             estimate = estimate_error(mesh, solution.extent, law)
         if asked is not None:
-            warnings.extend(accuracy_warning(estimate, asked, None, mesh.n_tets, given_size=True))
+            sized_by = ("the size given" if options.edge_length is not None or options.max_volume is not None
+                        else "fTetWild's mesh under the skin (its edge half the skin)")
+            warnings.extend(accuracy_warning(estimate, asked, None, mesh.n_tets, sized_by=sized_by))
     if solution.max_violation > 0:   # not expected: the solve upwinds until the bounds hold
         warnings.append(f"discrete maximum principle violated by {solution.max_violation:.3g} "
                         "(extent clipped to [0, 1]); a finer or better-shaped mesh reduces it")

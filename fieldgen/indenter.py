@@ -35,7 +35,7 @@ from fieldgen.runtime.bodies import CompliantBody, RigidBody
 
 KINDS = ("sphere", "paraboloid", "cylinder", "plane")
 GRAMMAR = ("give sphere:R, paraboloid:R, cylinder:R (a flat punch), plane, or the path of a closed "
-           "surface mesh file (STL, OBJ, PLY)")
+           "surface mesh file (STL, OBJ, PLY, OFF, GLB; STEP with the extra 'step')")
 #: Relative precision of the first-contact position (fraction of the part's bounding-box diagonal).
 TOUCH_TOLERANCE = 1e-12
 #: Steps per part diagonal when searching for the first contact.

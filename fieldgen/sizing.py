@@ -511,22 +511,23 @@ def _edge_for(h: float, error: float, goal: float, rate: float) -> float:
 
 
 def accuracy_warning(estimate: "ErrorEstimate", accuracy: float, sizing: dict | None, tets: int, *,
-                     given_size: bool = False) -> list[str]:
+                     sized_by: str | None = None) -> list[str]:
     """A warning when the estimated error of the field exceeds ``accuracy`` (README, "Sized by
     accuracy"), with why: ``sizing`` is the asset's ``mesher.sizing`` (:meth:`SizedMesh.report`,
     ``stopped``; ``law`` when the mesh was sized for another law). The sizing stops at a tet
-    budget, so a thin-walled part or a skin can end above what was asked. ``given_size``: the
-    mesh was not sized by accuracy (a size given, or fTetWild's under a skin) and estimated on request
-    (``--estimate``). Empty when within it."""
+    budget, so a thin-walled part or a skin can end above what was asked. ``sized_by``: what
+    sized a mesh the accuracy did not size ("the size given", or fTetWild's mesh under a skin),
+    estimated on request (``--estimate``). Empty when within it."""
     worst = worst_error(estimate)
     if worst <= accuracy:
         return []
-    if given_size:
+    if sized_by is not None:
+        given = sized_by == "the size given"
         return [f"estimated discretisation error {100 * worst:.2f}% (e {100 * estimate.extent:.2f}%, "
                 f"p {100 * estimate.pressure:.2f}%, L {100 * estimate.characteristic_length:.2f}%, on {tets:,} tets) "
-                f"exceeds the accuracy asked, {100 * accuracy:g}%, on the mesh of the size given: a smaller "
-                "--edge-length (or --max-volume) lowers it (P1's error falls about as the edge squared), and "
-                "without a size the accuracy chooses the mesh (except with both --robust and --skin)"]
+                f"exceeds the accuracy asked, {100 * accuracy:g}%, on {sized_by}: a smaller --edge-length "
+                f"{'(or --max-volume) ' if given else ''}lowers it (P1's error falls about as the edge squared)"
+                + (", and without a size the accuracy chooses the mesh" if given else "")]
     sizing = sizing or {}
     reasons = []
     if sizing.get("stopped") == "tet budget":

@@ -72,6 +72,7 @@ def test_open_mesh_builds_with_robust(meshes, tmp_path, name, units, simple, mon
     estimate = read_metadata(out)["error_estimate"]
     assert estimate == report["error_estimate"] and "accuracy" not in estimate
     assert all(0.0 < estimate[k] < 0.5 for k in ("extent", "pressure", "characteristic_length"))
+    assert not any("accuracy asked" in w for w in report["warnings"])
     assert report["deterministic"] is False
     assert any("fTetWild" in w and "not reproducible" in w for w in report["warnings"])
     meta = read_metadata(out)
@@ -107,10 +108,33 @@ def test_robust_without_a_size_is_sized_by_accuracy(meshes, tmp_path):
     assert meta["mesher"]["mesher"].startswith("fTetWild") and sizing["stopped"] == "accuracy met"
     assert len(sizing["passes"]) >= 2 and sizing["passes"][0]["extent"] > 0.01
     assert sizing["refinement"] == "steepest edge" and "stretch" not in sizing
+    # the first pass is fTetWild's at its default edge, 1/20 of the input's bounding-box diagonal
+    surface = load_surface(meshes / "pr2_l_finger_tip.obj", require_closed=False)
+    diagonal = float(np.linalg.norm(np.ptp(surface.vertices, axis=0)))
+    assert sizing["passes"][0]["edge_length"] == pytest.approx(0.05 * diagonal, rel=1e-9)
+    assert meta["mesher"]["edge_length"] == pytest.approx(0.05 * diagonal, rel=1e-9)
+    assert not any("accuracy asked" in w for w in report["warnings"])
     worst = max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length"))
     assert worst <= 0.01 and meta["error_estimate"]["accuracy"] == 0.01
     assert report["error_estimate"] == meta["error_estimate"] and report["tets"] < 300_000
     assert validate_asset(out).ok
+
+
+@pytest.mark.slow
+def test_robust_under_a_skin_meshes_at_half_the_skin_and_estimates_on_request(meshes, tmp_path):
+    """--robust --skin cannot be sized by accuracy (the skin's passes remesh with TetGen's size
+    field): fTetWild meshes at half the skin, and --estimate with --accuracy warns above it,
+    naming what sized the mesh."""
+    out = tmp_path / "ball.vtu"
+    result = run("build", meshes / "unit_sphere.STL", "--robust", "--skin", "0.3", "--modulus", "1e5",
+                 "--accuracy", "0.001", "--estimate", "--threads", "1", "-o", out, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    meta = read_metadata(out)
+    assert meta["mesher"]["edge_length"] == pytest.approx(0.15) and "sizing" not in meta["mesher"]
+    assert meta["error_estimate"]["accuracy"] == 0.001
+    [warning] = [w for w in report["warnings"] if "accuracy asked" in w]
+    assert "fTetWild's mesh under the skin" in warning and "size given" not in warning
 
 
 @pytest.mark.parametrize("name", [m[0] for m in OPEN_MESHES])

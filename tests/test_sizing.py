@@ -547,6 +547,9 @@ def test_estimate_of_a_given_size_matches_the_slab_closed_form(tmp_path):
     true = p1_rms(fine.mesh.points, fine.mesh.tets, z * (0.2 - z) / 0.01 - coarse_on_fine)
     assert true > 1e-3                                       # a mesh coarse enough to have an error
     assert 0.5 * true <= meta["error_estimate"]["extent"] <= 2.0 * true
+    shown = run("inspect", out)                              # no accuracy asked: none shown
+    assert shown.exit_code == 0 and f"estimated error e {100 * meta['error_estimate']['extent']:.2f}%" in shown.stdout
+    assert "(asked" not in shown.stdout
 
 
 def test_estimate_with_a_given_size_warns_above_the_accuracy_asked(meshes, tmp_path):
