@@ -51,9 +51,9 @@ _NUMBER = click.FLOAT
 @click.option("--threads", type=click.IntRange(min=0),
               help="fTetWild's threads with --robust (default: every core; 0 = every core).")
 @click.option("--estimate", is_flag=True, default=None,
-              help="Also estimate the discretisation error of a mesh sized by --edge-length/--max-volume (or by fTetWild under --skin) "
-                   "(solved again on the mesh refined 1:8: about 8x the solve's memory); with --accuracy, warn "
-                   "above it. Builds sized by accuracy always record it.")
+              help="Also estimate the discretisation error of a mesh sized by --edge-length/--max-volume, or by "
+                   "fTetWild under --skin: solved again on the mesh refined 1:8, about 8x the solve's memory. With "
+                   "--accuracy, warn above it. Builds sized by accuracy always record it.")
 @json_option
 @quiet_option
 def build_command(input_path, output, spec, as_json, quiet, **flags):
