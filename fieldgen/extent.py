@@ -27,7 +27,9 @@ principle holds, so the loop ends; on the corpus parts one round of upwinding su
 0.5-10% of the positive couplings. This is algebraic flux correction with a limiter that is 1 (Galerkin, full
 accuracy) on every edge except those next to a violation, where it is 0 (discrete upwinding).
 A mesh whose Galerkin solution is within bounds (the slab, the shell) is solved exactly as
-before. Nothing is clipped: the returned extent is the solution of the final linear system.
+before. Nothing is clipped: the returned extent is the solution of the final linear system,
+except where that solution is positive but below the solver's precision (far along a thin wall):
+such a value is the smallest positive double, not the 0 or rounding negative the solver returns.
 
 Everything runs under ``threadpool_limits(1)`` and pyamg's random draws are seeded, so the
 result is bit-identical whatever the thread count.
@@ -194,6 +196,44 @@ def _out_of_bounds(x: np.ndarray) -> np.ndarray:
     return (x < -ROUNDING) | (x > 1.0 + ROUNDING)
 
 
+def _positive_where_joined(x: np.ndarray, matrix, dofs: np.ndarray, values: np.ndarray, problem: str) -> np.ndarray:
+    """``x`` with every unknown that the exact solution of ``matrix``'s system makes positive
+    raised to the smallest positive double where the solver left it at 0 or below.
+
+    The final operator is an M-matrix wherever it was upwinded, so its solution is strictly
+    positive at every unknown joined to a source: through the load (Poisson: every unknown), or
+    through couplings to an e = 1 vertex (Laplace). Along a thin wall far from its rigid face the
+    exact value falls below the solver's absolute precision (about 1e-16 of e = 1: values of
+    1e-18 were measured in a skin's thin handle) and can come out as 0 or a rounding negative;
+    such a vertex would leave tets at e = 0 at all four vertices, which carry no force. Vertices
+    with no such path (cut off behind the free surface) stay at 0."""
+    from scipy.sparse.csgraph import connected_components
+
+    fixed = np.zeros(len(x), dtype=bool)
+    fixed[dofs] = True
+    low = ~fixed & (x <= 0.0)
+    if not low.any():
+        return x
+    if problem == "poisson":
+        joined = low
+    else:
+        # Components of the coupling graph without the e = 0 vertices; joined if one holds an e = 1 vertex.
+        keep = ~fixed | np.isin(np.arange(len(x)), dofs[values > 0.5])
+        index = np.flatnonzero(keep)
+        sub = matrix[index][:, index]
+        _, label = connected_components(sub, directed=False)
+        lifted = np.zeros(label.max() + 1, dtype=bool)
+        lifted[label[np.isin(index, dofs[values > 0.5])]] = True
+        joined = np.zeros(len(x), dtype=bool)
+        joined[index] = lifted[label]
+        joined &= low
+    if not joined.any():
+        return x
+    out = x.copy()
+    out[joined] = np.finfo(np.float64).tiny
+    return out
+
+
 def solve_extent(mesh: TetMesh, *, rtol: float = 1e-10, seed: int = 0,
                  direct_limit: int = DIRECT_LIMIT) -> ExtentSolution:
     """Solve for the extent e at every vertex (D 5.1.1), monotone: every value in [0, 1].
@@ -237,6 +277,7 @@ def solve_extent(mesh: TetMesh, *, rtol: float = 1e-10, seed: int = 0,
     violation = float(max(0.0, excursion.max()))     # 0 unless rounding defeats the M-matrix
     rounding = float(max(0.0, excursion[excursion <= ROUNDING].max(initial=0.0)))
     extent = np.clip(x, 0.0, 1.0) if excursion.max() > 0 else x
+    extent = _positive_where_joined(extent, matrix, dofs, values, problem)
     if violation <= ROUNDING:
         violation = 0.0
     return ExtentSolution(extent=extent, problem=problem, solver=solver, iterations=int(iterations),

@@ -173,3 +173,33 @@ def test_corpus_builds_obey_the_maximum_principle(meshes, tmp_path, monkeypatch,
         assert solution.rounds == 1 and solution.upwinded_edges == 0
     else:
         assert solution.upwinded_edges < 0.2 * solution.positive_edges
+
+
+def test_a_value_below_the_solvers_precision_is_kept_positive():
+    """A long thin bar bonded at one end, free elsewhere: e falls as exp(-pi x / w) along it, to
+    far below the solver's absolute precision (1e-16), where it came
+    out as 0 or a rounding negative and left tets at e = 0 at all four vertices (seen in a skin's
+    thin handle). Every vertex off the free surface is joined to the bonded face, so the exact
+    solution is positive there: such values are the smallest positive double, and the rest of
+    the field is the plain solve's."""
+    import trimesh
+
+    from fieldgen.mesh import RIGID
+    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+
+    bar = trimesh.creation.box(extents=(0.08, 0.001, 0.001))
+    bar.apply_translation((0.04, 0.0, 0.0))
+    markers = np.where(bar.face_normals[:, 0] < -0.9, RIGID, FREE)
+    mesh, _ = refine_zero_tets(tetrahedralize(bar.vertices, bar.faces, markers,
+                                              options=MeshingOptions(edge_length=0.0004)))
+    solution = solve_extent(mesh)
+    e = solution.extent
+    free = np.zeros(mesh.n_points, dtype=bool)
+    free[mesh.vertices_with(FREE)] = True
+    assert np.all(e[~free] > 0.0) and np.all(e[free] == 0.0)
+    assert not (e[mesh.tets] == 0.0).all(axis=1).any()
+    floored = e == np.finfo(np.float64).tiny
+    assert floored.any()                                       # the case arises: values underflowed
+    assert mesh.points[floored, 0].min() > 0.008               # only far from the bonded end
+    near = (~free) & (mesh.points[:, 0] < 0.002)
+    assert np.all(e[near] > 1e-6)
