@@ -574,8 +574,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         with progress.stage("error estimate"):
             estimate = estimate_error(mesh, solution.extent, law)
         if asked is not None:
-            sized_by = ("the size given" if options.edge_length is not None or options.max_volume is not None
-                        else "fTetWild's mesh under the skin (its edge half the skin)")
+            sized_by = "size" if options.edge_length is not None or options.max_volume is not None else "skin"
             warnings.extend(accuracy_warning(estimate, asked, None, mesh.n_tets, sized_by=sized_by))
     if solution.max_violation > 0:   # not expected: the solve upwinds until the bounds hold
         warnings.append(f"discrete maximum principle violated by {solution.max_violation:.3g} "

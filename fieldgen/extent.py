@@ -218,12 +218,12 @@ def _positive_where_joined(x: np.ndarray, matrix, dofs: np.ndarray, values: np.n
         joined = low
     else:
         # Components of the coupling graph without the e = 0 vertices; joined if one holds an e = 1 vertex.
-        keep = ~fixed | np.isin(np.arange(len(x)), dofs[values > 0.5])
-        index = np.flatnonzero(keep)
-        sub = matrix[index][:, index]
-        _, label = connected_components(sub, directed=False)
+        rigid = np.zeros(len(x), dtype=bool)
+        rigid[dofs[values > 0.5]] = True
+        index = np.flatnonzero(~fixed | rigid)
+        _, label = connected_components(matrix[index][:, index], directed=False)
         lifted = np.zeros(label.max() + 1, dtype=bool)
-        lifted[label[np.isin(index, dofs[values > 0.5])]] = True
+        lifted[label[rigid[index]]] = True
         joined = np.zeros(len(x), dtype=bool)
         joined[index] = lifted[label]
         joined &= low

@@ -516,16 +516,18 @@ def accuracy_warning(estimate: "ErrorEstimate", accuracy: float, sizing: dict | 
     accuracy"), with why: ``sizing`` is the asset's ``mesher.sizing`` (:meth:`SizedMesh.report`,
     ``stopped``; ``law`` when the mesh was sized for another law). The sizing stops at a tet
     budget, so a thin-walled part or a skin can end above what was asked. ``sized_by``: what
-    sized a mesh the accuracy did not size ("the size given", or fTetWild's mesh under a skin),
-    estimated on request (``--estimate``). Empty when within it."""
+    sized a mesh the accuracy did not size, estimated on request (``--estimate``): ``"size"`` (an
+    edge length or volume given) or ``"skin"`` (fTetWild under a skin, at half the skin). Empty
+    when within it."""
     worst = worst_error(estimate)
     if worst <= accuracy:
         return []
     if sized_by is not None:
-        given = sized_by == "the size given"
+        given = sized_by == "size"
+        mesh = "the size given" if given else "fTetWild's mesh under the skin (its edge half the skin)"
         return [f"estimated discretisation error {100 * worst:.2f}% (e {100 * estimate.extent:.2f}%, "
                 f"p {100 * estimate.pressure:.2f}%, L {100 * estimate.characteristic_length:.2f}%, on {tets:,} tets) "
-                f"exceeds the accuracy asked, {100 * accuracy:g}%, on {sized_by}: a smaller --edge-length "
+                f"exceeds the accuracy asked, {100 * accuracy:g}%, on {mesh}: a smaller --edge-length "
                 f"{'(or --max-volume) ' if given else ''}lowers it (P1's error falls about as the edge squared)"
                 + (", and without a size the accuracy chooses the mesh" if given else "")]
     sizing = sizing or {}
