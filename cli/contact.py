@@ -63,6 +63,8 @@ def _friction(ctx, param, value):
 
 def _check_body(path: str, modulus: float | None, units: str | None, side: str) -> None:
     """Refuse (exit 2) the flags that do not fit this body's kind, before anything is loaded."""
+    from fieldgen.surface import STEP_SUFFIXES
+
     flag = f"--modulus-{side}"
     suffix = Path(path).suffix.lower()
     if modulus is not None and suffix != ".vtk":
@@ -74,6 +76,9 @@ def _check_body(path: str, modulus: float | None, units: str | None, side: str) 
     if units is not None and suffix in (".vtu", ".vtk"):
         fail(f"{path}: --units-{side} applies to rigid surface meshes; assets and .vtk tet meshes are in "
              f"metres. Drop --units-{side}.", EXIT_USAGE)
+    if units is not None and suffix in STEP_SUFFIXES:
+        fail(f"{path}: --units-{side} applies to surface meshes, which carry no unit; a STEP file names its "
+             f"own and is read true to size. Drop --units-{side}.", EXIT_USAGE)
 
 
 def _load(path: str, modulus: float | None, units: str | None, mu: float | None = None):

@@ -144,3 +144,10 @@ def test_contact_units_only_for_rigid_meshes(plate_files, meshes):
     result = run("contact", meshes / "yellow_bell_pepper_no_stem_low.vtk", plate_files["m"], "--modulus-a", "1e5",
                  "--units-a", "mm")
     assert result.exit_code == 2 and "--units-a applies to rigid surface meshes" in result.stderr
+
+
+def test_contact_refuses_a_unit_for_a_step_body(plate_files, meshes):
+    """A STEP file names its own unit (read true to size): --units-b would be ignored, so it is refused."""
+    result = run("contact", plate_files["m"], meshes / "featuretype.STEP", "--units-b", "in")
+    assert result.exit_code == 2 and "a STEP file names its own" in result.stderr
+    assert "featuretype.STEP" in result.stderr and "Drop --units-b" in result.stderr
