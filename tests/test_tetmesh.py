@@ -313,6 +313,44 @@ def test_refine_many_corner_tets_in_one_mesh():
     check_refined(mesh, refined)
 
 
+def test_zero_tets_of_a_skinned_ftetwild_teapot_are_lifted_without_multiplying(meshes, monkeypatch):
+    """fTetWild's mesh of teapot.stl under a 5 mm skin (captured from `--robust --skin 5`, whose
+    zero-pressure refinement did not end on about half of fTetWild's runs): its zero tets, near the
+    thin handle and spout, end with tets whose edges all lie on the boundary, and splitting one of
+    their faces whose other tet was a zero tet too made a cut-off vertex, around which every tet was
+    a zero tet again; the count grew 1.3x a round. Every new vertex must be joined to a rigid one."""
+    import fieldgen.tetmesh as tetmesh
+
+    data = np.load(meshes / "teapot_skin_ftetwild.npz")
+    mesh = TetMesh(data["points"], data["tets"].astype(np.int64), data["boundary_faces"].astype(np.int64),
+                   data["boundary_markers"].astype(np.int64))
+    on_free = np.zeros(mesh.n_points, dtype=bool)
+    on_free[mesh.vertices_with(FREE)] = True
+    on_rigid = np.zeros(mesh.n_points, dtype=bool)
+    on_rigid[mesh.vertices_with(RIGID)] = True
+    on_rigid &= ~on_free
+    before = tetmesh._at_zero(mesh.n_points, mesh.tets, on_free, on_rigid)
+    assert (tetmesh._row_counts(before[mesh.tets]) == 4).sum() > 500       # the case this is about
+
+    def bounded(split):      # a runaway refinement fails at once instead of filling the memory
+        def wrapper(points, tets, what):
+            points, tets = split(points, tets, what)
+            assert len(tets) < 2 * mesh.n_tets, "the zero-tet refinement multiplies the mesh"
+            return points, tets
+        return wrapper
+
+    monkeypatch.setattr(tetmesh, "_split_edges", bounded(tetmesh._split_edges))
+    monkeypatch.setattr(tetmesh, "_split_faces", bounded(tetmesh._split_faces))
+    refined, count = refine_zero_tets(mesh)
+    assert count == (tetmesh._row_counts(before[mesh.tets]) == 4).sum()
+    check_refined(mesh, refined)
+    flags = tetmesh._at_zero(refined.n_points, refined.tets, np.concatenate(
+        [on_free, np.zeros(refined.n_points - mesh.n_points, dtype=bool)]), on_rigid)
+    assert not flags[mesh.n_points:].any()                  # no new vertex is cut off from the rigid faces
+    assert not (tetmesh._row_counts(flags[refined.tets]) == 4).any()
+    assert refined.n_tets < 1.2 * mesh.n_tets
+
+
 @pytest.mark.parametrize("code,error,retried", [(-11, "crashed", True), (-6, "crashed", True),
                                                  (-9, "out of memory", False), (3, "stopped", False)])
 def test_a_tetgen_child_that_dies_of_its_own_fault_is_a_mesher_crash(monkeypatch, code, error, retried):
