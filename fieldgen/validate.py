@@ -459,7 +459,8 @@ def check_dissipation(s: _State) -> str:
     if chi < 0:
         raise ValueError(f"dissipation is {chi:.6g} s/m, negative")
     if "expansion_rate" not in meta:
-        return f"dissipation {chi:.6g} s/m (given directly)"
+        # 0: none given (the build warned) or --dissipation 0; either way the asset has no damping.
+        return f"dissipation {chi:.6g} s/m ({'no damping' if chi == 0 else 'given directly'})"
     rate = _number(meta, "expansion_rate")
     length = _number(meta, "characteristic_length")
     if rate <= 0 or length <= 0:

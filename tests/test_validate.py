@@ -213,7 +213,12 @@ def test_dissipation_given_directly_is_accepted(tmp_path):
     asset = slab_asset()
     del asset.metadata["expansion_rate"]
     asset.metadata["dissipation"] = 0.0
-    assert validate_asset(written(tmp_path, asset)).ok
+    report = validate_asset(written(tmp_path, asset))
+    assert report.ok
+    # 0 is what a build without damping records too: the report does not say it was given.
+    assert _detail(report, "dissipation") == "dissipation 0 s/m (no damping)"
+    asset.metadata["dissipation"] = 2.5
+    assert _detail(validate_asset(written(tmp_path, asset)), "dissipation") == "dissipation 2.5 s/m (given directly)"
 
 
 # --------------------------------------------------------------------------- corruptions
