@@ -151,3 +151,15 @@ def test_contact_refuses_a_unit_for_a_step_body(plate_files, meshes):
     result = run("contact", plate_files["m"], meshes / "featuretype.STEP", "--units-b", "in")
     assert result.exit_code == 2 and "a STEP file names its own" in result.stderr
     assert "featuretype.STEP" in result.stderr and "Drop --units-b" in result.stderr
+
+
+def test_scene_refuses_a_unit_for_a_step_body(meshes, tmp_path):
+    """As contact's --units-b: a STEP file's own unit holds, so a scene's units for it is refused, not ignored."""
+    import shutil
+
+    shutil.copy(meshes / "featuretype.STEP", tmp_path / "featuretype.STEP")
+    scene = _scene(tmp_path, tmp_path / "featuretype.STEP", "in")
+    with pytest.raises(OptionError, match="names its own unit"):
+        load_scene(scene)
+    result = run("simulate", scene, "--duration", "0.001")
+    assert result.exit_code == 2 and "featuretype.STEP" in result.stderr and "Drop units" in result.stderr

@@ -230,6 +230,12 @@ def geometry_from_table(table: dict, *, base_dir: Path, path=None, name: str = "
         return load_body(base_dir / table["vtk"], modulus=float(table["modulus"]), name=name,
                          dissipation=float(table.get("dissipation", 0.0)), **friction)
     if "mesh" in table:
+        from fieldgen.surface import STEP_SUFFIXES
+
+        if "units" in table and Path(table["mesh"]).suffix.lower() in STEP_SUFFIXES:
+            raise OptionError(f"body {name!r}: units = {table['units']!r} for {table['mesh']}, a STEP file, which "
+                              "names its own unit and is read true to size", path=path,
+                              fix="drop units from the geometry table (it applies to surface meshes, which carry no unit)")
         if "mu_static" in friction and "mu_dynamic" not in friction:
             friction["mu_dynamic"] = friction["mu_static"]
         return load_body(base_dir / table["mesh"], units=table.get("units", "m"), name=name, **friction)
