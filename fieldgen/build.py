@@ -30,6 +30,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 LAWS = ("linear", "hyperbolic", "table")
+#: How a skin is meshed (``--skin-mesh``): cut out of a whole-part mesh, or a layer band grown out
+#: of the rounded rigid interior with tets outside it (docs/model.md §2.4).
+SKIN_MESHES = ("cut", "band")
 DEFAULT_FRICTION = 0.5
 
 
@@ -61,6 +64,21 @@ class BuildOptions:
     accuracy: float | None = None           #: relative discretisation error the mesh is sized for (None: 1%)
     threads: int | None = None              #: fTetWild's threads with --robust (None/0: every core)
     estimate: bool = False                  #: estimate the error of a mesh sized by hand or by fTetWild too
+    skin_mesh: str = "cut"                  #: "cut" out of a whole-part mesh, or a layer "band" (docs/model.md §2.4)
+
+    def _check_band(self) -> None:
+        """The layer band (docs/model.md §2.4) is one way to mesh a skin sized by accuracy."""
+        given = [flag for flag, value in (("--edge-length", self.edge_length), ("--max-volume", self.max_volume))
+                 if value is not None]
+        if self.skin is None:
+            raise OptionError("--skin-mesh band without --skin", fix="give --skin THICKNESS, or drop --skin-mesh")
+        if given or self.robust:
+            raise OptionError(f"--skin-mesh band with {' and '.join(given + (['--robust'] if self.robust else []))}: "
+                              "the band is sized by accuracy, on TetGen's mesh",
+                              fix="drop the size (the accuracy sizes the band) or --robust, or drop --skin-mesh band")
+        if self.bonded or self.insulated:
+            raise OptionError("--skin-mesh band with bonded or insulated faces: the band is grown under free faces only",
+                              fix="drop --skin-mesh band (the skin is then cut out of a whole-part mesh)")
 
     @property
     def sizing_accuracy(self) -> float:
@@ -130,6 +148,11 @@ class BuildOptions:
         if self.threads is not None and not self.robust:
             raise OptionError("--threads given without --robust: it sets fTetWild's threads, and TetGen runs on one",
                               fix="add --robust (robust = true), or drop threads")
+        if self.skin_mesh not in SKIN_MESHES:
+            raise OptionError(f"--skin-mesh must be one of {', '.join(SKIN_MESHES)}, got {self.skin_mesh!r}",
+                              fix='write e.g. skin_mesh = "band"')
+        if self.skin_mesh == "band":
+            self._check_band()
         if self.skin is not None and self.core is not None:
             raise OptionError("--skin and --core both given",
                               fix="give one: --skin makes everything deeper than THICKNESS a rigid interior, "
@@ -249,7 +272,7 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
             raise OptionError(f"option 'threads' must be a whole number, got {value!r}", path=origin,
                               fix="write e.g. threads = 2")
         return value
-    if key in ("units", "law"):
+    if key in ("units", "law", "skin_mesh"):
         if value is not None and not isinstance(value, str):
             raise OptionError(f"option {key!r} must be a string, got {value!r}", path=origin, fix='write e.g. units = "mm"')
         return value
@@ -454,10 +477,56 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         made.append((part, mesher.get("switches")))
         return part, whole, skin_cut, count
 
+    def make_band():
+        """The skin as a layer band over the rounded interior (docs/model.md §2.4): its mesh after
+        the zero-pressure refinement, what describes its skin (:class:`fieldgen.band.BandSkin`),
+        and the split count."""
+        from .band import OUTER_EDGE, OUTER_RADIUS_EDGE, BandSkin, band_heights, band_skin
+        from .interior import rounded_interior
+        from .layering import balanced_levels
+        from .tetmesh import refine_zero_tets
+
+        thickness = options.skin * scale
+        with progress.stage("interior"):
+            interior = rounded_interior(surface.vertices, surface.faces, thickness)
+        tolerance = 0.01 * law.max_pressure if options.layer_tolerance is None else options.layer_tolerance
+        heights = band_heights(balanced_levels(law, tolerance), thickness)
+        with progress.stage("band"):
+            band = band_skin(surface.vertices, surface.faces, markers, interior, heights,
+                             outer_edge=OUTER_EDGE * thickness)
+        mesher["switches"] = dataclasses.replace(meshing, edge_length=OUTER_EDGE * thickness,
+                                                 radius_edge=OUTER_RADIUS_EDGE).switches()
+        mesher["band"] = {"heights": [float(h) for h in heights], "rounding": float(interior.rounding),
+                          "interior_triangles": int(len(interior.faces)), "columns_lowered": band.lowered,
+                          "prism_tets": band.band_tets, "outer_tets": band.outer_tets,
+                          "outer_edge": float(OUTER_EDGE * thickness)}
+        with progress.stage("refine"):
+            part, count = refine_zero_tets(band.mesh, path=input_path)
+        made.append((part, mesher.get("switches")))
+        return part, BandSkin(thickness=thickness, rounding=interior.rounding, outer_edge=OUTER_EDGE * thickness,
+                              free_surface=exposed, part_volume=abs(float(surface.volume)),
+                              max_depth=interior.max_depth), count
+
     solution = None
     estimate = None
+    band_warnings: list[str] = []
     try:
-        if by_accuracy:
+        sized = None
+        if by_accuracy and options.skin_mesh == "band":
+            from .band import BandError
+            from .interior import InteriorError
+            from .sizing import band_by_accuracy
+
+            try:
+                sized = band_by_accuracy(make_band, law, options.sizing_accuracy, progress=progress)
+            except (BandError, InteriorError) as error:
+                mesher.pop("band", None)
+                band_warnings.append(f"the layer band could not be made ({error.defect}); the skin was cut out of "
+                                     "a whole-part mesh instead (--skin-mesh cut)")
+        if sized is not None:
+            mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
+            mesher["sizing"] = sized.report()
+        elif by_accuracy:
             from .sizing import mesh_by_accuracy, plate_axis
 
             first_edge = None
@@ -485,7 +554,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         if error.path is None:     # the mesher's and the sizing's errors name no file themselves
             error.path = input_path
         raise
-    warnings: list[str] = []
+    warnings: list[str] = list(band_warnings)
     if options.robust:
         from .robust import NONDETERMINISTIC_WARNING
 
@@ -763,7 +832,8 @@ def skin_description(skin) -> dict[str, Any]:
             "max_depth": float(skin.max_depth), "part_volume": float(skin.part_volume),
             "interior_faces": int(skin.rigid_faces), "depth_from": "free faces",
             "cut_depth": [float(v) for v in skin.cut_depth], "cut_vertices_held": int(skin.held_vertices),
-            "units": "m"}
+            "mesh": "band" if skin.rounding > 0 else "cut",
+            **({"rounding": float(skin.rounding)} if skin.rounding > 0 else {}), "units": "m"}
 
 
 def boundary_description(options: BuildOptions, surface, core, markers) -> dict[str, Any]:

@@ -305,8 +305,9 @@ def format_summary(summary: dict) -> str:
                 f"{100 * skin.get('skin_volume_fraction', 0):.1f}% of the part")
         if skin.get("cut_depth"):        # recorded since the cut is moved onto the exact depth
             low, high = skin["cut_depth"]
-            text += (f"; interior {low:.3g}–{high:.3g} × the thickness below the free faces "
-                     f"({skin.get('cut_vertices_held', 0):,} of its vertices short of it)")
+            text += f"; interior {low:.3g}–{high:.3g} × the thickness below the free faces "
+            text += (f"(rounded, radius {si(skin['rounding'], 'm')}; layer band)" if skin.get("mesh") == "band"
+                     else f"({skin.get('cut_vertices_held', 0):,} of its vertices short of it)")
         row("skin", text)
     estimate = summary.get("error_estimate")
     if estimate:

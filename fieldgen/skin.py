@@ -77,6 +77,7 @@ class SkinResult:
     volume_fraction: float     # skin volume / part volume, in (0, 1]
     part_volume: float         # volume of the whole part's mesh
     cut: np.ndarray            # (f,) bool: which of mesh.boundary_faces are the cut (depth = thickness)
+    rounding: float = 0.0      # the layer band's rounded interior: its creases' radius (m); 0 for a cut
 
     @property
     def rigid_faces(self) -> int:
@@ -92,7 +93,10 @@ class SkinResult:
     @property
     def held_vertices(self) -> int:
         """Cut vertices off that depth: a tet would flatten, on a bonded or insulated face, or
-        still off after ``DEPTH_STEPS``."""
+        still off after ``DEPTH_STEPS``. None under the layer band: its rounded interior is deeper
+        than the thickness at its creases by design, not held (:mod:`fieldgen.interior`)."""
+        if self.rounding > 0:
+            return 0
         depth = self.depth[self._cut_vertices()]
         return int(np.count_nonzero(np.abs(depth - self.thickness) > EXACT * self.thickness))
 
