@@ -47,8 +47,9 @@ _NUMBER = click.FLOAT
 @click.option("--skin", type=_NUMBER, metavar="THICKNESS",
               help="Compliant skin THICKNESS (input units) over a rigid interior (e = 1), measured from the free faces.")
 @click.option("--skin-mesh", type=click.Choice(["cut", "band"]),
-              help="How --skin is meshed when the accuracy sizes it: cut out of a whole-part mesh (default), or "
-                   "band: layers of prisms over a rounded rigid interior, tets outside them (free faces only).")
+              help="How --skin is meshed: band, layers of prisms over a rounded rigid interior and tets outside "
+                   "them (the default when the accuracy sizes the mesh and every face is free); cut, out of a "
+                   "whole-part mesh (the default otherwise).")
 @click.option("--robust", is_flag=True, default=None,
               help="Mesh open, non-manifold or self-intersecting input with fTetWild (the optional extra 'robust'; the error names the pip command).")
 @click.option("--threads", type=click.IntRange(min=0),

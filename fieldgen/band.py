@@ -18,6 +18,8 @@ add. Farther than about 0.6 ``T`` from the interior the levels are wide and plai
    new top vertex gets a column by the same barycentric weights at every height.
 4. Each prism (a top triangle of TetGen's over the interior) is three tets, its quads split
    through their lowest-numbered vertex so neighbours agree (Dompierre et al. 1999).
+5. Once solved, each column's inner points slide along it onto the levels of that solution
+   (:func:`aligned_columns`): near the interior's round creases ``e`` falls faster than ``1 − s/T``.
 
 :class:`BandError` when a step fails or the result is not a valid mesh: the build then cuts the
 skin out of a whole-part mesh as before (:mod:`fieldgen.skin`).
@@ -25,20 +27,22 @@ skin out of a whole-part mesh as before (:mod:`fieldgen.skin`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import BuildError
+from .interior import self_intersecting
 from .mesh import RIGID, TetMesh, boundary_faces_of, find_faces, orient_positive, tet_volumes
 
 #: The band's top, x the skin thickness, above the interior: the tets outside it span levels wide
 #: enough for their size (docs/model.md §2.4).
 TOP = 0.6
 #: TetGen's edge outside the band, x the skin thickness, and its radius-edge bound there.
-OUTER_EDGE = 0.75
+OUTER_EDGE = 0.9
 OUTER_RADIUS_EDGE = 2.0
-#: Heights are at least this far apart (x the skin thickness): more layers where the law's levels
+#: Heights are at most this far apart (x the skin thickness): more layers where the law's levels
 #: are sparse (a linear law has none).
 MAX_LAYER = 0.2
 #: Each round the limiter lowers the columns of a bad prism to this fraction; at most LIMITER_ROUNDS.
@@ -50,6 +54,39 @@ OUTER_TIMEOUT = 120.0
 #: TetGen runs outside the band at most this many times (each after lowering the columns under
 #: the prisms its split of the top turned inside out).
 MESH_ATTEMPTS = 4
+
+
+#: The band's first mesh is kept to about this many prism tets: under a thin skin over a large
+#: part the interior's surface is remeshed coarser, and the outside with it (the accuracy warning
+#: then says how far the field is). angle_block and idler_riser under 2 mm: 174k and 264k;
+#: featuretype (127 mm across) 1.0M, 1.39% in 123 s (cut out of a whole-part mesh at the tet
+#: budget: 9.6%). Remeshed 2.4 times coarser its interior crossed itself in thin walls.
+MAX_PRISM_TETS = 900_000
+#: A first mesh larger than this is given up for the cut, whose sizing keeps to its tet budget:
+#: plate_holes (203 x 305 mm) under a 2 mm skin had 3.1M tets and took 419 s (0.76%).
+MAX_TETS = 1_500_000
+#: TetGen splits some of the top's triangles: prism tets per triangle and layer, measured 3 x 1.2-1.3.
+PRISMS_PER_TRIANGLE = 3.0 * 1.3
+
+
+def check_size(surface_area: float, thickness: float, heights: np.ndarray) -> None:
+    """BandError when the band's prisms alone would pass ``MAX_TETS``, foreseen before anything is
+    made: the interior's surface is no larger than the part's, and is meshed with edges of about
+    the skin's thickness (fieldgen.interior.EDGE). plate_holes (203 x 305 mm) under a 2 mm skin:
+    about 1.8M; its grid alone would have 12M nodes."""
+    from .interior import EDGE
+
+    triangles = surface_area / (math.sqrt(3.0) / 4.0 * (EDGE * thickness) ** 2)
+    foreseen = PRISMS_PER_TRIANGLE * (len(heights) - 1) * triangles
+    if foreseen > MAX_TETS:
+        raise BandError(f"the band would have about {foreseen:,.0f} prism tets, more than {MAX_TETS:,} (a thin skin "
+                        "over a large part)", fix="give a thicker --skin, or an --edge-length to mesh the cut skin yourself")
+
+
+def interior_triangles(heights: np.ndarray, max_prism_tets: int = MAX_PRISM_TETS) -> int:
+    """The most triangles the interior's surface may have for the band's prisms to stay within
+    ``max_prism_tets`` (``heights``: the band's, k + 1 of them)."""
+    return int(max_prism_tets / (PRISMS_PER_TRIANGLE * (len(heights) - 1)))
 
 
 class BandError(BuildError):
@@ -65,6 +102,7 @@ class Band:
     lowered: int                 # columns the limiter lowered
     outer_tets: int              # TetGen's tets outside the band
     band_tets: int
+    columns: np.ndarray | None = None   # (k + 1, m) vertex ids of each column, the interior's first
 
 
 @dataclass
@@ -161,48 +199,6 @@ def limited_columns(vertices: np.ndarray, faces: np.ndarray, normals: np.ndarray
                     fix="report the part; the build cut the skin instead")
 
 
-def self_intersecting(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Indices of the triangles that an edge of another triangle (sharing no vertex with it)
-    passes through: candidates by an R-tree of their boxes, then a segment-triangle test."""
-    from rtree import index
-
-    boxes_lo = vertices[faces].min(axis=1)
-    boxes_hi = vertices[faces].max(axis=1)
-    pad = 1e-12 * float(np.ptp(vertices, axis=0).max())
-    tree = index.Index(((i, (*lo, *hi), None) for i, (lo, hi) in enumerate(zip(boxes_lo - pad, boxes_hi + pad))),
-                       properties=index.Property(dimension=3))
-    ids, counts = tree.intersection_v(boxes_lo - pad, boxes_hi + pad)
-    a = np.repeat(np.arange(len(faces)), np.asarray(counts, dtype=np.int64))
-    b = np.asarray(ids, dtype=np.int64)
-    keep = a < b
-    a, b = a[keep], b[keep]
-    shared = (faces[a][:, :, None] == faces[b][:, None, :]).any(axis=(1, 2))
-    a, b = a[~shared], b[~shared]
-    hit = np.zeros(len(a), dtype=bool)
-    for first, second in ((a, b), (b, a)):
-        for i in range(3):
-            p = vertices[faces[first, i]]
-            q = vertices[faces[first, (i + 1) % 3]]
-            hit |= _segment_hits_triangle(p, q, vertices[faces[second]])
-    return np.unique(np.concatenate([a[hit], b[hit]]))
-
-
-def _segment_hits_triangle(p, q, tri):
-    """Whether segment pq crosses triangle tri (rows), Möller and Trumbore's test."""
-    d = q - p
-    e1, e2 = tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]
-    h = np.cross(d, e2)
-    det = np.einsum("ij,ij->i", e1, h)
-    ok = np.abs(det) > 1e-30
-    inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
-    s = p - tri[:, 0]
-    u = inv * np.einsum("ij,ij->i", s, h)
-    qv = np.cross(s, e1)
-    v = inv * np.einsum("ij,ij->i", d, qv)
-    t = inv * np.einsum("ij,ij->i", e2, qv)
-    return ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t >= 0) & (t <= 1)
-
-
 def _locate(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For points on the triangles: the triangle each lies in and its barycentric weights there."""
     from vtkmodules.vtkCommonCore import reference
@@ -240,6 +236,15 @@ def band_skin(surface_vertices, surface_faces, markers, interior, heights: np.nd
     v, f = interior.vertices, interior.faces
     heights = np.asarray(heights, dtype=np.float64)
     k = len(heights) - 1
+    # The first mesh's size, foreseen: the prisms, and TetGen's tets outside the band (about 42
+    # per cube of the edge: TetGen's mean tet is a fifth of a regular one, fieldgen.sizing.first_size).
+    outside = (_enclosed_volume(surface_vertices, surface_faces) - _enclosed_volume(v, f)
+               - interior.area * heights[-1])
+    foreseen = PRISMS_PER_TRIANGLE * k * len(f) + 5 * 6 * np.sqrt(2.0) * max(outside, 0.0) / outer_edge ** 3
+    if foreseen > MAX_TETS:
+        raise BandError(f"the band's first mesh would have about {foreseen:,.0f} tets, more than {MAX_TETS:,} "
+                        "(a thin skin over a large part)",
+                        fix="give a thicker --skin, or an --edge-length to mesh the cut skin yourself")
     scale = None
     for attempt in range(MESH_ATTEMPTS):
         levels, scale = limited_columns(v, f, interior.normals, heights, scale)
@@ -292,7 +297,49 @@ def band_skin(surface_vertices, surface_faces, markers, interior, heights: np.nd
                         "(tets overlap)", fix="report the part; the build cut the skin instead")
     return Band(mesh=TetMesh(points=all_points, tets=tets, boundary_faces=faces, boundary_markers=face_markers),
                 heights=np.asarray(heights, dtype=np.float64), lowered=int(np.count_nonzero(scale < 1.0)),
-                outer_tets=int(outer.n_tets), band_tets=int(len(band)))
+                outer_tets=int(outer.n_tets), band_tets=int(len(band)), columns=ids[:, on_top])
+
+
+def aligned_columns(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targets: np.ndarray) -> tuple[TetMesh, int]:
+    """``mesh`` with each column's inner points slid along it to where the solved ``extent``
+    (interpolated linearly between the column's points) takes the ``targets`` (the levels its
+    heights stand for; the first, on the interior, and the last, the band's top, stay): near
+    the interior's round creases ``e`` falls faster than ``1 − s/T`` and the layers would straddle
+    the law's levels. A column whose ``e`` does not fall monotonically stays; so does any whose
+    move would turn a tet inside out (checked until none does). Returns the mesh and how many
+    columns moved. The mesh must be the band's before any refinement (its columns' ids)."""
+    points = np.array(mesh.points, dtype=np.float64)
+    column_points = points[columns]                       # (k + 1, m, 3)
+    values = np.asarray(extent, dtype=np.float64)[columns]
+    k = len(columns) - 1
+    moved = column_points.copy()
+    falling = np.all(np.diff(values, axis=0) < 0, axis=0)
+    for j in range(1, k):
+        target = targets[j]
+        done = np.zeros(values.shape[1], dtype=bool)
+        for i in range(k):
+            inside = falling & ~done & (values[i] >= target) & (values[i + 1] < target)
+            t = (values[i, inside] - target) / (values[i, inside] - values[i + 1, inside])
+            moved[j, inside] = column_points[i, inside] + t[:, None] * (column_points[i + 1, inside] - column_points[i, inside])
+            done |= inside
+    keep = falling.copy()
+    tets = np.asarray(mesh.tets)
+    for _ in range(LIMITER_ROUNDS):
+        trial = points.copy()
+        trial[columns[1:k][:, keep].ravel()] = moved[1:k][:, keep].reshape(-1, 3)
+        touched = np.zeros(len(points), dtype=bool)
+        touched[columns[1:k][:, keep].ravel()] = True
+        near = np.flatnonzero(touched[tets].any(axis=1))
+        bad = near[tet_volumes(trial, tets[near]) <= 0]
+        if not len(bad):
+            break
+        inverted = np.zeros(len(points), dtype=bool)
+        inverted[tets[bad].ravel()] = True
+        keep &= ~inverted[columns].any(axis=0)
+    else:
+        return mesh, 0
+    return TetMesh(points=trial, tets=mesh.tets, boundary_faces=mesh.boundary_faces,
+                   boundary_markers=mesh.boundary_markers), int(np.count_nonzero(keep))
 
 
 def _enclosed_volume(points, faces):

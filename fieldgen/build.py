@@ -31,7 +31,8 @@ else:  # pragma: no cover
 
 LAWS = ("linear", "hyperbolic", "table")
 #: How a skin is meshed (``--skin-mesh``): cut out of a whole-part mesh, or a layer band grown out
-#: of the rounded rigid interior with tets outside it (docs/model.md §2.4).
+#: of the rounded rigid interior with tets outside it (docs/model.md §2.4), the default where it
+#: applies (``BuildOptions.skin_meshed_by``).
 SKIN_MESHES = ("cut", "band")
 DEFAULT_FRICTION = 0.5
 
@@ -64,14 +65,24 @@ class BuildOptions:
     accuracy: float | None = None           #: relative discretisation error the mesh is sized for (None: 1%)
     threads: int | None = None              #: fTetWild's threads with --robust (None/0: every core)
     estimate: bool = False                  #: estimate the error of a mesh sized by hand or by fTetWild too
-    skin_mesh: str = "cut"                  #: "cut" out of a whole-part mesh, or a layer "band" (docs/model.md §2.4)
+    skin_mesh: str | None = None            #: "band" (layers, docs/model.md §2.4) or "cut"; None: band where it applies
+
+    @property
+    def skin_meshed_by(self) -> str | None:
+        """How the skin is meshed (None without one): ``skin_mesh`` if given, else the layer band
+        where it applies (sized by accuracy, every face free, not ``robust``), else the cut."""
+        if self.skin is None:
+            return None
+        if self.skin_mesh is not None:
+            return self.skin_mesh
+        applies = (self.edge_length is None and self.max_volume is None and not self.robust
+                   and not self.bonded and not self.insulated)
+        return "band" if applies else "cut"
 
     def _check_band(self) -> None:
         """The layer band (docs/model.md §2.4) is one way to mesh a skin sized by accuracy."""
         given = [flag for flag, value in (("--edge-length", self.edge_length), ("--max-volume", self.max_volume))
                  if value is not None]
-        if self.skin is None:
-            raise OptionError("--skin-mesh band without --skin", fix="give --skin THICKNESS, or drop --skin-mesh")
         if given or self.robust:
             raise OptionError(f"--skin-mesh band with {' and '.join(given + (['--robust'] if self.robust else []))}: "
                               "the band is sized by accuracy, on TetGen's mesh",
@@ -148,9 +159,11 @@ class BuildOptions:
         if self.threads is not None and not self.robust:
             raise OptionError("--threads given without --robust: it sets fTetWild's threads, and TetGen runs on one",
                               fix="add --robust (robust = true), or drop threads")
-        if self.skin_mesh not in SKIN_MESHES:
+        if self.skin_mesh is not None and self.skin_mesh not in SKIN_MESHES:
             raise OptionError(f"--skin-mesh must be one of {', '.join(SKIN_MESHES)}, got {self.skin_mesh!r}",
                               fix='write e.g. skin_mesh = "band"')
+        if self.skin_mesh is not None and self.skin is None:
+            raise OptionError(f"--skin-mesh {self.skin_mesh} without --skin", fix="give --skin THICKNESS, or drop --skin-mesh")
         if self.skin_mesh == "band":
             self._check_band()
         if self.skin is not None and self.core is not None:
@@ -481,38 +494,47 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         """The skin as a layer band over the rounded interior (docs/model.md §2.4): its mesh after
         the zero-pressure refinement, what describes its skin (:class:`fieldgen.band.BandSkin`),
         and the split count."""
-        from .band import OUTER_EDGE, OUTER_RADIUS_EDGE, BandSkin, band_heights, band_skin
+        from .band import (OUTER_EDGE, OUTER_RADIUS_EDGE, BandSkin, aligned_columns, band_heights, band_skin,
+                           check_size, interior_triangles)
         from .interior import rounded_interior
         from .layering import balanced_levels
         from .tetmesh import refine_zero_tets
 
         thickness = options.skin * scale
-        with progress.stage("interior"):
-            interior = rounded_interior(surface.vertices, surface.faces, thickness)
         tolerance = 0.01 * law.max_pressure if options.layer_tolerance is None else options.layer_tolerance
         heights = band_heights(balanced_levels(law, tolerance), thickness)
+        check_size(surface.area, thickness, heights)
+        with progress.stage("interior"):
+            interior = rounded_interior(surface.vertices, surface.faces, thickness,
+                                        max_triangles=interior_triangles(heights))
+        outer_edge = OUTER_EDGE * thickness * interior.coarser
         with progress.stage("band"):
-            band = band_skin(surface.vertices, surface.faces, markers, interior, heights,
-                             outer_edge=OUTER_EDGE * thickness)
-        mesher["switches"] = dataclasses.replace(meshing, edge_length=OUTER_EDGE * thickness,
+            band = band_skin(surface.vertices, surface.faces, markers, interior, heights, outer_edge=outer_edge)
+        mesher["switches"] = dataclasses.replace(meshing, edge_length=outer_edge,
                                                  radius_edge=OUTER_RADIUS_EDGE).switches()
         mesher["band"] = {"heights": [float(h) for h in heights], "rounding": float(interior.rounding),
                           "interior_triangles": int(len(interior.faces)), "columns_lowered": band.lowered,
                           "prism_tets": band.band_tets, "outer_tets": band.outer_tets,
-                          "outer_edge": float(OUTER_EDGE * thickness)}
+                          "outer_edge": float(outer_edge)}
         with progress.stage("refine"):
             part, count = refine_zero_tets(band.mesh, path=input_path)
         made.append((part, mesher.get("switches")))
-        return part, BandSkin(thickness=thickness, rounding=interior.rounding, outer_edge=OUTER_EDGE * thickness,
+
+        def align(mesh, extent):
+            aligned, moved = aligned_columns(mesh, band.columns, extent, 1.0 - band.heights / thickness)
+            mesher["band"]["columns_aligned"] = moved
+            return aligned, moved
+
+        return part, BandSkin(thickness=thickness, rounding=interior.rounding, outer_edge=outer_edge,
                               free_surface=exposed, part_volume=abs(float(surface.volume)),
-                              max_depth=interior.max_depth), count
+                              max_depth=interior.max_depth), count, align
 
     solution = None
     estimate = None
     band_warnings: list[str] = []
     try:
         sized = None
-        if by_accuracy and options.skin_mesh == "band":
+        if by_accuracy and options.skin_meshed_by == "band":
             from .band import BandError
             from .interior import InteriorError
             from .sizing import band_by_accuracy
@@ -522,7 +544,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
             except (BandError, InteriorError) as error:
                 mesher.pop("band", None)
                 band_warnings.append(f"the layer band could not be made ({error.defect}); the skin was cut out of "
-                                     "a whole-part mesh instead (--skin-mesh cut)")
+                                     "a whole-part mesh instead (as --skin-mesh cut)")
         if sized is not None:
             mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
             mesher["sizing"] = sized.report()

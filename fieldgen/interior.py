@@ -49,6 +49,11 @@ GRID_SHIFT = 0.318
 #: The surface's edge and Hausdorff distance to the rounded surface, x the skin thickness.
 EDGE = 1.0
 HAUSDORFF = 0.15
+#: A piece of the interior of area A is remeshed with edges of at most PIECE_EDGE x sqrt(A).
+PIECE_EDGE = 0.2
+#: Times the surface is remeshed with half the edge when it crosses itself (a thin wall of the
+#: interior, thinner than the triangles: angle_block under 1 mm, idler_riser under 0.1 in).
+REFINEMENTS = 2
 #: Rounds of averaging the vertex normals over their neighbours (the columns' directions).
 NORMAL_SMOOTHING = 5
 
@@ -67,6 +72,7 @@ class Interior:
     thickness: float         # the skin thickness T
     rounding: float          # ρ (m)
     max_depth: float         # the part's deepest point below its free faces (at the grid's nodes), m
+    coarser: float = 1.0     # how much coarser than asked the surface was remeshed (max_triangles)
 
     @property
     def area(self) -> float:
@@ -76,11 +82,13 @@ class Interior:
 
 def rounded_interior(vertices: np.ndarray, faces: np.ndarray, thickness: float, *,
                      rounding: float = ROUNDING, grid: float = GRID, edge: float = EDGE,
-                     hausdorff: float = HAUSDORFF) -> Interior:
+                     hausdorff: float = HAUSDORFF, max_triangles: int | None = None) -> Interior:
     """The rounded interior (module docstring) of the closed surface ``vertices``/``faces`` (m,
     wound outward, every face free) under a skin of ``thickness`` m; ``rounding``, ``grid``,
-    ``edge`` and ``hausdorff`` are fractions of it. InteriorError when there is none (the part is
-    skin throughout) or a step fails."""
+    ``edge`` and ``hausdorff`` are fractions of it. With more than ``max_triangles`` triangles the
+    surface is remeshed coarser (edge and Hausdorff distance alike, up to three times): a thin skin
+    over a large part. InteriorError when there is none (the part is skin throughout) or a step
+    fails."""
     vertices = np.asarray(vertices, dtype=np.float64)
     faces = np.asarray(faces, dtype=np.int64)
     T = float(thickness)
@@ -107,11 +115,31 @@ def rounded_interior(vertices: np.ndarray, faces: np.ndarray, thickness: float, 
         raise InteriorError("the rigid interior is thinner than its rounding everywhere",
                             fix="the part is skin nearly throughout: a thinner --skin leaves a rigid interior")
     raw_v = _onto_rounded(raw_v, sigma_v, sigma_f, rho)
-    v, f = _remeshed(raw_v, raw_f, edge * T, hausdorff * T)
-    v = _onto_rounded(v, sigma_v, sigma_f, rho)
+    coarser = 1.0
+    for _ in range(REFINEMENTS + 1):
+        v, f = _remeshed(raw_v, raw_f, coarser * edge * T, coarser * hausdorff * T)
+        v = _onto_rounded(v, sigma_v, sigma_f, rho)
+        if not len(self_intersecting(v, f)):
+            break
+        coarser *= 0.5     # triangles wider than a thin wall of the interior cross it: finer
+    else:
+        raise InteriorError(f"the interior's surface crosses itself even with triangles of {coarser * edge * T:.3g} m",
+                            fix="report the part; the build cut the skin instead")
+    for _ in range(3):
+        if max_triangles is None or len(f) <= max_triangles:
+            break
+        if coarser < 1.0:
+            break
+        factor = coarser * 1.05 * math.sqrt(len(f) / max_triangles)
+        cv, cf = _remeshed(raw_v, raw_f, factor * edge * T, factor * hausdorff * T)
+        cv = _onto_rounded(cv, sigma_v, sigma_f, rho)
+        if len(self_intersecting(cv, cf)):     # too coarse for a thin wall of the interior: keep the finer
+            break
+        v, f, coarser = cv, cf, factor
     v, f = _outward(v, f)
-    normals = _smoothed(vertex_normals(v, f), f, NORMAL_SMOOTHING)
-    return Interior(vertices=v, faces=f, normals=normals, thickness=T, rounding=rho, max_depth=float(depth.max()))
+    normals = _facing(_smoothed(vertex_normals(v, f), f, NORMAL_SMOOTHING), vertex_normals(v, f), v, f)
+    return Interior(vertices=v, faces=f, normals=normals, thickness=T, rounding=rho, max_depth=float(depth.max()),
+                    coarser=coarser)
 
 
 # ------------------------------------------------------------------ grid and iso-surfaces
@@ -210,20 +238,26 @@ def _compacted(points, triangles):
     return points[used], remap[triangles]
 
 
-def _large_pieces(points, triangles, min_area):
-    """The connected pieces (through shared edges) whose area is at least ``min_area``."""
+def _piece_areas(points, triangles):
+    """Each point's connected piece (through shared edges) and each piece's area."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    if not len(triangles):
-        return points, triangles
     n = len(points)
     edges = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
     graph = coo_matrix((np.ones(len(edges), dtype=np.int8), (edges[:, 0], edges[:, 1])), shape=(n, n))
-    label = connected_components(graph, directed=False)[1][triangles[:, 0]]
+    label = connected_components(graph, directed=False)[1]
     v = points[triangles]
     area = 0.5 * np.linalg.norm(np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0]), axis=1)
-    keep = np.bincount(label, weights=area)[label] >= min_area
+    return label, np.bincount(label[triangles[:, 0]], weights=area, minlength=label.max() + 1)
+
+
+def _large_pieces(points, triangles, min_area):
+    """The connected pieces (through shared edges) whose area is at least ``min_area``."""
+    if not len(triangles):
+        return points, triangles
+    label, area = _piece_areas(points, triangles)
+    keep = area[label[triangles[:, 0]]] >= min_area
     return _compacted(points, triangles[keep])
 
 
@@ -247,8 +281,13 @@ def _remeshed(points, triangles, edge, hausdorff):
     surface.set_mesh_size(vertices=len(points), triangles=len(triangles))
     surface.set_vertices(np.ascontiguousarray(points))
     surface.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32))
+    # A small piece of the interior gets edges of at most PIECE_EDGE x the root of its area (a
+    # blob a few rounding radii across, meshed at the skin's thickness, had triangles whose
+    # vertex normals pointed away from them).
+    label, area = _piece_areas(points, triangles)
+    surface["metric"] = np.minimum(float(edge), PIECE_EDGE * np.sqrt(area[label])).reshape(-1, 1)
     try:
-        surface.remesh(hsiz=float(edge), hausd=float(hausdorff), hgrad=1.3, verbose=-1, angle=0)
+        surface.remesh(hausd=float(hausdorff), hgrad=1.3, verbose=-1, angle=0)
     except RuntimeError as error:
         raise InteriorError(f"MMGS could not remesh the interior's surface ({error})",
                             fix="report the part; the build cut the skin instead") from None
@@ -299,13 +338,76 @@ def vertex_normals(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     return normals / np.maximum(np.linalg.norm(normals, axis=1), 1e-300)[:, None]
 
 
+def _facing(smoothed, plain, points, triangles, least=0.3):
+    """The smoothed normals, except at a vertex where one would lean more than about 73° from a
+    triangle around it (cosine below ``least``: a fillet meshed with few triangles, where the
+    averages turn too far): the angle-weighted normal there, which faces all of them."""
+    v = points[triangles]
+    face = np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0])
+    face /= np.maximum(np.linalg.norm(face, axis=1), 1e-300)[:, None]
+    leaning = np.zeros(len(points), dtype=bool)
+    for i in range(3):
+        leaning[triangles[np.einsum("ij,ij->i", face, smoothed[triangles[:, i]]) < least, i]] = True
+    out = smoothed.copy()
+    out[leaning] = plain[leaning]
+    return out
+
+
 def _smoothed(normals, triangles, rounds):
-    """Each normal averaged with its neighbours' (through triangles), ``rounds`` times."""
+    """Each normal averaged with its neighbours' (through triangles) that turn less than 60° from
+    it, ``rounds`` times: across a thin wall of the interior the two sides' normals are opposite,
+    and averaged they would point along the wall (a prism on it turned inside out)."""
+    original = normals
     for _ in range(rounds):
         total = normals.copy()
         for i in range(3):
             for j in range(3):
                 if i != j:
-                    np.add.at(total, triangles[:, i], normals[triangles[:, j]])
+                    near = np.einsum("ij,ij->i", original[triangles[:, i]], original[triangles[:, j]]) > 0.5
+                    np.add.at(total, triangles[near, i], normals[triangles[near, j]])
         normals = total / np.maximum(np.linalg.norm(total, axis=1), 1e-300)[:, None]
     return normals
+
+
+# ------------------------------------------------------------------ crossings
+
+def self_intersecting(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Indices of the triangles that an edge of another triangle (sharing no vertex with it)
+    passes through: candidates by an R-tree of their boxes, then a segment-triangle test."""
+    from rtree import index
+
+    boxes_lo = vertices[faces].min(axis=1)
+    boxes_hi = vertices[faces].max(axis=1)
+    pad = 1e-12 * float(np.ptp(vertices, axis=0).max())
+    tree = index.Index(((i, (*lo, *hi), None) for i, (lo, hi) in enumerate(zip(boxes_lo - pad, boxes_hi + pad))),
+                       properties=index.Property(dimension=3))
+    ids, counts = tree.intersection_v(boxes_lo - pad, boxes_hi + pad)
+    a = np.repeat(np.arange(len(faces)), np.asarray(counts, dtype=np.int64))
+    b = np.asarray(ids, dtype=np.int64)
+    keep = a < b
+    a, b = a[keep], b[keep]
+    shared = (faces[a][:, :, None] == faces[b][:, None, :]).any(axis=(1, 2))
+    a, b = a[~shared], b[~shared]
+    hit = np.zeros(len(a), dtype=bool)
+    for first, second in ((a, b), (b, a)):
+        for i in range(3):
+            p = vertices[faces[first, i]]
+            q = vertices[faces[first, (i + 1) % 3]]
+            hit |= _segment_hits_triangle(p, q, vertices[faces[second]])
+    return np.unique(np.concatenate([a[hit], b[hit]]))
+
+
+def _segment_hits_triangle(p, q, tri):
+    """Whether segment pq crosses triangle tri (rows), Möller and Trumbore's test."""
+    d = q - p
+    e1, e2 = tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]
+    h = np.cross(d, e2)
+    det = np.einsum("ij,ij->i", e1, h)
+    ok = np.abs(det) > 1e-30
+    inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+    s = p - tri[:, 0]
+    u = inv * np.einsum("ij,ij->i", s, h)
+    qv = np.cross(s, e1)
+    v = inv * np.einsum("ij,ij->i", d, qv)
+    t = inv * np.einsum("ij,ij->i", e2, qv)
+    return ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t >= 0) & (t <= 1)

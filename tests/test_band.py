@@ -222,3 +222,58 @@ def test_band_needs_a_skin(tmp_path):
     trimesh.creation.box(extents=(0.1, 0.1, 0.05)).export(tmp_path / "box.stl")
     result = run("build", tmp_path / "box.stl", "--modulus", "1e5", "--skin-mesh", "band", "-o", tmp_path / "box.vtu")
     assert result.exit_code == 2 and "without --skin" in result.output
+
+
+def test_the_band_is_the_default_where_it_applies_and_the_cut_elsewhere():
+    base = BuildOptions(skin=0.002, modulus=1e5)
+    assert base.checked().skin_meshed_by == "band"
+    assert BuildOptions(modulus=1e5).skin_meshed_by is None
+    for other in (dict(edge_length=0.001), dict(max_volume=1e-9), dict(bonded=("normal:0,0,-1",)),
+                  dict(insulated=("normal:0,0,1",)), dict(robust=True, accuracy=None)):
+        options = BuildOptions(**{**base.__dict__, **other})
+        assert options.skin_meshed_by == "cut", other
+    assert BuildOptions(skin=0.002, modulus=1e5, skin_mesh="cut").skin_meshed_by == "cut"
+
+
+def test_skin_mesh_without_a_skin_is_refused(tmp_path):
+    trimesh.creation.box(extents=(0.1, 0.1, 0.05)).export(tmp_path / "box.stl")
+    result = run("build", tmp_path / "box.stl", "--modulus", "1e5", "--skin-mesh", "cut", "-o", tmp_path / "box.vtu")
+    assert result.exit_code == 2 and "--skin-mesh cut without --skin" in result.output
+
+
+def test_a_thin_skin_over_a_large_part_gets_a_coarser_interior_surface():
+    """The band's first mesh is bounded: past max_triangles the interior is remeshed coarser."""
+    v, f = _box(A, B, C)
+    fine = rounded_interior(v, f, T)
+    capped = rounded_interior(v, f, T, max_triangles=len(fine.faces) // 3)
+    assert fine.coarser == 1.0 and capped.coarser > 1.0
+    assert len(capped.faces) <= len(fine.faces) // 3
+    depth = distance_to_triangles(capped.vertices, v, f)
+    assert depth.min() >= T * (1 - 1e-9)                       # still on the rounded interior
+
+
+def test_a_band_too_large_to_make_is_refused_before_anything_is_made():
+    """plate_holes (203 x 305 x 12.7 mm, about 0.13 m² of surface) under a 2 mm skin: about 1.8M
+    prism tets foreseen, so the cut is made instead; a part a few centimetres across passes."""
+    from fieldgen.band import MAX_TETS, check_size
+
+    law = make_law(BuildOptions(modulus=1e6, law="hyperbolic", k=0.8).checked())
+    heights = band_heights(balanced_levels(law, 0.01 * law.max_pressure), 0.002)
+    with pytest.raises(BandError, match=f"more than {MAX_TETS:,}"):
+        check_size(0.13, 0.002, heights)
+    check_size(6e-3, 0.002, heights)              # angle_block's 6,056 mm²
+
+
+@pytest.mark.slow
+def test_thin_walls_of_the_interior_get_columns_that_face_their_triangles(tmp_path, meshes):
+    """idler_riser.STL under a 0.1 in skin: its interior is a few small pieces whose rounded edges
+    carry few triangles, where normals averaged over five rings leaned past their triangles and
+    every prism there turned inside out (the band was given up). The band is made."""
+    out = tmp_path / "riser.vtu"
+    result = run("build", meshes / "idler_riser.STL", "--units", "in", "--skin", "0.1", "--modulus", "1e6",
+                 "--k", "0.8", "-o", out, "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert read_metadata(out)["skin"]["mesh"] == "band"
+    assert not any("layer band could not be made" in w for w in report["warnings"])
+    assert validate_asset(out).ok

@@ -818,7 +818,7 @@ def test_the_skin_sizing_meshes_a_failed_pass_with_a_uniform_edge_and_records_it
         return original(*args, background=background, options=options, **kwargs)
 
     monkeypatch.setattr(tetmesh, "tetrahedralize", fake)
-    options = BuildOptions(modulus=1e6, law="hyperbolic", k=0.8, skin=0.3, accuracy=0.001).checked()
+    options = BuildOptions(modulus=1e6, law="hyperbolic", k=0.8, skin=0.3, accuracy=0.001, skin_mesh="cut").checked()
     part = mesh_part(meshes / "unit_sphere.STL", options, law=make_law(options))
     passes = part.mesher["sizing"]["passes"]
     assert [p["meshed_by"] for p in passes] == ["size field", "uniform edge"]
@@ -851,7 +851,7 @@ def test_when_every_mesh_the_skin_sizing_tries_fails_the_error_names_the_file_an
 
     monkeypatch.setattr(tetmesh, "tetrahedralize", fake)
     out = tmp_path / "ball.vtu"
-    result = CliRunner().invoke(main, ["build", str(meshes / "unit_sphere.STL"), "--skin", "0.3",
+    result = CliRunner().invoke(main, ["build", str(meshes / "unit_sphere.STL"), "--skin", "0.3", "--skin-mesh", "cut",
                                        "--modulus", "1e6", "-o", str(out), "--quiet"])
     assert result.exit_code == 1
     message = result.stderr
@@ -935,7 +935,7 @@ def test_accuracy_sized_skin_build_meets_the_accuracy_and_records_its_passes(mes
     least MIN_SHRINK, and the layered asset keeps the law within the tolerance."""
     out = tmp_path / "skin.vtu"
     result = run("build", meshes / "unit_sphere.STL", "--modulus", "1e6", "--law", "hyperbolic", "--k", "0.8",
-                 "--skin", "0.15", "-o", out, "--json", "--quiet")
+                 "--skin", "0.15", "--skin-mesh", "cut", "-o", out, "--json", "--quiet")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     meta = read_metadata(out)

@@ -46,7 +46,7 @@ def test_ball_skin_is_the_spherical_shell(tmp_path):
     b, t = 0.05, 0.015
     a = b - t
     trimesh.creation.icosphere(subdivisions=4, radius=b).export(tmp_path / "ball.stl")
-    result = build(tmp_path / "ball.stl", tmp_path / "ball.vtu", BuildOptions(skin=t, modulus=1e5))
+    result = build(tmp_path / "ball.stl", tmp_path / "ball.vtu", BuildOptions(skin=t, modulus=1e5, skin_mesh="cut"))
     asset = read_asset(tmp_path / "ball.vtu")
     r = np.linalg.norm(asset.points, axis=1)
     shell = np.clip((1 / r - 1 / b) / (1 / a - 1 / b), 0.0, 1.0)
@@ -381,7 +381,7 @@ def test_a_thick_skin_over_angle_block_builds_where_tetgen_failed_on_its_size_fi
     uniform edge instead (mesher.sizing.passes[].meshed_by) and the asset is valid."""
     out = tmp_path / "block.vtu"
     result = run("build", meshes / "angle_block.STL", "--units", "in", "--skin", "0.15", "--modulus", "1e6",
-                 "--law", "hyperbolic", "--k", "0.5", "-o", out, "--json", "--quiet")
+                 "--law", "hyperbolic", "--k", "0.5", "--skin-mesh", "cut", "-o", out, "--json", "--quiet")
     assert result.exit_code == 0, result.output
     assert validate_asset(out).ok
     passes = read_metadata(out)["mesher"]["sizing"]["passes"]
