@@ -695,7 +695,6 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
     it, and split by edges fandisk's estimate of L stalled at 3.8-8.8% where bisection reaches
     0.9%.
     """
-    from .extent import solve_extent
     from .tetmesh import bisected, refine_zero_tets, split_edges
 
     edge = first_size(volume) if first_edge is None else float(first_edge)
@@ -720,11 +719,7 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
                 else:
                     mesh, more = refine_zero_tets(bisected(mesh, marked))
             split += more
-        with progress.stage("extent"):
-            solution = solve_extent(mesh)
-        with progress.stage("error estimate"):
-            estimate = estimate_error(mesh, solution.extent, law)
-        worst = worst_error(estimate)
+        solution, estimate, worst = _solved(mesh, law, progress)
         history.append(_pass_record(mesh, estimate, edge, marked, edges))
         _report_pass(progress, index, mesh, estimate, accuracy)
         best = _better(best, _Pass(index, worst, mesh, None, split, solution, estimate))
@@ -770,7 +765,6 @@ def band_by_accuracy(make_band, law, accuracy: float, *, progress=None,
     needs near it (scikit-fem's conforming bisection, which splits a flat prism tet across its
     long edges and so keeps it in its layer), while the mesh is under ``max_tets``.
     ``skin(mesh)`` gives the kept mesh's :class:`fieldgen.skin.SkinResult`."""
-    from .extent import solve_extent
     from .progress import Progress
     from .tetmesh import bisected, refine_zero_tets
 
@@ -786,11 +780,7 @@ def band_by_accuracy(make_band, law, accuracy: float, *, progress=None,
             with progress.stage("refine"):
                 mesh, more = refine_zero_tets(bisected(mesh, marked))
             split += more
-        with progress.stage("extent"):
-            solution = solve_extent(mesh)
-        with progress.stage("error estimate"):
-            estimate = estimate_error(mesh, solution.extent, law)
-        worst = worst_error(estimate)
+        solution, estimate, worst = _solved(mesh, law, progress)
         history.append({**_pass_record(mesh, estimate, describe.outer_edge, marked), "meshed_by": "band",
                         "aligned": aligned})
         _report_pass(progress, index, mesh, estimate, accuracy)
@@ -800,10 +790,7 @@ def band_by_accuracy(make_band, law, accuracy: float, *, progress=None,
             with progress.stage("band"):
                 mesh, _ = align(mesh, solution.extent)
             aligned = True
-            with progress.stage("extent"):
-                solution = solve_extent(mesh)
-            with progress.stage("error estimate"):
-                estimate = estimate_error(mesh, solution.extent, law)
+            solution, estimate, _ = _solved(mesh, law, progress)
             history.append({**_pass_record(mesh, estimate, describe.outer_edge), "meshed_by": "band",
                             "aligned": True})
             _report_pass(progress, index + 1, mesh, estimate, accuracy)
@@ -831,6 +818,17 @@ def band_by_accuracy(make_band, law, accuracy: float, *, progress=None,
     return _sized(best, accuracy, history, stopped, refinement="bisection")
 
 
+def _solved(mesh: TetMesh, law, progress):
+    """The extent on ``mesh``, its error estimate and the worst of its errors: each sizing pass."""
+    from .extent import solve_extent
+
+    with progress.stage("extent"):
+        solution = solve_extent(mesh)
+    with progress.stage("error estimate"):
+        estimate = estimate_error(mesh, solution.extent, law)
+    return solution, estimate, worst_error(estimate)
+
+
 def _sized(best: _Pass, accuracy: float, history: list, stopped: str, refinement: str = "",
            stretch: dict | None = None) -> SizedMesh:
     return SizedMesh(mesh=best.mesh, skin=best.skin, split=int(best.split), solution=best.solution,
@@ -845,7 +843,6 @@ def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress,
     is cut away (TetGen's -m with a background size field over a first coarse mesh of the part,
     :func:`depth_graded_sizes`). Each pass asks for the ``near`` edge that brings the worst error
     to ``AIM`` x the accuracy (error ∝ h^rate, the rate measured from two passes)."""
-    from .extent import solve_extent
     from .skin import free_surface_depth
 
     first = first_size(volume)
@@ -876,11 +873,7 @@ def _grade_by_depth(make_mesh, law, accuracy: float, volume: float, *, progress,
         # makes for a size field with that edge near the surface, so the next field starts from
         # the near edge it would have had; on angle_block under 0.15 in, starting from the uniform
         # edge gave a third pass of 44k tets at 2.5 % where this gives 308k at 1.4 %.)
-        with progress.stage("extent"):
-            solution = solve_extent(mesh)
-        with progress.stage("error estimate"):
-            estimate = estimate_error(mesh, solution.extent, law)
-        worst = worst_error(estimate)
+        solution, estimate, worst = _solved(mesh, law, progress)
         history.append({**_pass_record(mesh, estimate, edge), "meshed_by": meshed_by})
         _report_pass(progress, index, mesh, estimate, accuracy)
         best = _better(best, _Pass(index, worst, mesh, cut, split, solution, estimate))
