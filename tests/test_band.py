@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -277,3 +280,21 @@ def test_thin_walls_of_the_interior_get_columns_that_face_their_triangles(tmp_pa
     assert read_metadata(out)["skin"]["mesh"] == "band"
     assert not any("layer band could not be made" in w for w in report["warnings"])
     assert validate_asset(out).ok
+
+
+def test_band_assets_are_byte_identical_across_processes_and_thread_counts(tmp_path):
+    """The band's own libraries (VTK's threaded distance and contouring, MMGS) give the same asset
+    in fresh processes with one thread (VTK's sequential backend) and with two."""
+    trimesh.creation.icosphere(subdivisions=4, radius=0.05).export(tmp_path / "ball.stl")
+    blobs = []
+    for threads, backend in (("1", "Sequential"), ("2", "STDThread")):
+        out = tmp_path / f"ball{threads}.vtu"
+        env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads, NUMBA_NUM_THREADS=threads,
+                   VTK_SMP_MAX_THREADS=threads, VTK_SMP_BACKEND_IN_USE=backend)
+        proc = subprocess.run([sys.executable, "-m", "fieldgen.cli.main", "build", str(tmp_path / "ball.stl"),
+                               "--skin", "0.006", "--modulus", "1e5", "--k", "0.8", "--skin-mesh", "band",
+                               "-o", str(out), "--quiet"], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        blobs.append(out.read_bytes())
+    assert read_metadata(tmp_path / "ball1.vtu")["skin"]["mesh"] == "band"
+    assert blobs[0] == blobs[1]
