@@ -43,15 +43,16 @@ CASES = [
     # Plates (first mesh thin across the plate, docs/model.md §2.10): 203 x 305 x 12.7 mm, 196 mm
     ("plate_holes", "plate_holes.STL", "mm", {"modulus": 1e5, "dissipation": 1.0}),
     ("plate_8in_col", "plate_8in_col.obj", "m", {"modulus": 1e5, "dissipation": 1.0}),
+    # A 2 mm skin: by default a layer band over the rounded interior (docs/model.md §2.4) ...
     ("angle_block-skin", "angle_block.STL", "in",
      {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / INCH, "dissipation": 1.0}),
     ("idler_riser-skin", "idler_riser.STL", "in",
      {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / INCH, "dissipation": 1.0}),
-    # The same skins as a layer band over the rounded interior (--skin-mesh band, docs/model.md §2.4).
-    ("angle_block-skin-band", "angle_block.STL", "in",
-     {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / INCH, "dissipation": 1.0, "skin_mesh": "band"}),
-    ("idler_riser-skin-band", "idler_riser.STL", "in",
-     {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / INCH, "dissipation": 1.0, "skin_mesh": "band"}),
+    # ... and the same skins cut out of TetGen's mesh of the whole part (--skin-mesh cut).
+    ("angle_block-skin-cut", "angle_block.STL", "in",
+     {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / INCH, "dissipation": 1.0, "skin_mesh": "cut"}),
+    ("idler_riser-skin-cut", "idler_riser.STL", "in",
+     {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / INCH, "dissipation": 1.0, "skin_mesh": "cut"}),
     # Inputs TetGen refuses, meshed by fTetWild (--robust, every core; its mesh at its default
     # edge is the sizing's first pass): a robot fingertip and a scan (open surfaces), a teapot
     # whose spout and handle run into its body, and box.STL, whose shells overlap.
