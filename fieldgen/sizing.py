@@ -723,13 +723,11 @@ def _refine_locally(make_mesh, law, accuracy: float, volume: float, *, progress,
         history.append(_pass_record(mesh, estimate, edge, marked, edges))
         _report_pass(progress, index, mesh, estimate, accuracy)
         best = _better(best, _Pass(index, worst, mesh, None, split, solution, estimate))
-        if worst <= accuracy:
-            stopped = "accuracy met"
-            break
+        reason = _stop(worst, accuracy, mesh, max_tets)
+        if reason:
+            stopped = reason
+            break   # met, or the tet budget is spent: the estimate says how far it is
         left = max_tets - mesh.n_tets
-        if left < 0.03 * mesh.n_tets:
-            stopped = "tet budget"
-            break   # the tet budget is spent: the estimate says how far it is
         if index == passes - 1:
             break
         volumes = np.abs(tet_volumes(mesh.points, mesh.tets))
@@ -796,13 +794,11 @@ def band_by_accuracy(make_band, law, accuracy: float, *, progress=None,
             _report_pass(progress, index + 1, mesh, estimate, accuracy)
             if worst_error(estimate) <= accuracy:
                 best = _Pass(index + 1, worst_error(estimate), mesh, None, split, solution, estimate)
-        if worst <= accuracy:
-            stopped = "accuracy met"
+        reason = _stop(worst, accuracy, mesh, max_tets)
+        if reason:
+            stopped = reason
             break
         left = max_tets - mesh.n_tets
-        if left < 0.03 * mesh.n_tets:
-            stopped = "tet budget"
-            break
         if index == BAND_PASSES:
             break
         volumes = np.abs(tet_volumes(mesh.points, mesh.tets))
@@ -816,6 +812,16 @@ def band_by_accuracy(make_band, law, accuracy: float, *, progress=None,
             aligned = True
     best.skin = describe(best.mesh)
     return _sized(best, accuracy, history, stopped, refinement="bisection")
+
+
+def _stop(worst: float, accuracy: float, mesh: TetMesh, max_tets: int) -> str | None:
+    """Why a sizing loop stops after a pass with error ``worst``: the accuracy is met, or less than
+    3% of the mesh is left of the budget; None to go on."""
+    if worst <= accuracy:
+        return "accuracy met"
+    if max_tets - mesh.n_tets < 0.03 * mesh.n_tets:
+        return "tet budget"
+    return None
 
 
 def _solved(mesh: TetMesh, law, progress):
