@@ -605,6 +605,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     from .layering import layer
     from .modulus import same_shape
     from .sizing import accuracy_warning
+    from .skin import skin_warnings
     from .validate import BuiltGeometry, validate_asset
 
     options = (options or BuildOptions()).checked()
@@ -640,6 +641,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
         warnings.extend(accuracy_warning(estimate, options.sizing_accuracy, sizing_report, mesh.n_tets))
 
     if skin is not None:
+        warnings.extend(skin_warnings(skin, options.units))
         progress.message(f"skin {options.skin:g} {options.units}: {100 * skin.volume_fraction:.1f}% of the "
                          f"volume is skin, the rest is a rigid interior ({skin.rigid_faces} faces at e = 1, "
                          f"{skin.cut_depth[0]:.3g}-{skin.cut_depth[1]:.3g} x the skin deep)")

@@ -66,6 +66,11 @@ SNAP_ROUNDS = 3
 EXACT = 1e-9
 
 
+#: A skin filling more than this share of the part's volume leaves only scraps of rigid interior
+#: (:func:`skin_warnings`).
+FILLS_PART = 0.99
+
+
 @dataclass
 class SkinResult:
     """The skin mesh and what the cut measured (lengths in m)."""
@@ -298,3 +303,19 @@ def _inherit_markers(faces, old_faces, old_markers, n):
     found, row = find_faces(faces, old_faces, n)
     markers[found] = np.asarray(old_markers, dtype=np.int64)[row[found]]
     return markers, found
+
+
+def skin_warnings(skin: SkinResult, units: str) -> list[str]:
+    """A skin that fills nearly the whole part (walls thinner than twice the skin nearly
+    everywhere) leaves a rigid interior of scraps, on which the whole Laplace field hangs (D 5.1.1):
+    L, and the damping through it, change with every scrap the mesh happens to keep."""
+    from .units import length_scale
+
+    if skin.volume_fraction <= FILLS_PART:
+        return []
+    scale = length_scale(units)
+    return [f"the skin ({skin.thickness / scale:.4g} {units}) fills {100 * skin.volume_fraction:.1f}% of the part: "
+            f"its walls are thinner than twice the skin nearly everywhere, and the rigid interior left "
+            f"({skin.rigid_faces} faces at e = 1) sets the whole field; for a part that is rubber throughout "
+            f"drop --skin, for a rigid interior give a skin below {0.5 * skin.max_depth / scale:.3g} {units} "
+            f"(half the part's deepest point below its free faces)"]

@@ -428,3 +428,22 @@ def test_example_spec_reads():
     options, input_path, _ = options_from_spec(spec)
     assert options.checked().skin == 0.1 and options.units == "in"
     assert Path(input_path).is_file()
+
+
+def test_a_skin_that_fills_the_part_is_a_warning_that_names_a_thinner_one(tmp_path):
+    """A 6 mm plate under a 2.8 mm skin: only a sliver 0.4 mm thick is deeper than the skin, so
+    the rigid interior is scraps; the warning says so and offers half the deepest point (3 mm)."""
+    trimesh.creation.box(extents=(0.02, 0.02, 0.006)).export(tmp_path / "slab.stl")
+    result = run("build", tmp_path / "slab.stl", "--skin", "0.0028", "--modulus", "1e5", "--edge-length", "0.0014",
+                 "-o", tmp_path / "slab.vtu", "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["skin_volume_fraction"] > 0.99
+    (warning,) = [w for w in report["warnings"] if "fills" in w]
+    assert "the skin (0.0028 m) fills" in warning and "below 0.0015 m" in warning and "drop --skin" in warning
+    assert warning in read_metadata(tmp_path / "slab.vtu")["warnings"]
+    # A skin half the slab's half-thickness leaves a real interior: no such warning.
+    result = run("build", tmp_path / "slab.stl", "--skin", "0.0015", "--modulus", "1e5", "--edge-length", "0.00075",
+                 "-o", tmp_path / "thin.vtu", "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert not [w for w in json.loads(result.stdout)["warnings"] if "fills" in w]
