@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from fieldgen.build import BuildOptions, build, options_from_mapping, options_from_spec
+from fieldgen.build import LAWS, SKIN_MESHES, BuildOptions, build, options_from_mapping, options_from_spec
 from fieldgen.progress import Progress
 from fieldgen.units import LENGTH_UNITS
 
@@ -29,7 +29,7 @@ _NUMBER = click.FLOAT
                    "(default 0.01; not with --robust --skin); the estimate is recorded as error_estimate. "
                    "With a size (or --robust --skin) and --estimate: the error to warn above.")
 @click.option("--radius-edge", type=_NUMBER, help="TetGen radius-edge quality bound (default 1.414).")
-@click.option("--law", type=click.Choice(["linear", "hyperbolic", "table"]), help="Modulus law (inferred from --k/--table).")
+@click.option("--law", type=click.Choice(LAWS), help="Modulus law (inferred from --k/--table).")
 @click.option("--modulus", type=_NUMBER, help="Modulus scale M0 in Pa.")
 @click.option("--k", type=_NUMBER, help="Hyperbolic stiffening 0 <= K < 1: p0 = M0 e / (1 - K e).")
 @click.option("--table", type=click.Path(dir_okay=False), help="CSV of extent, pressure (Pa): a measured law.")
@@ -46,7 +46,7 @@ _NUMBER = click.FLOAT
               help="Also write the tet mesh as a legacy .vtk Drake loads, and FILE.sdf with matching drake: properties.")
 @click.option("--skin", type=_NUMBER, metavar="THICKNESS",
               help="Compliant skin THICKNESS (input units) over a rigid interior (e = 1), measured from the free faces.")
-@click.option("--skin-mesh", type=click.Choice(["cut", "band"]),
+@click.option("--skin-mesh", type=click.Choice(SKIN_MESHES),
               help="How --skin is meshed: band, layers of prisms over a rounded rigid interior and tets outside "
                    "them (the default when the accuracy sizes the mesh and every face is free); cut, out of a "
                    "whole-part mesh (the default otherwise).")

@@ -7,9 +7,10 @@ import math
 
 import click
 
-from fieldgen.build import BuildOptions, options_from_mapping, options_from_spec
+from fieldgen.build import LAWS, BuildOptions, options_from_mapping, options_from_spec
 from fieldgen.errors import OptionError
 from fieldgen.progress import Progress
+from fieldgen.units import LENGTH_UNITS
 
 from .common import EXIT_USAGE, check_outputs, check_suffix, json_option, print_json, quiet_option, reported_errors
 
@@ -49,11 +50,11 @@ def _knots(text: str | None):
 @click.option("--target", multiple=True, metavar="DEPTH:FORCE", help="Design point instead of data (repeatable): fit the scale of the spec's law.")
 @click.option("--units", default="m,N", show_default=True,
               help="LENGTH[,FORCE] of --data, --target, --at and the indenter's radius (m|cm|mm|um|in, N|mN|kN|lbf).")
-@click.option("--law", type=click.Choice(["linear", "hyperbolic", "table"]), help="Law to fit (default: the spec's).")
+@click.option("--law", type=click.Choice(LAWS), help="Law to fit (default: the spec's).")
 @click.option("--knots", help="Table law: a count, or the extents E1,E2,... of the table's points (default 8 up to the deepest extent reached).")
 @click.option("--smoothness", type=float, default=1e-4, show_default=True, help="Table law: weight of the slope-change penalty.")
 @click.option("--layer-tolerance", type=float, help="Layer tolerance of the calibrated asset, Pa (default the spec's, else 1% of max p0).")
-@click.option("--mesh-units", type=click.Choice(["m", "cm", "mm", "in"]), help="Units of INPUT (default: the spec's, else m).")
+@click.option("--mesh-units", type=click.Choice(list(LENGTH_UNITS)), help="Units of INPUT (default: the spec's, else m).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Calibrated asset to write (.vtu).")
 @click.option("--png", type=click.Path(dir_okay=False), help="Also write the fit plot (measured vs predicted force, residuals).")
 @json_option

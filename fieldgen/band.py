@@ -35,6 +35,7 @@ import numpy as np
 from .errors import BuildError
 from .interior import self_intersecting
 from .mesh import RIGID, TetMesh, boundary_faces_of, find_faces, orient_positive, tet_volumes
+from .surface import signed_volume
 
 #: The band's top, x the skin thickness, above the interior: the tets outside it span levels wide
 #: enough for their size (docs/model.md §2.4).
@@ -59,8 +60,8 @@ MESH_ATTEMPTS = 4
 #: The band's first mesh is kept to about this many prism tets: under a thin skin over a large
 #: part the interior's surface is remeshed coarser, and the outside with it (the accuracy warning
 #: then says how far the field is). angle_block and idler_riser under 2 mm: 174k and 264k;
-#: featuretype (127 mm across) 1.0M, 1.39% in 123 s (cut out of a whole-part mesh at the tet
-#: budget: 9.6%). Remeshed 2.4 times coarser its interior crossed itself in thin walls.
+#: featuretype (127 mm across) 1.0M (its build: 1.62M tets in the asset, 1.48%, 130 s; cut out
+#: of a whole-part mesh at the tet budget: 9.6%). Remeshed 2.4 times coarser its interior crossed itself in thin walls.
 MAX_PRISM_TETS = 900_000
 #: A first mesh larger than this is given up for the cut, whose sizing keeps to its tet budget:
 #: plate_holes (203 x 305 mm) under a 2 mm skin had 3.1M tets and took 419 s (0.76%).
@@ -71,7 +72,8 @@ PRISMS_PER_TRIANGLE = 3.0 * 1.3
 
 def check_size(surface_area: float, thickness: float, heights: np.ndarray) -> None:
     """BandError when the band's prisms alone would pass ``MAX_TETS``, foreseen before anything is
-    made: the interior's surface is no larger than the part's, and is meshed with edges of about
+    made: the interior's surface is about as large as the part's (smaller under convex faces, a
+    little larger under concave ones), and is meshed with edges of about
     the skin's thickness (fieldgen.interior.EDGE). plate_holes (203 x 305 mm) under a 2 mm skin:
     about 1.8M; its grid alone would have 12M nodes."""
     from .interior import EDGE
@@ -102,7 +104,7 @@ class Band:
     lowered: int                 # columns the limiter lowered
     outer_tets: int              # TetGen's tets outside the band
     band_tets: int
-    columns: np.ndarray | None = None   # (k + 1, m) vertex ids of each column, the interior's first
+    columns: np.ndarray          # (k + 1, m) vertex ids of each column, the interior's first
 
 
 @dataclass
@@ -238,7 +240,7 @@ def band_skin(surface_vertices, surface_faces, markers, interior, heights: np.nd
     k = len(heights) - 1
     # The first mesh's size, foreseen: the prisms, and TetGen's tets outside the band (about 42
     # per cube of the edge: TetGen's mean tet is a fifth of a regular one, fieldgen.sizing.first_size).
-    outside = (_enclosed_volume(surface_vertices, surface_faces) - _enclosed_volume(v, f)
+    outside = (signed_volume(surface_vertices, surface_faces) - signed_volume(v, f)
                - interior.area * heights[-1])
     foreseen = PRISMS_PER_TRIANGLE * k * len(f) + 5 * 6 * np.sqrt(2.0) * max(outside, 0.0) / outer_edge ** 3
     if foreseen > MAX_TETS:
@@ -291,7 +293,7 @@ def band_skin(surface_vertices, surface_faces, markers, interior, heights: np.nd
         raise BandError("the band and the tets outside it do not close up",
                         fix="report the part; the build cut the skin instead")
     total = float(tet_volumes(all_points, tets).sum())
-    enclosed = _enclosed_volume(all_points, faces)
+    enclosed = signed_volume(all_points, faces)
     if not np.isclose(total, enclosed, rtol=1e-9, atol=0.0):
         raise BandError(f"the skin's tets hold {total:.9g} m³ but its boundary encloses {enclosed:.9g} m³ "
                         "(tets overlap)", fix="report the part; the build cut the skin instead")
@@ -342,9 +344,5 @@ def aligned_columns(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targ
                    boundary_markers=mesh.boundary_markers), int(np.count_nonzero(keep))
 
 
-def _enclosed_volume(points, faces):
-    """Volume enclosed by outward-wound boundary triangles (divergence theorem)."""
-    v = points[faces]
-    return float(np.einsum("ij,ij->i", v[:, 0], np.cross(v[:, 1], v[:, 2])).sum() / 6.0)
 
 

@@ -494,8 +494,8 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         """The skin as a layer band over the rounded interior (docs/model.md §2.4): its mesh after
         the zero-pressure refinement, what describes its skin (:class:`fieldgen.band.BandSkin`),
         and the split count."""
-        from .band import (OUTER_EDGE, OUTER_RADIUS_EDGE, BandSkin, aligned_columns, band_heights, band_skin,
-                           check_size, interior_triangles)
+        from .band import (OUTER_EDGE, OUTER_RADIUS_EDGE, BandError, BandSkin, aligned_columns, band_heights,
+                           band_skin, check_size, interior_triangles)
         from .interior import rounded_interior
         from .layering import balanced_levels
         from .tetmesh import refine_zero_tets
@@ -504,20 +504,32 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         tolerance = 0.01 * law.max_pressure if options.layer_tolerance is None else options.layer_tolerance
         heights = band_heights(balanced_levels(law, tolerance), thickness)
         check_size(surface.area, thickness, heights)
-        with progress.stage("interior"):
-            interior = rounded_interior(surface.vertices, surface.faces, thickness,
-                                        max_triangles=interior_triangles(heights))
-        outer_edge = OUTER_EDGE * thickness * interior.coarser
-        with progress.stage("band"):
-            band = band_skin(surface.vertices, surface.faces, markers, interior, heights, outer_edge=outer_edge)
+        try:
+            with progress.stage("interior"):
+                interior = rounded_interior(surface.vertices, surface.faces, thickness,
+                                            max_triangles=interior_triangles(heights))
+            # Coarser outside when the interior's surface is (a thin skin over a large part), not
+            # finer when its thin walls needed finer triangles: TetGen grades from those itself.
+            outer_edge = OUTER_EDGE * thickness * max(interior.coarser, 1.0)
+            with progress.stage("band"):
+                band = band_skin(surface.vertices, surface.faces, markers, interior, heights, outer_edge=outer_edge)
+        except (ValueError, ArithmeticError, IndexError, MemoryError) as error:
+            # Geometry the band's steps were not made for (numpy, rtree, MMG): the cut instead.
+            raise BandError(f"{type(error).__name__}: {error}",
+                            fix="report the part; the build cut the skin instead") from error
         mesher["switches"] = dataclasses.replace(meshing, edge_length=outer_edge,
                                                  radius_edge=OUTER_RADIUS_EDGE).switches()
         mesher["band"] = {"heights": [float(h) for h in heights], "rounding": float(interior.rounding),
                           "interior_triangles": int(len(interior.faces)), "columns_lowered": band.lowered,
                           "prism_tets": band.band_tets, "outer_tets": band.outer_tets,
                           "outer_edge": float(outer_edge)}
-        with progress.stage("refine"):
-            part, count = refine_zero_tets(band.mesh, path=input_path)
+        try:
+            with progress.stage("refine"):
+                part, count = refine_zero_tets(band.mesh, path=input_path)
+        except FieldgenError as error:
+            # e.g. a body whose interior the rounding left out (thinner than 2(T + ρ)) has no rigid
+            # face in the band; the cut may keep one.
+            raise BandError(error.defect, fix=error.fix) from error
         made.append((part, mesher.get("switches")))
 
         def align(mesh, extent):
@@ -548,6 +560,9 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         if sized is not None:
             mesh, skin, split, solution, estimate = sized.mesh, sized.skin, sized.split, sized.solution, sized.estimate
             mesher["sizing"] = sized.report()
+            kept = mesher["sizing"]["passes"][mesher["sizing"]["kept_pass"] - 1]
+            if "band" in mesher and not kept.get("aligned", True):
+                mesher["band"].pop("columns_aligned", None)     # the kept mesh's columns were not moved
         elif by_accuracy:
             from .sizing import mesh_by_accuracy, plate_axis
 

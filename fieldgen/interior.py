@@ -20,7 +20,7 @@ The surface is made in four steps, each deterministic:
    ``Σ`` as its iso-surface at ``T + ρ`` (VTK's flying edges) with its vertices moved onto that
    depth exactly;
 2. the distance to ``Σ`` near the interior's surface, and that surface as its iso-surface at ``ρ``
-   (pieces smaller than a ball of radius ``ρ`` are the grid's artefacts and are dropped);
+   (pieces of less area than half a sphere of radius ``ρ`` are the grid's artefacts and are dropped);
 3. its vertices moved onto the rounded surface exactly (``y + ρ (x − y)/|x − y|``, ``y`` the
    point of ``Σ`` nearest to ``x``), then remeshed by MMGS (the ``mmgpy`` package: MMG's surface
    remesher, LGPL) to an edge of about ``EDGE · T`` (finer where the surface bends: Hausdorff
@@ -44,6 +44,9 @@ from .vtk_data import closest_points_on_triangles
 ROUNDING = 0.25
 #: Grid spacing of the depth field, x the skin thickness.
 GRID = 0.2
+#: The depth grid's nodes at most (about 100 bytes each in its arrays): featuretype (127 mm
+#: across) under a 2 mm skin has 4.4M; a 200 mm cube under 3 mm would have 37M.
+MAX_GRID_NODES = 8_000_000
 #: The grid's origin is this fraction of its spacing off the part's box (see _depth_grid).
 GRID_SHIFT = 0.318
 #: The surface's edge and Hausdorff distance to the rounded surface, x the skin thickness.
@@ -72,12 +75,13 @@ class Interior:
     thickness: float         # the skin thickness T
     rounding: float          # ρ (m)
     max_depth: float         # the part's deepest point below its free faces (at the grid's nodes), m
-    coarser: float = 1.0     # how much coarser than asked the surface was remeshed (max_triangles)
+    coarser: float = 1.0     # the surface's edge / the one asked: above 1 for max_triangles, below for thin walls
 
     @property
     def area(self) -> float:
-        v = self.vertices[self.faces]
-        return float(0.5 * np.linalg.norm(np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0]), axis=1).sum())
+        from .surface import face_areas
+
+        return float(face_areas(self.vertices, self.faces).sum())
 
 
 def rounded_interior(vertices: np.ndarray, faces: np.ndarray, thickness: float, *,
@@ -105,7 +109,7 @@ def rounded_interior(vertices: np.ndarray, faces: np.ndarray, thickness: float, 
     # Signed distance to E (negative inside) where the rounded surface can be; elsewhere its sign.
     points = _grid_points(origin, shape, g)
     near = (depth >= T - 2 * g) & (depth <= T + rho + 2 * g)
-    signed = np.where(depth > T + rho, -(depth - T - rho), T + rho - depth)
+    signed = T + rho - depth
     from .vtk_data import distance_to_triangles
 
     signed[near] = distance_to_triangles(points[near], sigma_v, sigma_f) * np.where(depth[near] > T + rho, -1.0, 1.0)
@@ -116,12 +120,13 @@ def rounded_interior(vertices: np.ndarray, faces: np.ndarray, thickness: float, 
                             fix="the part is skin nearly throughout: a thinner --skin leaves a rigid interior")
     raw_v = _onto_rounded(raw_v, sigma_v, sigma_f, rho)
     coarser = 1.0
-    for _ in range(REFINEMENTS + 1):
+    for attempt in range(REFINEMENTS + 1):
         v, f = _remeshed(raw_v, raw_f, coarser * edge * T, coarser * hausdorff * T)
         v = _onto_rounded(v, sigma_v, sigma_f, rho)
         if not len(self_intersecting(v, f)):
             break
-        coarser *= 0.5     # triangles wider than a thin wall of the interior cross it: finer
+        if attempt < REFINEMENTS:
+            coarser *= 0.5     # triangles wider than a thin wall of the interior cross it: finer
     else:
         raise InteriorError(f"the interior's surface crosses itself even with triangles of {coarser * edge * T:.3g} m",
                             fix="report the part; the build cut the skin instead")
@@ -176,6 +181,10 @@ def _depth_grid(vertices, faces, g, *, low, high):
     lo = vertices.min(axis=0) - (2 + GRID_SHIFT) * g
     hi = vertices.max(axis=0) + 2 * g
     shape = tuple(int(math.ceil((hi[i] - lo[i]) / g)) + 1 for i in range(3))
+    nodes = math.prod(shape)
+    if nodes > MAX_GRID_NODES:
+        raise InteriorError(f"the depth grid would have {nodes:,} nodes, more than {MAX_GRID_NODES:,} (a thin skin "
+                            "over a large part)", fix="give a thicker --skin, or --skin-mesh cut")
     coarse_shape = tuple((n + 3) // 4 + 1 for n in shape)
     coarse = _signed_depth(_grid_points(lo, coarse_shape, 4 * g), vertices, faces).reshape(coarse_shape[::-1])
     fine = _grid_points(lo, shape, g)
@@ -239,7 +248,7 @@ def _compacted(points, triangles):
 
 
 def _piece_areas(points, triangles):
-    """Each point's connected piece (through shared edges) and each piece's area."""
+    """Each point's connected piece (through shared vertices) and each piece's area."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -253,7 +262,7 @@ def _piece_areas(points, triangles):
 
 
 def _large_pieces(points, triangles, min_area):
-    """The connected pieces (through shared edges) whose area is at least ``min_area``."""
+    """The connected pieces (through shared vertices) whose area is at least ``min_area``."""
     if not len(triangles):
         return points, triangles
     label, area = _piece_areas(points, triangles)
@@ -287,10 +296,15 @@ def _remeshed(points, triangles, edge, hausdorff):
     label, area = _piece_areas(points, triangles)
     surface["metric"] = np.minimum(float(edge), PIECE_EDGE * np.sqrt(area[label])).reshape(-1, 1)
     try:
-        surface.remesh(hausd=float(hausdorff), hgrad=1.3, verbose=-1, angle=0)
+        done = surface.remesh(hausd=float(hausdorff), hgrad=1.3, verbose=-1, angle=0)
     except RuntimeError as error:
         raise InteriorError(f"MMGS could not remesh the interior's surface ({error})",
                             fix="report the part; the build cut the skin instead") from None
+    # MMG's return codes: 0 success, 1 stopped early with a valid mesh (the checks that follow
+    # judge it), 2 failed with no usable mesh.
+    if isinstance(done, dict) and int(done.get("return_code", 0)) >= 2:
+        raise InteriorError(f"MMGS could not remesh the interior's surface (return code {done['return_code']})",
+                            fix="report the part; the build cut the skin instead")
     return _cleaned(np.asarray(surface.get_vertices(), dtype=np.float64),
                     np.asarray(surface.get_triangles(), dtype=np.int64))
 

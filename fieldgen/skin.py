@@ -98,7 +98,7 @@ class SkinResult:
     @property
     def held_vertices(self) -> int:
         """Cut vertices off that depth: a tet would flatten, on a bonded or insulated face, or
-        still off after ``DEPTH_STEPS``. None under the layer band: its rounded interior is deeper
+        still off after ``DEPTH_STEPS``. 0 under the layer band: its rounded interior is deeper
         than the thickness at its creases by design, not held (:mod:`fieldgen.interior`)."""
         if self.rounding > 0:
             return 0

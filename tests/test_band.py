@@ -195,16 +195,57 @@ def test_a_cad_part_under_a_2_mm_skin_meets_the_accuracy_in_few_tets_and_layers_
     assert validate_asset(out).ok
 
 
-def test_the_band_falls_back_to_the_cut_with_a_warning(tmp_path, monkeypatch):
+def _refuse_band(monkeypatch):
     import fieldgen.band as band_module
 
     def refuse(*args, **kwargs):
         raise BandError("made to fail", fix="none")
 
     monkeypatch.setattr(band_module, "band_skin", refuse)
+
+
+def _unexpected_in_interior(monkeypatch):
+    import fieldgen.interior as interior_module
+
+    def fail(*args, **kwargs):
+        raise ValueError("made to fail")
+
+    monkeypatch.setattr(interior_module, "rounded_interior", fail)
+
+
+def _small_grid_budget(monkeypatch):
+    import fieldgen.interior as interior_module
+
+    monkeypatch.setattr(interior_module, "MAX_GRID_NODES", 1000)
+
+
+def _band_piece_without_interior(monkeypatch):
+    """The band's first refinement refuses it as a body with no rigid face would be refused."""
+    import fieldgen.tetmesh as tetmesh_module
+    from fieldgen.errors import InputError
+
+    original, calls = tetmesh_module.refine_zero_tets, []
+
+    def refine(mesh, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise InputError("a separate piece of the part has no RIGID face", fix="made to fail")
+        return original(mesh, *args, **kwargs)
+
+    monkeypatch.setattr(tetmesh_module, "refine_zero_tets", refine)
+
+
+@pytest.mark.parametrize("setup,reason", [
+    (_refuse_band, "(made to fail)"),
+    (_unexpected_in_interior, "(ValueError: made to fail)"),
+    (_small_grid_budget, "(the depth grid would have"),
+    (_band_piece_without_interior, "(a separate piece of the part has no RIGID face)"),
+])
+def test_the_band_falls_back_to_the_cut_with_a_warning(tmp_path, monkeypatch, setup, reason):
+    setup(monkeypatch)
     trimesh.creation.icosphere(subdivisions=3, radius=0.05).export(tmp_path / "ball.stl")
     result = build(tmp_path / "ball.stl", tmp_path / "ball.vtu", BuildOptions(skin=0.015, modulus=1e5, skin_mesh="band"))
-    assert any("layer band could not be made (made to fail)" in w for w in result.warnings)
+    assert any(f"layer band could not be made {reason}" in w for w in result.warnings), result.warnings
     assert read_metadata(tmp_path / "ball.vtu")["skin"]["mesh"] == "cut"
     assert validate_asset(tmp_path / "ball.vtu").ok
 
