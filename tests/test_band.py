@@ -127,6 +127,36 @@ def test_the_band_over_a_box_is_a_valid_mesh_and_its_extent_is_exact_under_the_f
     assert np.abs(extent[middle] - depth[middle] / T).max() < 1e-3
 
 
+def test_aligned_columns_slide_each_layer_to_where_the_solved_extent_takes_its_level():
+    """A field falling faster than 1 - s/T along every column ((1 - s/T)²): each inner point moves
+    down its column to where the field, linear between the column's points, takes the level its
+    height stands for; the interior's and the top's points stay and no tet turns inside out."""
+    from fieldgen.band import aligned_columns
+
+    T = 0.004
+    v, f = _box(A, B, C)
+    interior = rounded_interior(v, f, T)
+    law = make_law(BuildOptions(modulus=1e6, law="hyperbolic", k=0.8).checked())
+    heights = band_heights(balanced_levels(law, 0.01 * law.max_pressure), T)
+    band = band_skin(v, f, np.full(len(f), FREE), interior, heights, outer_edge=0.9 * T)
+    columns = band.columns
+    along = np.linalg.norm(band.mesh.points[columns] - band.mesh.points[columns[0]], axis=2)    # (k + 1, m)
+    extent = np.zeros(band.mesh.n_points)
+    extent[columns] = (1.0 - along / T) ** 2
+    targets = 1.0 - heights / T
+    aligned, moved = aligned_columns(band.mesh, columns, extent, targets)
+    assert moved == columns.shape[1]
+    new = aligned.points[columns]
+    assert np.array_equal(new[[0, -1]], band.mesh.points[columns[[0, -1]]])
+    assert np.all(tet_volumes(aligned.points, aligned.tets) > 0)
+    # Where each inner point went, the old field (linear between the old points) is its level.
+    s = np.linalg.norm(new - aligned.points[columns[0]], axis=2)
+    for j in range(1, len(heights) - 1):
+        value = np.array([np.interp(s[j, c], along[:, c], extent[columns[:, c]]) for c in range(columns.shape[1])])
+        assert np.abs(value - targets[j]).max() < 1e-9
+        assert np.all(s[j] < along[j])      # the field falls faster: the layers come down
+
+
 def test_a_band_that_cannot_be_made_is_a_band_error(monkeypatch):
     import fieldgen.band as band_module
 
@@ -339,3 +369,15 @@ def test_band_assets_are_byte_identical_across_processes_and_thread_counts(tmp_p
         blobs.append(out.read_bytes())
     assert read_metadata(tmp_path / "ball1.vtu")["skin"]["mesh"] == "band"
     assert blobs[0] == blobs[1]
+
+
+def test_skin_mesh_in_a_spec_is_read_and_a_wrong_one_is_refused(tmp_path):
+    trimesh.creation.icosphere(subdivisions=2, radius=0.05).export(tmp_path / "ball.stl")
+    for value, code in (("cut", 0), ("bands", 2)):
+        spec = tmp_path / f"{value}.toml"
+        spec.write_text(f'input = "ball.stl"\nskin = 0.015\nmodulus = 1e5\nskin_mesh = "{value}"\n')
+        result = run("build", "--spec", spec, "-o", tmp_path / f"{value}.vtu", "--quiet")
+        assert result.exit_code == code, result.output
+    assert read_metadata(tmp_path / "cut.vtu")["skin"]["mesh"] == "cut"
+    assert "--skin-mesh must be one of cut, band, got 'bands'" in result.output
+    assert not (tmp_path / "bands.vtu").exists()
