@@ -534,8 +534,9 @@ def accuracy_warning(estimate: "ErrorEstimate", accuracy: float, sizing: dict | 
     reasons = []
     if sizing.get("stopped") == "tet budget":
         band = any(p.get("meshed_by") == "band" for p in sizing.get("passes", []))
-        reasons.append(f"the sizing stopped at its tet budget (about {BAND_MAX_TETS if band else MAX_TETS:,} tets "
-                       "to solve on)")
+        budget = BAND_MAX_TETS if band else MAX_TETS
+        reasons.append(f"the sizing stopped at its tet budget (about {budget:,} tets to solve on"
+                       + ("; its last refinement ended past it" if tets > budget else "") + ")")
     elif sizing.get("stopped") == "pass limit":
         reasons.append("the sizing stopped at its last pass")
     if "law" in sizing:

@@ -605,6 +605,9 @@ def test_the_accuracy_warning_gives_every_reason():
     assert accuracy_warning(estimate, 0.05, {"stopped": "tet budget"}, 10) == []
     [budget] = accuracy_warning(estimate, 0.01, {"stopped": "tet budget"}, 10)
     assert "3.00%" in budget and "tet budget" in budget and "before the fit" not in budget
+    assert "ended past it" not in budget
+    [past] = accuracy_warning(estimate, 0.01, {"stopped": "tet budget"}, 400_000)
+    assert "(about 280,000 tets to solve on; its last refinement ended past it)" in past
     [last] = accuracy_warning(estimate, 0.01, {"stopped": "pass limit"}, 10)
     assert "last pass" in last
     [fitted] = accuracy_warning(estimate, 0.01, {"stopped": "accuracy met", "law": law}, 10)
