@@ -75,9 +75,13 @@ class BuildOptions:
             return None
         if self.skin_mesh is not None:
             return self.skin_mesh
-        applies = (self.edge_length is None and self.max_volume is None and not self.robust
-                   and not self.bonded and not self.insulated)
-        return "band" if applies else "cut"
+        return "band" if self.sized_by_accuracy and not (self.bonded or self.insulated) else "cut"
+
+    @property
+    def sized_by_accuracy(self) -> bool:
+        """Whether the accuracy chooses the mesh (docs/model.md §2.10): no size given, and not
+        fTetWild under a skin (its passes would remesh with TetGen's size field)."""
+        return self.edge_length is None and self.max_volume is None and not (self.robust and self.skin is not None)
 
     def _check_band(self) -> None:
         """The layer band (docs/model.md §2.4) is one way to mesh a skin sized by accuracy."""
@@ -428,10 +432,8 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         progress.message(f"repaired {input_path}: {repair}")
 
     edge_length = None if options.edge_length is None else options.edge_length * scale
-    # Sized by accuracy without a given size; with --robust too (fTetWild's mesh is the first
-    # pass, refined locally), except under a skin, whose passes remesh with TetGen's size field.
-    by_accuracy = (options.edge_length is None and options.max_volume is None
-                   and not (options.robust and options.skin is not None))
+    # With --robust too (fTetWild's mesh is the first pass, refined locally), except under a skin.
+    by_accuracy = options.sized_by_accuracy
     if options.skin is not None and not by_accuracy:
         # The cut at depth = skin needs tets smaller than the skin: min(user's, skin/2).
         edge_length = min(edge_length or math.inf, 0.5 * options.skin * scale)
