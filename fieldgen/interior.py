@@ -247,17 +247,22 @@ def _compacted(points, triangles):
     return points[used], remap[triangles]
 
 
-def _piece_areas(points, triangles):
-    """Each point's connected piece (through shared vertices) and each piece's area."""
+def _pieces(n, triangles):
+    """Each of the ``n`` points' connected piece of ``triangles`` (through shared vertices)."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    n = len(points)
     edges = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
     graph = coo_matrix((np.ones(len(edges), dtype=np.int8), (edges[:, 0], edges[:, 1])), shape=(n, n))
-    label = connected_components(graph, directed=False)[1]
-    v = points[triangles]
-    area = 0.5 * np.linalg.norm(np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0]), axis=1)
+    return connected_components(graph, directed=False)[1]
+
+
+def _piece_areas(points, triangles):
+    """Each point's connected piece (through shared vertices) and each piece's area."""
+    from .surface import face_areas
+
+    label = _pieces(len(points), triangles)
+    area = face_areas(points, triangles)
     return label, np.bincount(label[triangles[:, 0]], weights=area, minlength=label.max() + 1)
 
 
@@ -315,20 +320,12 @@ def _outward(points, triangles):
 
     mesh = trimesh.Trimesh(points, triangles, process=False)
     trimesh.repair.fix_winding(mesh)
-    pieces = mesh.split(only_watertight=False)
-    if not all(p.is_watertight for p in pieces):
+    if not mesh.is_watertight:        # every edge in two triangles: every piece closed
         raise InteriorError("the interior's surface is not closed after remeshing",
                             fix="report the part; the build cut the skin instead")
     out = np.array(mesh.faces, dtype=np.int64)
-    # Each piece's signed volume: negative pieces are flipped (trimesh's own ordering of pieces is
-    # not needed: the sign is per connected piece of faces).
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    n = len(points)
-    edges = np.concatenate([out[:, [0, 1]], out[:, [1, 2]], out[:, [2, 0]]])
-    graph = coo_matrix((np.ones(len(edges), dtype=np.int8), (edges[:, 0], edges[:, 1])), shape=(n, n))
-    label = connected_components(graph, directed=False)[1][out[:, 0]]
+    # Each piece's signed volume: negative pieces are flipped.
+    label = _pieces(len(points), out)[out[:, 0]]
     v = points[out]
     signed = np.einsum("ij,ij->i", v[:, 0], np.cross(v[:, 1], v[:, 2])) / 6.0
     flip = np.bincount(label, weights=signed)[label] < 0
