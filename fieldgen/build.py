@@ -77,6 +77,11 @@ class BuildOptions:
             return self.skin_mesh
         return "band" if self.sized_by_accuracy and not (self.bonded or self.insulated) else "cut"
 
+    def layer_tolerance_for(self, law) -> float:
+        """The layering's interpolation-error tolerance in Pa (docs/model.md §2.4): the one given,
+        else 1% of the law's largest pressure."""
+        return 0.01 * law.max_pressure if self.layer_tolerance is None else float(self.layer_tolerance)
+
     @property
     def sized_by_accuracy(self) -> bool:
         """Whether the accuracy chooses the mesh (docs/model.md §2.10): no size given, and not
@@ -503,7 +508,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         from .tetmesh import refine_zero_tets
 
         thickness = options.skin * scale
-        tolerance = 0.01 * law.max_pressure if options.layer_tolerance is None else options.layer_tolerance
+        tolerance = options.layer_tolerance_for(law)
         heights = band_heights(balanced_levels(law, tolerance), thickness)
         check_size(surface.area, thickness, heights)
         try:
@@ -693,7 +698,7 @@ def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None =
     with progress.stage("layering"):
         layered = layer(mesh, solution.extent, law, options.layer_tolerance)
 
-    tolerance = options.layer_tolerance if options.layer_tolerance is not None else 0.01 * law.max_pressure
+    tolerance = options.layer_tolerance_for(law)
     if layered.max_interpolation_error > tolerance:
         warnings.append(f"measured interpolation error {layered.max_interpolation_error:.4g} Pa exceeds the "
                         f"layer tolerance {tolerance:.4g} Pa; a smaller --edge-length reduces it")
