@@ -1,8 +1,8 @@
 """Build benchmark: seconds per stage, peak memory, wall time / TetGen time.
 
-Each case is one ``fieldgen.build.build`` run in a fresh child process, so its peak memory is
+Each case is one ``fieldgen.pipeline.build`` run in a fresh child process, so its peak memory is
 that process's own ``ru_maxrss`` (``getrusage(RUSAGE_SELF)`` at its end; tracemalloc would miss
-numpy's and VTK's C allocations). TetGen runs in a grandchild (see ``fieldgen.tetmesh``), whose
+numpy's and VTK's C allocations). TetGen runs in a grandchild (see ``fieldgen.meshing.tetgen``), whose
 peak the child reports from ``RUSAGE_CHILDREN`` (the child holds only the surface meanwhile).
 
 Cases:
@@ -107,10 +107,10 @@ def part_cases() -> list[dict]:
 
 def sized_part_cases(sizes: list[str]) -> list[dict]:
     """The ``SIZED_PARTS`` at the edge length that would give each nominal size in a box of the
-    same volume (:func:`fieldgen.sizing.first_size`). TetGen makes 0.4-0.8 x that many in these
+    same volume (:func:`fieldgen.sizing.loops.first_size`). TetGen makes 0.4-0.8 x that many in these
     parts, so the table gives the count."""
-    from fieldgen.sizing import first_size
-    from fieldgen.surface import UNIT_SCALE, load_surface
+    from fieldgen.sizing.loops import first_size
+    from fieldgen.surface.stage import UNIT_SCALE, load_surface
 
     cases = []
     for name, units in SIZED_PARTS:
@@ -130,7 +130,7 @@ def child(case_json: str) -> None:
     import resource
 
     case = json.loads(case_json)
-    from fieldgen.build import BuildOptions, build
+    from fieldgen.pipeline import BuildOptions, build
     from fieldgen.progress import Progress
 
     options = BuildOptions(**{k: tuple(v) if isinstance(v, list) else v for k, v in case["options"].items()})
@@ -154,7 +154,7 @@ def child(case_json: str) -> None:
         print(text.getvalue(), file=sys.stderr)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss            # kB on Linux
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss   # the TetGen process
-    from fieldgen.asset import read_metadata
+    from fieldgen.io.asset import read_metadata
 
     meta = read_metadata(case["output"])
     before = meta["mesh"].get("tets_before_layering", result.tets)

@@ -6,7 +6,7 @@ Drake is pydrake ``drake==1.51.1`` from the project's test extra (``pip install 
 run in this process through ``tests/drake_contact.py`` (SceneGraph only, A registered first so
 it is Drake's M). Both sides read the same files: legacy ``.vtk`` tet meshes (compliant, Drake's
 field p = E·d/max d) and ``.obj`` surfaces (rigid). Times: ours = surface + wrench
-(``fieldgen.runtime.wrench.contact``, polygon representation) under each face rule, Drake's =
+(``fieldgen.runtime.contact.wrench.contact``, polygon representation) under each face rule, Drake's =
 ``QueryObject.ComputeContactSurfaces(kPolygon)`` alone; medians over N queries after one
 warm-up, one thread each, the three queries interleaved so they see the same load. "agree" compares our force under ``face_rule="drake"`` with Drake's
 (relative 1e-6); faces are ours under each rule and Drake's.
@@ -40,7 +40,7 @@ def tetgen_mesh(vertices, faces, max_volume: float):
     """Quality tet mesh of a closed surface (TetGen 'pq1.414a<vol>', run in a scratch folder)."""
     import tetgen
 
-    from fieldgen.mesh import orient_positive
+    from fieldgen.meshing.tetmesh import orient_positive
 
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory() as scratch:
@@ -55,7 +55,7 @@ def tetgen_mesh(vertices, faces, max_volume: float):
 
 
 def write_vtk(path: Path, points, tets) -> Path:
-    from fieldgen.drake import vtk_text
+    from fieldgen.io.drake_vtk import vtk_text
 
     path.write_text(vtk_text(points, tets, path.stem))
     return path
@@ -78,8 +78,8 @@ def make_meshes(folder: Path) -> dict:
     sys.path.insert(0, str(ROOT / "tests"))
     from test_runtime_assets import drake_cube_vtk
 
-    from fieldgen.drake import vtk_text
-    from fieldgen.mesh import box_grid
+    from fieldgen.io.drake_vtk import vtk_text
+    from fieldgen.meshing.tetmesh import box_grid
 
     sphere = trimesh.creation.icosphere(subdivisions=4, radius=0.05)
     cube = trimesh.creation.box(extents=[0.1, 0.1, 0.1]).subdivide().subdivide().subdivide()
@@ -100,7 +100,7 @@ def make_meshes(folder: Path) -> dict:
 
 
 def pose(x=0.0, y=0.0, z=0.0, roll=0.0, pitch=0.0, yaw=0.0) -> np.ndarray:
-    from fieldgen.runtime.pose import Pose
+    from fieldgen.runtime.contact.pose import Pose
 
     return np.array(Pose.from_xyz_rpy(x, y, z, roll, pitch, yaw).matrix)
 
@@ -132,7 +132,7 @@ def cases(files: dict) -> list[dict]:
 
 
 def load(spec: dict):
-    from fieldgen.runtime.bodies import CompliantBody, RigidBody
+    from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
 
     if spec["kind"] == "compliant":
         return CompliantBody.from_drake_vtk(spec["path"], spec["modulus"])
@@ -141,7 +141,7 @@ def load(spec: dict):
 
 def prepare_ours(case: dict, face_rule: str):
     """A callable running one query of ours under ``face_rule``: (surface, wrench)."""
-    from fieldgen.runtime.wrench import contact
+    from fieldgen.runtime.contact.wrench import contact
 
     a, b = load(case["a"]), load(case["b"])
     XA, XB = case["a"]["pose"], case["b"]["pose"]

@@ -1,16 +1,16 @@
 """Hertz and the flat punch from a *built* asset: force error against edge length and layer tolerance.
 
 A 32 x 32 x 10 mm slab, bottom bonded (e = 1), sides insulated (zero flux), top free, is built by
-``fieldgen.build.build`` with the halfspace fields of D App. B as modulus laws of the extent
+``fieldgen.pipeline.build`` with the halfspace fields of D App. B as modulus laws of the extent
 (on this slab e = depth/H exactly):
 
-- Hertz: the ``table`` law p0(e) = (E*/pi) sqrt(H e / R) (``fieldgen.halfspace.hertz_table``),
+- Hertz: the ``table`` law p0(e) = (E*/pi) sqrt(H e / R) (``fieldgen.material.halfspace.hertz_table``),
   pressed by a rigid sphere mesh of R = 50 mm at d = 0.5, 1, 2 mm; the reference is the field
   integrated over a true sphere, (4/3) E* R^1/2 d^3/2 (1 - 2d/(5R)) (``sphere_force``);
 - flat punch: the ``linear`` law M0 = 2 E* H/(pi a), a rigid punch of a = 5 mm at the same
   depths; the reference is 2 E* a d.
 
-Forces are the runtime's (``fieldgen.indenter.Press`` -> ``fieldgen.runtime.wrench.contact``) on
+Forces are the runtime's (``fieldgen.calibrate.indenter.Press`` -> ``fieldgen.runtime.contact.wrench.contact``) on
 the asset read back from disk. The layer tolerance is given as a fraction of the peak contact
 pressure at the shallowest depth, p0(d = 0.5 mm) = (E*/pi) sqrt(d/R): the sqrt law is concave,
 its chords under-read it, and what matters is the error against the pressures in contact, not
@@ -36,11 +36,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fieldgen.build import BuildOptions, build  # noqa: E402
-from fieldgen.halfspace import (flat_punch_force, flat_punch_modulus, hertz_pressure, hertz_table,  # noqa: E402
+from fieldgen.pipeline import BuildOptions, build  # noqa: E402
+from fieldgen.material.halfspace import (flat_punch_force, flat_punch_modulus, hertz_pressure, hertz_table,  # noqa: E402
                                 sphere_force)
-from fieldgen.indenter import Press, parse_indenter  # noqa: E402
-from fieldgen.runtime.bodies import CompliantBody  # noqa: E402
+from fieldgen.calibrate.indenter import Press, parse_indenter  # noqa: E402
+from fieldgen.runtime.contact.geometries import CompliantBody  # noqa: E402
 
 E_STAR = 1.0e6      # Pa
 RADIUS = 0.05       # sphere, m

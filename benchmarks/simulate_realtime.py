@@ -15,8 +15,8 @@ import argparse
 import json
 from pathlib import Path
 
-from fieldgen.runtime.scene import load_scene
-from fieldgen.runtime.simulate import simulate
+from fieldgen.runtime.scene.load import load_scene
+from fieldgen.runtime.dynamics.simulate import simulate
 
 SCENES = Path(__file__).resolve().parent.parent / "assets" / "scenes"
 

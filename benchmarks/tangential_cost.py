@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fieldgen.runtime.scene import load_scene
-from fieldgen.runtime.simulate import contact_wrenches, simulate
-from fieldgen.runtime.tangential_sim import compliant_wrenches, contact_pairs
+from fieldgen.runtime.scene.load import load_scene
+from fieldgen.runtime.dynamics.simulate import contact_wrenches, simulate
+from fieldgen.runtime.dynamics.compliant_friction import compliant_wrenches, contact_pairs
 
 SCENES = Path(__file__).resolve().parent.parent / "assets" / "scenes"
 

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from fieldgen.batch import (EXECUTORS, BatchInterrupted, ItemResult, read_manifest, run_batch,
+from fieldgen.batch.manifest import (EXECUTORS, BatchInterrupted, ItemResult, read_manifest, run_batch,
                             write_junit, write_report)
 from fieldgen.errors import FieldgenError, OptionError
 from fieldgen.progress import Progress

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from fieldgen.build import LAWS, SKIN_MESHES, BuildOptions, build, options_from_mapping, options_from_spec
+from fieldgen.pipeline import LAWS, SKIN_MESHES, BuildOptions, build, options_from_mapping, options_from_spec
 from fieldgen.progress import Progress
 from fieldgen.units import LENGTH_UNITS
 

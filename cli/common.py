@@ -38,9 +38,9 @@ def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
 
 
 def check_outputs(*paths) -> None:
-    """Each given output path can be written (:func:`fieldgen.asset.prepare_output`); None skipped.
+    """Each given output path can be written (:func:`fieldgen.io.asset.prepare_output`); None skipped.
     Call inside :func:`reported_errors`, before the command's work."""
-    from fieldgen.asset import prepare_output
+    from fieldgen.io.asset import prepare_output
 
     for path in paths:
         if path:

@@ -30,7 +30,7 @@ def _numbers(text: str, names: tuple[str, ...], what: str) -> list[float]:
 
 def parse_pose(ctx, param, text):
     """``x,y,z,roll,pitch,yaw`` (m, degrees about fixed X, Y, Z) -> Pose."""
-    from fieldgen.runtime.pose import Pose
+    from fieldgen.runtime.contact.pose import Pose
 
     if text is None:
         return Pose()
@@ -39,7 +39,7 @@ def parse_pose(ctx, param, text):
 
 def parse_velocity(ctx, param, text):
     """``vx,vy,vz,wx,wy,wz`` (m/s of the body origin, rad/s; world frame) -> SpatialVelocity."""
-    from fieldgen.runtime.pose import SpatialVelocity
+    from fieldgen.runtime.contact.pose import SpatialVelocity
 
     if text is None:
         return SpatialVelocity()
@@ -63,7 +63,7 @@ def _friction(ctx, param, value):
 
 def _check_body(path: str, modulus: float | None, units: str | None, side: str) -> None:
     """Refuse (exit 2) the flags that do not fit this body's kind, before anything is loaded."""
-    from fieldgen.surface import STEP_SUFFIXES
+    from fieldgen.surface.stage import STEP_SUFFIXES
 
     flag = f"--modulus-{side}"
     suffix = Path(path).suffix.lower()
@@ -83,7 +83,7 @@ def _check_body(path: str, modulus: float | None, units: str | None, side: str) 
 
 def _load(path: str, modulus: float | None, units: str | None, mu: float | None = None):
     """The body at ``path`` (flags checked by :func:`_check_body`), with friction ``mu`` if given."""
-    from fieldgen.runtime.bodies import load_body
+    from fieldgen.runtime.contact.geometries import load_body
 
     suffix = Path(path).suffix.lower()
     body = (load_body(path, modulus=modulus) if suffix == ".vtk" else load_body(path) if suffix == ".vtu"
@@ -101,8 +101,8 @@ def run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, represen
                 face_rule: str = "all"):
     """One warm-up query (its warnings kept), then ``repeat`` timed ones: (surface, wrench,
     median seconds, warning messages, (faces, force on B) under the other face rule)."""
-    from fieldgen.runtime.contact_surface import FACE_RULES
-    from fieldgen.runtime.wrench import contact
+    from fieldgen.runtime.contact.surface import FACE_RULES
+    from fieldgen.runtime.contact.wrench import contact
 
     def query():
         return contact(body_a, pose_a, body_b, pose_b, V_WA=velocity_a, V_WB=velocity_b,
@@ -243,7 +243,7 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
             body_a = _load(a, modulus_a, units_a, mu_a)
         with progress.stage(f"load {b}"):
             body_b = _load(b, modulus_b, units_b, mu_b)
-    from fieldgen.runtime.bodies import RigidBody
+    from fieldgen.runtime.contact.geometries import RigidBody
 
     if isinstance(body_a, RigidBody) and isinstance(body_b, RigidBody):
         fail(f"{a} and {b} are both rigid surfaces: pressure-field contact needs at least one compliant body. "
@@ -253,18 +253,18 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
             surface, wrench, seconds, messages, other = run_contact(
                 body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation, repeat, face_rule)
         if output is not None:
-            from fieldgen.runtime.export import write_contact_surface
+            from fieldgen.runtime.contact.export import write_contact_surface
 
             with progress.stage("write"):
                 write_contact_surface(output, surface, body_a, body_b, V_WA=velocity_a, V_WB=velocity_b)
         if paraview is not None:
-            from fieldgen.runtime.pose import as_matrix
-            from fieldgen.runtime.sim_output import write_query_view
+            from fieldgen.runtime.contact.pose import as_matrix
+            from fieldgen.runtime.scene.outputs import write_query_view
 
             with progress.stage("ParaView script"):
                 written = write_query_view(paraview, output, surface, [body_a, body_b],
                                            [as_matrix(pose_a), as_matrix(pose_b)])
-    from fieldgen.runtime.wrench import friction_lost_to
+    from fieldgen.runtime.contact.wrench import friction_lost_to
 
     side = friction_lost_to(body_a, body_b)
     if side is not None and any(float(x) != 0.0 for v in (velocity_a, velocity_b) for x in v.vector):

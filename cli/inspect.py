@@ -25,8 +25,8 @@ def inspect_command(asset, png, paraview, cut, as_json, quiet):
     Example: fieldgen inspect paddle.vtu --png paddle.png --paraview view.py --cut x,
     then: pvpython view.py --screenshot paddle_cut.png
     """
-    from fieldgen.asset import read_asset
-    from fieldgen.inspect import format_summary, plot_asset, summarize, write_paraview_script
+    from fieldgen.io.asset import read_asset
+    from fieldgen.inspection import format_summary, plot_asset, summarize, write_paraview_script
     from fieldgen.progress import Progress
 
     check_suffix(png, "--png", ".png", "the picture")

@@ -33,11 +33,11 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
     import dataclasses
     import math
 
-    from fieldgen.asset import prepare_output
+    from fieldgen.io.asset import prepare_output
     from fieldgen.errors import FieldgenError, OptionError
     from fieldgen.progress import Progress
-    from fieldgen.runtime.scene import load_scene
-    from fieldgen.runtime.simulate import check_integrator, run_settings, simulate
+    from fieldgen.runtime.scene.load import load_scene
+    from fieldgen.runtime.dynamics.simulate import check_integrator, run_settings, simulate
 
     try:
         scene, settings = load_scene(scene_file)
@@ -75,7 +75,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
                                       "spring_force": [float(x) for x in r["spring_force"]]}
                                      for r in result.tangential[-1]]
         if out_dir is not None:
-            from fieldgen.runtime.sim_output import write_outputs
+            from fieldgen.runtime.scene.outputs import write_outputs
 
             summary["outputs"] = write_outputs(out_dir, scene, result)
         for w in summary["warnings"]:     # once per (pair, kind), whatever --quiet says

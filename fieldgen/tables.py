@@ -15,7 +15,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from .errors import FieldgenError, InputError, OptionError
+from fieldgen.errors import FieldgenError, InputError, OptionError
 
 
 def nearest_key(key: str, allowed: Iterable[str]) -> str | None:

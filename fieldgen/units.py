@@ -4,7 +4,7 @@ surface meshes) and scene files (``{mesh = ..., units = ...}``). Assets and the 
 
 from __future__ import annotations
 
-from .errors import OptionError
+from fieldgen.errors import OptionError
 
 #: metres per unit
 LENGTH_UNITS: dict[str, float] = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254}

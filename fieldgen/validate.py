@@ -13,11 +13,11 @@ from typing import Callable
 
 import numpy as np
 
-from .asset import (CELL_ARRAYS, FIELD_NUMBERS, METADATA_ARRAY, POINT_ARRAYS, REQUIRED_METADATA,
+from fieldgen.io.asset import (CELL_ARRAYS, FIELD_NUMBERS, METADATA_ARRAY, POINT_ARRAYS, REQUIRED_METADATA,
                     SCHEMA, UNITS, VTK_TETRA, RawVtu, read_vtu)
-from .mesh import boundary_faces_of as boundary_faces
-from .errors import FieldgenError
-from .mesh import min_dihedral_angles, p1_gradients, tet_volumes
+from fieldgen.meshing.tetmesh import boundary_faces_of as boundary_faces
+from fieldgen.errors import FieldgenError
+from fieldgen.meshing.tetmesh import min_dihedral_angles, p1_gradients, tet_volumes
 
 GRADIENT_RTOL = 1e-6          # of max |grad p| (the contract)
 LENGTH_RTOL = 1e-6            # characteristic length and dissipation (the contract)
@@ -502,9 +502,9 @@ def check_pressure_law(s: _State) -> str:
     if not isinstance(meta.get("law"), dict):
         raise _Skip("needs metadata law")
     try:
-        from .modulus import law_from_metadata
+        from fieldgen.material.modulus import law_from_metadata
     except ImportError as error:
-        raise _Skip(f"needs fieldgen.modulus.law_from_metadata ({error})") from None
+        raise _Skip(f"needs fieldgen.material.modulus.law_from_metadata ({error})") from None
     try:
         law = law_from_metadata(meta["law"], path=s.path)
     except FieldgenError as error:

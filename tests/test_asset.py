@@ -16,9 +16,9 @@ from vtkmodules.util.numpy_support import vtk_to_numpy
 from vtkmodules.vtkCommonCore import VTK_DOUBLE, vtkDataArray
 from vtkmodules import vtkIOXML
 
-from fieldgen.asset import (SCHEMA, Asset, atomic_output, read_asset, read_metadata, write_asset)
+from fieldgen.io.asset import (SCHEMA, Asset, atomic_output, read_asset, read_metadata, write_asset)
 from fieldgen.errors import BuildError, InputError
-from fieldgen.mesh import boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
+from fieldgen.meshing.tetmesh import boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
 
 ROOT = Path(__file__).resolve().parents[1]
 M0 = 1.0e5          # Pa
@@ -225,7 +225,7 @@ def test_bytes_identical_in_another_process(tmp_path):
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from threadpoolctl import threadpool_limits
         from test_asset import slab_asset
-        from fieldgen.asset import write_asset
+        from fieldgen.io.asset import write_asset
         with threadpool_limits(1):
             write_asset({str(there)!r}, slab_asset())
     """)
@@ -428,7 +428,7 @@ def pepper_asset(meshes: Path) -> Asset:
     boundary = np.unique(boundary_faces_of(tets))
     extent[boundary] = 0.0
     volumes = tet_volumes(points, tets)
-    from fieldgen.mesh import p1_gradients
+    from fieldgen.meshing.tetmesh import p1_gradients
     weight = np.sum(np.linalg.norm(p1_gradients(points, tets, extent), axis=1) * volumes)
     length = float(np.sum(volumes) / weight)
     meta = slab_metadata(length)

@@ -1,5 +1,5 @@
 """--skin-mesh band: the skin as layers of prisms over the rounded rigid interior, tets outside them
-(fieldgen.interior, fieldgen.band; docs/model.md §2.2 and §2.4)."""
+(fieldgen.skin.interior, fieldgen.skin.band; docs/model.md §2.2 and §2.4)."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
-from fieldgen.asset import read_asset, read_metadata
-from fieldgen.band import BandError, band_heights, band_skin, prism_tets
-from fieldgen.build import BuildOptions, build, make_law
+from fieldgen.io.asset import read_asset, read_metadata
+from fieldgen.skin.band import BandError, band_heights, band_skin, prism_tets
+from fieldgen.pipeline import BuildOptions, build, make_law
 from fieldgen.cli.main import main
-from fieldgen.extent import solve_extent
-from fieldgen.interior import GRID, rounded_interior
-from fieldgen.layering import balanced_levels
-from fieldgen.mesh import FREE, RIGID, boundary_faces_of, orient_positive, tet_volumes
+from fieldgen.fe.extent import solve_extent
+from fieldgen.skin.interior import GRID, rounded_interior
+from fieldgen.material.layering import balanced_levels
+from fieldgen.meshing.tetmesh import FREE, RIGID, boundary_faces_of, orient_positive, tet_volumes
 from fieldgen.validate import validate_asset
-from fieldgen.vtk_data import distance_to_triangles
+from fieldgen.io.vtk_data import distance_to_triangles
 
 
 def run(*args):
@@ -64,7 +64,7 @@ def test_rounded_interior_of_a_box_is_the_inner_box_with_round_edges():
 
 
 def test_a_part_thinner_than_its_rounded_skin_has_no_interior():
-    from fieldgen.interior import InteriorError
+    from fieldgen.skin.interior import InteriorError
 
     v, f = _box(A, B, 2.2 * T)          # deepest point 1.1 T: nothing deeper than T + ρ
     with pytest.raises(InteriorError, match="skin throughout"):
@@ -131,7 +131,7 @@ def test_aligned_columns_slide_each_layer_to_where_the_solved_extent_takes_its_l
     """A field falling faster than 1 - s/T along every column ((1 - s/T)²): each inner point moves
     down its column to where the field, linear between the column's points, takes the level its
     height stands for; the interior's and the top's points stay and no tet turns inside out."""
-    from fieldgen.band import aligned_columns
+    from fieldgen.skin.band import aligned_columns
 
     T = 0.004
     v, f = _box(A, B, C)
@@ -158,7 +158,7 @@ def test_aligned_columns_slide_each_layer_to_where_the_solved_extent_takes_its_l
 
 
 def test_a_band_that_cannot_be_made_is_a_band_error(monkeypatch):
-    import fieldgen.band as band_module
+    import fieldgen.skin.band as band_module
 
     v, f = _box(A, B, C)
     interior = rounded_interior(v, f, T)
@@ -184,7 +184,7 @@ def test_ball_band_is_the_spherical_shell(tmp_path):
     inner = np.median(r[asset.extent == 1.0])
     assert inner == pytest.approx(a, rel=0.02)
     shell = np.clip((1 / r - 1 / (inner + t)) / (1 / inner - 1 / (inner + t)), 0.0, 1.0)
-    # Over the volume. The interior's triangles (edge about t, fieldgen.interior.EDGE) are chords
+    # Over the volume. The interior's triangles (edge about t, fieldgen.skin.interior.EDGE) are chords
     # of its sphere, up to t² / (8 a) = 1.7% of t inside it, and e near them follows the facets
     # (1.28% measured; the error estimate, which sees the facets as the geometry, is below 1%).
     volume = tet_volumes(asset.points, asset.tets)
@@ -201,7 +201,7 @@ def test_ball_band_is_the_spherical_shell(tmp_path):
     assert result.characteristic_length == pytest.approx((b**3 - a**3) / (3 * a * b), rel=0.025)
     assert max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length")) <= 0.01
     assert validate_asset(tmp_path / "ball.vtu").ok
-    from fieldgen.inspect import format_summary, summarize
+    from fieldgen.inspection import format_summary, summarize
     text = format_summary(summarize(asset, tmp_path / "ball.vtu"))
     assert "(rounded, radius 1.5 mm; layer band)" in text
 
@@ -226,7 +226,7 @@ def test_a_cad_part_under_a_2_mm_skin_meets_the_accuracy_in_few_tets_and_layers_
 
 
 def _refuse_band(monkeypatch):
-    import fieldgen.band as band_module
+    import fieldgen.skin.band as band_module
 
     def refuse(*args, **kwargs):
         raise BandError("made to fail", fix="none")
@@ -235,7 +235,7 @@ def _refuse_band(monkeypatch):
 
 
 def _unexpected_in_interior(monkeypatch):
-    import fieldgen.interior as interior_module
+    import fieldgen.skin.interior as interior_module
 
     def fail(*args, **kwargs):
         raise ValueError("made to fail")
@@ -244,14 +244,14 @@ def _unexpected_in_interior(monkeypatch):
 
 
 def _small_grid_budget(monkeypatch):
-    import fieldgen.interior as interior_module
+    import fieldgen.skin.interior as interior_module
 
     monkeypatch.setattr(interior_module, "MAX_GRID_NODES", 1000)
 
 
 def _band_piece_without_interior(monkeypatch):
     """The band's first refinement refuses it as a body with no rigid face would be refused."""
-    import fieldgen.tetmesh as tetmesh_module
+    import fieldgen.meshing.tetgen as tetmesh_module
     from fieldgen.errors import InputError
 
     original, calls = tetmesh_module.refine_zero_tets, []
@@ -329,7 +329,7 @@ def test_a_thin_skin_over_a_large_part_gets_a_coarser_interior_surface():
 def test_a_band_too_large_to_make_is_refused_before_anything_is_made():
     """plate_holes (203 x 305 x 12.7 mm, about 0.13 m² of surface) under a 2 mm skin: about 1.8M
     prism tets foreseen, so the cut is made instead; a part a few centimetres across passes."""
-    from fieldgen.band import MAX_TETS, check_size
+    from fieldgen.skin.band import MAX_TETS, check_size
 
     law = make_law(BuildOptions(modulus=1e6, law="hyperbolic", k=0.8).checked())
     heights = band_heights(balanced_levels(law, 0.01 * law.max_pressure), 0.002)

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 import fieldgen
-import fieldgen.batch as batch
-from fieldgen.asset import read_metadata
-from fieldgen.batch import (build_payload, cache_description, check_worker_versions, describe_changes,
+import fieldgen.batch.manifest as batch
+from fieldgen.io.asset import read_metadata
+from fieldgen.batch.manifest import (build_payload, cache_description, check_worker_versions, describe_changes,
                             key_of, read_manifest, version_differences)
 from fieldgen.cli.main import main
 from fieldgen.errors import OptionError
@@ -90,10 +90,10 @@ def test_a_named_library(workspace, monkeypatch):
 def test_an_asset_encoding(workspace, monkeypatch):
     """Assets written in another encoding (the zlib of earlier versions) are rebuilt, not cached:
     the same fieldgen version number does not mean the same bytes."""
-    import fieldgen.asset
+    import fieldgen.io.asset
 
-    current = fieldgen.asset.ENCODING
-    monkeypatch.setattr(fieldgen.asset, "ENCODING", "vtu binary, zlib level 1")
+    current = fieldgen.io.asset.ENCODING
+    monkeypatch.setattr(fieldgen.io.asset, "ENCODING", "vtu binary, zlib level 1")
     code, item = check(write_manifest(workspace))
     assert code == 1 and item["status"] == "stale"
     assert item["reason"] == f"asset encoding {current} -> vtu binary, zlib level 1"

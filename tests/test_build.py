@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from fieldgen.cli.main import main
-from fieldgen.build import BuildOptions, build, options_from_spec
+from fieldgen.pipeline import BuildOptions, build, options_from_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -206,8 +206,8 @@ def test_examples_build_and_validate(tmp_path):
 
 def test_paddle_core_is_rigid_and_pad_back_is_bonded(tmp_path):
     """e = 1 on the core (paddle) and on the bonded back (pad); e = 0 on the free outside."""
-    from fieldgen.asset import read_asset
-    from fieldgen.mesh import boundary_faces_of
+    from fieldgen.io.asset import read_asset
+    from fieldgen.meshing.tetmesh import boundary_faces_of
 
     for name in ("paddle", "foam_pad"):
         options, input_path, _ = options_from_spec(ROOT / "assets" / f"{name}.toml")
@@ -227,8 +227,8 @@ def test_paddle_core_is_rigid_and_pad_back_is_bonded(tmp_path):
 
 def test_hyperbolic_k09_interpolation_error_within_tolerance(tmp_path):
     """k = 0.9: recorded max error <= tolerance, confirmed here by independent sampling in tets."""
-    from fieldgen.asset import read_asset
-    from fieldgen.modulus import law_from_metadata
+    from fieldgen.io.asset import read_asset
+    from fieldgen.material.modulus import law_from_metadata
 
     out = tmp_path / "k09.vtu"
     result = build(ROOT / "assets" / "foam_pad.stl", out,
@@ -276,7 +276,7 @@ def test_flags_override_spec(tmp_path):
     out = tmp_path / "ball.vtu"
     result = run("build", "--spec", spec, "--modulus", "3e5", "-o", out, "--json", "--quiet")
     assert result.exit_code == 0, result.output
-    from fieldgen.asset import read_metadata
+    from fieldgen.io.asset import read_metadata
 
     assert read_metadata(out)["law"]["modulus"] == 3e5
 
@@ -293,7 +293,7 @@ def test_drake_export_from_build(tmp_path):
     import vtk
     import xml.etree.ElementTree as ET
 
-    from fieldgen.mesh import tet_volumes
+    from fieldgen.meshing.tetmesh import tet_volumes
 
     vtk_path = tmp_path / "drake" / "paddle.vtk"
     vtk_path.parent.mkdir()
@@ -318,7 +318,7 @@ def test_drake_export_from_build(tmp_path):
     assert report["drake"]["hydroelastic_modulus"] == pytest.approx(report["pressure_max"], rel=1e-12)
     assert any("core" in w for w in report["warnings"])               # Drake cannot take the core
     # The asset records the same warnings, the export's included, for a later look at it.
-    from fieldgen.asset import read_metadata
+    from fieldgen.io.asset import read_metadata
 
     assert read_metadata(tmp_path / "paddle.vtu")["warnings"] == report["warnings"]
 

@@ -2,8 +2,8 @@
 noise, design targets and refusals.
 
 Round-trip data come from an asset built by ``fieldgen build`` with a known law and pressed by the
-runtime (``fieldgen.indenter.Press``), independently of the fit; calibration starts from a spec
-whose modulus is 10x off. Closed-form data come from ``fieldgen.halfspace``.
+runtime (``fieldgen.calibrate.indenter.Press``), independently of the fit; calibration starts from a spec
+whose modulus is 10x off. Closed-form data come from ``fieldgen.material.halfspace``.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
-from fieldgen.asset import read_metadata
-from fieldgen.build import BuildOptions, build, options_from_spec
-from fieldgen.calibrate import (calibrate, force_model, geometry_body, parse_targets, prepare_part, read_data,
+from fieldgen.io.asset import read_metadata
+from fieldgen.pipeline import BuildOptions, build, options_from_spec
+from fieldgen.calibrate.fit import (calibrate, force_model, geometry_body, parse_targets, prepare_part, read_data,
                                 table_from_values)
 from fieldgen.cli.main import main
-from fieldgen.halfspace import flat_punch_force, flat_punch_modulus, hertz_force, hertz_pressure
-from fieldgen.indenter import Press, parse_indenter
-from fieldgen.modulus import linear_law
-from fieldgen.runtime.bodies import CompliantBody
+from fieldgen.material.halfspace import flat_punch_force, flat_punch_modulus, hertz_force, hertz_pressure
+from fieldgen.calibrate.indenter import Press, parse_indenter
+from fieldgen.material.modulus import linear_law
+from fieldgen.runtime.contact.geometries import CompliantBody
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "assets" / "foam_pad.toml"

@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from fieldgen.build import build, options_from_spec
-from fieldgen.runtime.bodies import CompliantBody, RigidBody
-from fieldgen.runtime.export import centroid_tractions, write_contact_surface
-from fieldgen.runtime.pose import Pose, SpatialVelocity
-from fieldgen.runtime.wrench import contact
+from fieldgen.pipeline import build, options_from_spec
+from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.export import centroid_tractions, write_contact_surface
+from fieldgen.runtime.contact.pose import Pose, SpatialVelocity
+from fieldgen.runtime.contact.wrench import contact
 from test_runtime_meshes import box_grid, box_surface
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -29,7 +29,7 @@ def run(*args):
 @pytest.fixture(scope="module")
 def foam_ball(tmp_path_factory) -> Path:
     """assets/foam_ball.toml built (coarser) in a temporary folder."""
-    from fieldgen.build import BuildOptions
+    from fieldgen.pipeline import BuildOptions
 
     options, source, _ = options_from_spec(ASSETS / "foam_ball.toml")
     options = BuildOptions(**{**options.__dict__, "edge_length": 0.008})
@@ -41,7 +41,7 @@ def foam_ball(tmp_path_factory) -> Path:
 def test_asset_against_rigid_mesh_json_and_surface_file(foam_ball, plate, tmp_path):
     """The ball asset (A) sinks into a rigid plate (B) below it: the force on B points down (B is
     pushed out of A), torque is r×F about the origin, and -o writes a .vtp VTK reads back."""
-    from fieldgen.runtime.bodies import load_body
+    from fieldgen.runtime.contact.geometries import load_body
 
     ball = load_body(foam_ball)
     bottom = float(ball.points[:, 2].min())
@@ -150,7 +150,7 @@ def test_cli_velocity_is_linear_first(foam_ball, plate):
     """--velocity-b vx,vy,vz,wx,wy,wz: the plate moving up (+z) into the ball presses harder,
     p = p0 (1 + χ v) on its flat face (D 5.2.2); the same numbers read as [ω; v] would be a spin
     about z that leaves the normal force unchanged."""
-    from fieldgen.runtime.bodies import load_body
+    from fieldgen.runtime.contact.geometries import load_body
 
     pose = f"0,0,{float(load_body(foam_ball).points[:, 2].min()) + 0.004},0,0,0"
     push = json.loads(run(foam_ball, plate, "--pose-b", pose, "--velocity-b", "0,0,0.1,0,0,0", "--json").stdout)
@@ -166,7 +166,7 @@ def test_paraview_script_for_one_query(foam_ball, plate, tmp_path):
     their poses beside it; without -o it is a usage error."""
     import vtk
 
-    from fieldgen.runtime.bodies import load_body
+    from fieldgen.runtime.contact.geometries import load_body
 
     ball = load_body(foam_ball)
     bottom = float(ball.points[:, 2].min())
@@ -196,8 +196,8 @@ def test_friction_against_a_rigid_mesh_needs_its_coefficient(foam_ball, plate):
     mean (docs/model.md §4.3), so without --mu-b a sliding plate feels no friction, which the
     command says; with --mu-b the pair's μ is 2 μ_A μ_B / (μ_A + μ_B) and a fast slide is full
     Coulomb sliding: tangential force = μ × normal force, against the slip."""
-    from fieldgen.asset import read_metadata
-    from fieldgen.runtime.bodies import load_body
+    from fieldgen.io.asset import read_metadata
+    from fieldgen.runtime.contact.geometries import load_body
 
     mu_ball = float(read_metadata(foam_ball)["friction"]["dynamic"])
     assert mu_ball > 0

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.spatial import Delaunay
 
-from fieldgen.damping import characteristic_length, dissipation_from_expansion_rate
+from fieldgen.material.damping import characteristic_length, dissipation_from_expansion_rate
 from fieldgen.errors import BuildError, OptionError
-from fieldgen.mesh import orient_positive, tet_volumes
+from fieldgen.meshing.tetmesh import orient_positive, tet_volumes
 
 
 def random_block(seed, n=400, size=(0.1, 0.07, 0.03)):

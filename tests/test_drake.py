@@ -13,10 +13,10 @@ import pytest
 from vtkmodules.util.numpy_support import vtk_to_numpy
 from vtkmodules.vtkIOLegacy import vtkUnstructuredGridReader
 
-from fieldgen.asset import Asset
-from fieldgen.drake import check_for_drake, interior_vertices, write_drake_files
+from fieldgen.io.asset import Asset
+from fieldgen.io.drake_vtk import check_for_drake, interior_vertices, write_drake_files
 from fieldgen.errors import BuildError
-from fieldgen.mesh import box_grid, boundary_faces_of, tet_volumes
+from fieldgen.meshing.tetmesh import box_grid, boundary_faces_of, tet_volumes
 
 DRAKE = "{http://drake.mit.edu}"
 M0 = 1.0e5
@@ -291,8 +291,8 @@ def test_built_part_drops_onto_a_rigid_box_and_rests_in_drake(tmp_path):
     from pydrake.systems.framework import DiagramBuilder
 
     from fieldgen.cli.main import main
-    from fieldgen.runtime.bodies import CompliantBody, RigidBody
-    from fieldgen.runtime.wrench import contact
+    from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+    from fieldgen.runtime.contact.wrench import contact
 
     surface = tmp_path / "cube.stl"
     trimesh.creation.box(extents=[CUBE] * 3).export(surface)

@@ -3,7 +3,7 @@ pydrake 1.51.1 (run in-process, tests/drake_contact.py) to 1e-6 relative, and th
 
 Face counts equal Drake's in every case, including the zero-pressure polygons that lie exactly
 in a face of the other body's tet, whose survival is decided by rounding (docs/model.md §3.5):
-the drake rule repeats Drake's floating-point operations (fieldgen.runtime.drake_arithmetic).
+the drake rule repeats Drake's floating-point operations (fieldgen.runtime.contact.drake_arithmetic).
 Every face with pressure is also matched by centroid, area and pressure, and every polygon's
 vertices are bit for bit Drake's.
 """
@@ -21,11 +21,11 @@ from scipy.spatial import cKDTree
 
 from drake_contact import DrakeBody, drake_contact, write_obj
 from fieldgen.cli.main import main
-from fieldgen.drake import vtk_text
-from fieldgen.mesh import box_grid
-from fieldgen.runtime.bodies import CompliantBody, RigidBody
-from fieldgen.runtime.pose import Pose
-from fieldgen.runtime.wrench import contact
+from fieldgen.io.drake_vtk import vtk_text
+from fieldgen.meshing.tetmesh import box_grid
+from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.pose import Pose
+from fieldgen.runtime.contact.wrench import contact
 from test_runtime_assets import drake_cube_vtk
 from test_runtime_meshes import box_surface
 
@@ -172,7 +172,7 @@ def test_two_tetgen_cubes(tmp_path, rotated):
     B has no coplanar walls."""
     import tetgen
 
-    from fieldgen.mesh import orient_positive
+    from fieldgen.meshing.tetmesh import orient_positive
 
     vertices, faces = box_surface([-0.05] * 3, [0.05] * 3)
     cwd = os.getcwd()
@@ -248,9 +248,9 @@ rpy = [20, -15, 40]
 def test_scene_face_rule_reaches_the_contact_query(meshes, tmp_path):
     """`face_rule` in a scene's [simulate] table sets the rule of every contact surface the
     simulator computes (here two overlapping peppers, the pose where the rules differ)."""
-    from fieldgen.runtime.contact_surface import compute_contact_surface
-    from fieldgen.runtime.scene import load_scene
-    from fieldgen.runtime.simulate import scene_contacts
+    from fieldgen.runtime.contact.surface import compute_contact_surface
+    from fieldgen.runtime.scene.load import load_scene
+    from fieldgen.runtime.dynamics.simulate import scene_contacts
 
     path = meshes / PEPPER
     counts = {}

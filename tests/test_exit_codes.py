@@ -152,7 +152,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_work(tmp_path, ball_
 def test_prepare_output_creates_folders_and_refuses_what_it_cannot_write(tmp_path):
     import os
 
-    from fieldgen.asset import prepare_output
+    from fieldgen.io.asset import prepare_output
     from fieldgen.errors import InputError
 
     made = prepare_output(tmp_path / "a" / "b" / "x.vtu")

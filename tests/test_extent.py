@@ -7,11 +7,11 @@ import pytest
 import trimesh
 from threadpoolctl import threadpool_limits
 
-from fieldgen.damping import characteristic_length
+from fieldgen.material.damping import characteristic_length
 from fieldgen.errors import BuildError, InputError
-from fieldgen.extent import solve_extent
-from fieldgen.mesh import FREE, INSULATED, RIGID
-from fieldgen.tetmesh import MeshingOptions, refine_zero_tets, tetrahedralize
+from fieldgen.fe.extent import solve_extent
+from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID
+from fieldgen.meshing.tetgen import MeshingOptions, refine_zero_tets, tetrahedralize
 
 A, B = 0.02, 0.05
 

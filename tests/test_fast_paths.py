@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fieldgen.extent import assemble, assemble_skfem
-from fieldgen.layering import max_interpolation_error
-from fieldgen.mesh import (FREE, RIGID, TetMesh, boundary_faces_of, hat_gradients, min_dihedral_angles,
+from fieldgen.fe.extent import assemble, assemble_skfem
+from fieldgen.material.layering import max_interpolation_error
+from fieldgen.meshing.tetmesh import (FREE, RIGID, TetMesh, boundary_faces_of, hat_gradients, min_dihedral_angles,
                            p1_gradients, tet_volumes)
-from fieldgen.modulus import hyperbolic_law, linear_law
-from fieldgen.tetmesh import MeshingOptions, mesh_statistics, radius_edge_ratios, tetrahedralize
+from fieldgen.material.modulus import hyperbolic_law, linear_law
+from fieldgen.meshing.tetgen import MeshingOptions, mesh_statistics, radius_edge_ratios, tetrahedralize
 
 REGULAR = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], dtype=float)
 

@@ -2,7 +2,7 @@
 
 The slab is bonded at the bottom and insulated on its sides, so its extent is exactly depth/H and
 App. B's halfspace fields are modulus laws of the extent. Forces are the runtime's on the asset
-read back from disk; references are closed forms (``fieldgen.halfspace``), derived in its docstring.
+read back from disk; references are closed forms (``fieldgen.material.halfspace``), derived in its docstring.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import trimesh
 
-from fieldgen.build import BuildOptions, build
-from fieldgen.halfspace import (flat_punch_force, flat_punch_modulus, hertz_force, hertz_pressure, hertz_table,
+from fieldgen.pipeline import BuildOptions, build
+from fieldgen.material.halfspace import (flat_punch_force, flat_punch_modulus, hertz_force, hertz_pressure, hertz_table,
                                 sphere_force)
-from fieldgen.indenter import Press, paraboloid_mesh, parse_indenter, punch_mesh, sphere_mesh
-from fieldgen.runtime.bodies import CompliantBody
+from fieldgen.calibrate.indenter import Press, paraboloid_mesh, parse_indenter, punch_mesh, sphere_mesh
+from fieldgen.runtime.contact.geometries import CompliantBody
 
 E_STAR = 1.0e6
 R = 0.05

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from fieldgen.asset import Asset, write_asset
-from fieldgen.inspect import cut_plane, format_summary, mid_planes, paraview_script, summarize
-from fieldgen.mesh import box_grid, boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
+from fieldgen.io.asset import Asset, write_asset
+from fieldgen.inspection import cut_plane, format_summary, mid_planes, paraview_script, summarize
+from fieldgen.meshing.tetmesh import box_grid, boundary_faces_of, min_dihedral_angles, orient_positive, tet_volumes
 
 M0 = 2.5e5          # Pa
 SIZE = (0.1, 0.08, 0.05)
@@ -134,7 +134,7 @@ def test_mid_planes_fall_back_to_median_for_a_ring():
 def test_paraview_cut_moves_off_a_centre_plane_that_misses_the_part():
     """Two blocks with a gap at the bounding-box centre: the x cut moves into the nearer block
     (x in (0.09, 0.12)) and cuts tets there with material on both sides; y and z stay central."""
-    from fieldgen.paraview import cut_origin
+    from fieldgen.io.paraview import cut_origin
 
     points, tets = box_mesh(n=(5, 1, 1), size=(0.15, 0.03, 0.03))
     centroids = points[tets].mean(axis=1)

@@ -62,7 +62,7 @@ def test_this_checkout_and_an_installed_copy(monkeypatch):
 
 def test_messages_use_the_hint(monkeypatch):
     from fieldgen.errors import OptionError
-    from fieldgen.robust import import_pytetwild
+    from fieldgen.meshing.ftetwild import import_pytetwild
 
     monkeypatch.setitem(sys.modules, "pytetwild", None)
     with pytest.raises(OptionError) as info:

@@ -11,11 +11,11 @@ import pytest
 from scipy.spatial import cKDTree
 
 from fieldgen.errors import BuildError, OptionError
-from fieldgen.layering import (ON_LEVEL, chord_oscillation, SNAP_FRACTION, snap_to_levels, extent_levels, layer, max_interpolation_error,
+from fieldgen.material.layering import (ON_LEVEL, chord_oscillation, SNAP_FRACTION, snap_to_levels, extent_levels, layer, max_interpolation_error,
                                slice_by_levels)
-from fieldgen.mesh import (FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, orient_positive,
+from fieldgen.meshing.tetmesh import (FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, orient_positive,
                            p1_gradients, tet_volumes)
-from fieldgen.modulus import hyperbolic_law, linear_law, table_law_from_points
+from fieldgen.material.modulus import hyperbolic_law, linear_law, table_law_from_points
 
 SLAB = (1.0, 0.5, 0.2)   # x, y, thickness h (m)
 
@@ -383,7 +383,7 @@ def test_vertex_a_hair_from_a_level_makes_no_sliver():
     volumes = tet_volumes(after.points, after.tets)
     assert volumes.min() > 1e-3 * np.median(volumes)
     # without snapping the same cut leaves slivers: the test can fail
-    from fieldgen.layering import _slice_once
+    from fieldgen.material.layering import _slice_once
 
     unsnapped, e = mesh, extent
     for level in levels:

@@ -17,15 +17,15 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
-import fieldgen.layering
-from fieldgen.asset import read_metadata
-from fieldgen.build import BuildOptions, build, options_from_spec
+import fieldgen.material.layering
+from fieldgen.io.asset import read_metadata
+from fieldgen.pipeline import BuildOptions, build, options_from_spec
 from fieldgen.cli.main import main
-from fieldgen.layering import chord_oscillation, extent_levels, slice_by_levels, snap_to_levels
-from fieldgen.mesh import tet_volumes
+from fieldgen.material.layering import chord_oscillation, extent_levels, slice_by_levels, snap_to_levels
+from fieldgen.meshing.tetmesh import tet_volumes
 
-from fieldgen.mesh import boundary_faces_of
-from fieldgen.modulus import hyperbolic_law
+from fieldgen.meshing.tetmesh import boundary_faces_of
+from fieldgen.material.modulus import hyperbolic_law
 from test_layering import SLAB, face_use_counts, oriented_face_set, sampled_error, slab_mesh
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,14 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def build_and_capture(monkeypatch, *args, **kwargs):
     """Run ``build`` and keep what went into and came out of the layering stage."""
     captured = {}
-    original = fieldgen.layering.layer
+    original = fieldgen.material.layering.layer
 
     def spy(mesh, extent, law, tolerance=None):
         result = original(mesh, extent, law, tolerance)
         captured.update(mesh=mesh, extent=extent, law=law, result=result)
         return result
 
-    monkeypatch.setattr(fieldgen.layering, "layer", spy)
+    monkeypatch.setattr(fieldgen.material.layering, "layer", spy)
     return build(*args, **kwargs), captured
 
 
@@ -65,7 +65,7 @@ def check_selective(captured, report, out):
         lv = result.levels
         inside = (lv[None, :] > e.min(axis=1)[:, None] + 1e-10) & (lv[None, :] < e.max(axis=1)[:, None] - 1e-10)
         assert not inside.any()
-        bisected, _, _ = fieldgen.layering.refine_for_law(mesh, snap_to_levels(extent, lv), law, lv, tol)
+        bisected, _, _ = fieldgen.material.layering.refine_for_law(mesh, snap_to_levels(extent, lv), law, lv, tol)
         # Not more than bisection's count by more than 5% (the policy takes the slabs without
         # running bisection on; on the skinned CAD parts they are 14-24% fewer, on the small
         # skinned ball below 1.4% more since the skin's cut is snapped, 13% fewer before).
@@ -95,7 +95,7 @@ def test_bisection_keeps_the_mesh_conforming_and_the_extent_function():
     mesh = slab_mesh()
     extent = 1.0 - mesh.points[:, 2] / SLAB[2]
     law = hyperbolic_law(1e5, 0.8)
-    result = fieldgen.layering.layer(mesh, extent, law)
+    result = fieldgen.material.layering.layer(mesh, extent, law)
     after = result.mesh
     volumes = tet_volumes(after.points, after.tets)
     assert np.all(volumes > 0)
@@ -105,7 +105,7 @@ def test_bisection_keeps_the_mesh_conforming_and_the_extent_function():
     # The extent is still the slab's linear field at every vertex, new ones included.
     np.testing.assert_allclose(result.extent, 1.0 - after.points[:, 2] / SLAB[2], atol=1e-12)
     assert result.max_interpolation_error <= 0.01 * law.max_pressure
-    again = fieldgen.layering.layer(mesh, extent, law)          # deterministic, array for array
+    again = fieldgen.material.layering.layer(mesh, extent, law)          # deterministic, array for array
     for name in ("points", "tets", "boundary_faces", "boundary_markers"):
         assert np.array_equal(getattr(again.mesh, name), getattr(after, name))
     assert np.array_equal(again.extent, result.extent)
@@ -118,14 +118,14 @@ def test_bisection_gives_up_past_its_tet_limit_and_the_stage_takes_the_slabs():
     extent = 1.0 - mesh.points[:, 2] / SLAB[2]
     law = hyperbolic_law(1e5, 0.8)
     tol = 0.01 * law.max_pressure
-    levels = fieldgen.layering.balanced_levels(law, tol)
+    levels = fieldgen.material.layering.balanced_levels(law, tol)
     snapped = snap_to_levels(extent, levels)
-    full, full_extent, _ = fieldgen.layering.refine_for_law(mesh, snapped, law, levels, tol)
+    full, full_extent, _ = fieldgen.material.layering.refine_for_law(mesh, snapped, law, levels, tol)
     assert full.n_tets > mesh.n_tets
-    assert fieldgen.layering.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets - 1) is None
-    same, same_extent, _ = fieldgen.layering.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets)
+    assert fieldgen.material.layering.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets - 1) is None
+    same, same_extent, _ = fieldgen.material.layering.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets)
     assert np.array_equal(same.tets, full.tets) and np.array_equal(same_extent, full_extent)
-    result = fieldgen.layering.layer(mesh, extent, law)
+    result = fieldgen.material.layering.layer(mesh, extent, law)
     assert result.method == ("slabs" if full.n_tets > 2 * mesh.n_tets else "bisection")
     if result.method == "bisection":
         assert np.array_equal(result.mesh.tets, full.tets)

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from fieldgen.runtime.lcp import lemke
+from fieldgen.runtime.dynamics.lcp import lemke
 
 
 def enumerate_solutions(M, q, tol=1e-9):

@@ -1,4 +1,4 @@
-"""The shared geometry helpers of fieldgen.mesh against independent computations."""
+"""The shared geometry helpers of fieldgen.meshing.tetmesh against independent computations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from fieldgen.mesh import (box_grid, boundary_faces_of, cross, min_dihedral_angles, orient_positive, p1_gradients,
+from fieldgen.meshing.tetmesh import (box_grid, boundary_faces_of, cross, min_dihedral_angles, orient_positive, p1_gradients,
                            tet_volumes)
 
 
@@ -63,7 +63,7 @@ def test_shared_p1_geometry_gives_the_same_bits():
     """The build computes the mesh geometry of the gradients once (during the extent solve) and
     takes the volumes from it: the validation recomputes both without it, so they must agree to
     the bit, not merely to rounding."""
-    from fieldgen.mesh import p1_geometry, tet_volumes
+    from fieldgen.meshing.tetmesh import p1_geometry, tet_volumes
 
     rng = np.random.default_rng(11)
     points, tets = box_grid(*(np.linspace(0, 1, 7),) * 3)

@@ -9,7 +9,7 @@ import pytest
 from scipy.interpolate import CubicSpline
 
 from fieldgen.errors import InputError, OptionError
-from fieldgen.modulus import (hyperbolic_law, law_from_metadata, linear_law, table_law,
+from fieldgen.material.modulus import (hyperbolic_law, law_from_metadata, linear_law, table_law,
                               table_law_from_points)
 
 E = np.linspace(0.0, 1.0, 1001)
@@ -149,7 +149,7 @@ def test_a_linear_or_hyperbolic_law_does_not_import_scipy_interpolate():
     import subprocess
     import sys
 
-    code = ("import sys; from fieldgen.modulus import hyperbolic_law, linear_law, table_law_from_points; "
+    code = ("import sys; from fieldgen.material.modulus import hyperbolic_law, linear_law, table_law_from_points; "
             "linear_law(1e5).pressure([0.5]); hyperbolic_law(1e5, 0.8).pressure([0.5]); "
             "print('scipy.interpolate' in sys.modules); "
             "table_law_from_points([0, 1], [0, 1e5]).pressure([0.5]); print('scipy.interpolate' in sys.modules)")

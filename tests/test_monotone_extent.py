@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from scipy.sparse.linalg import spsolve
 
-from fieldgen.build import BuildOptions, build
-from fieldgen.damping import characteristic_length
-from fieldgen.extent import (assemble, assemble_skfem, dirichlet_values, positive_couplings, solve_extent,
+from fieldgen.pipeline import BuildOptions, build
+from fieldgen.material.damping import characteristic_length
+from fieldgen.fe.extent import (assemble, assemble_skfem, dirichlet_values, positive_couplings, solve_extent,
                              upwinded)
-from fieldgen.mesh import FREE
-from fieldgen.tetmesh import refine_zero_tets
+from fieldgen.meshing.tetmesh import FREE
+from fieldgen.meshing.tetgen import refine_zero_tets
 
 from test_extent import A, B, exact_shell_extent, shell_level, slab
 
@@ -82,9 +82,9 @@ def test_spherical_shell_closed_form_in_bounds_and_converging():
 
 def test_galerkin_overshoot_at_a_bonded_rim_is_corrected_without_clipping(meshes):
     # plate_holes with its bottom bonded: Galerkin P1 dips to -0.016 next to the free/bonded rim.
-    from fieldgen.selectors import assign_conditions, parse_selector
-    from fieldgen.surface import load_surface
-    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+    from fieldgen.surface.selectors import assign_conditions, parse_selector
+    from fieldgen.surface.stage import load_surface
+    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
 
     surface = load_surface(meshes / "plate_holes.STL", "mm")
     markers = assign_conditions(surface, [parse_selector("normal:0,0,-1", 1e-3)], [])
@@ -128,11 +128,11 @@ CORPUS = [
 @pytest.mark.parametrize("name,units,flags", CORPUS,
                          ids=[f"{c[0]}-{'laplace' if c[2].get('bonded') else 'poisson'}" for c in CORPUS])
 def test_corpus_builds_obey_the_maximum_principle(meshes, tmp_path, monkeypatch, name, units, flags):
-    import fieldgen.extent
-    import fieldgen.layering
+    import fieldgen.fe.extent
+    import fieldgen.material.layering
 
     solves, layered = [], {}
-    original_solve, original_layer = fieldgen.extent.solve_extent, fieldgen.layering.layer
+    original_solve, original_layer = fieldgen.fe.extent.solve_extent, fieldgen.material.layering.layer
 
     def spy_solve(mesh, **kwargs):
         solution = original_solve(mesh, **kwargs)
@@ -143,11 +143,11 @@ def test_corpus_builds_obey_the_maximum_principle(meshes, tmp_path, monkeypatch,
         layered["extent"] = extent
         return original_layer(mesh, extent, *args, **kwargs)
 
-    monkeypatch.setattr(fieldgen.extent, "solve_extent", spy_solve)
-    monkeypatch.setattr(fieldgen.layering, "layer", spy_layer)
+    monkeypatch.setattr(fieldgen.fe.extent, "solve_extent", spy_solve)
+    monkeypatch.setattr(fieldgen.material.layering, "layer", spy_layer)
     result = build(meshes / name, tmp_path / "part.vtu",
                    BuildOptions(units=units, modulus=1e5, **flags))
-    from fieldgen.asset import read_metadata
+    from fieldgen.io.asset import read_metadata
 
     meta = read_metadata(tmp_path / "part.vtu")["extent_solution"]
     assert meta["max_violation"] == 0.0 and meta["rounding"] <= 1e-12
@@ -184,8 +184,8 @@ def test_a_value_below_the_solvers_precision_is_kept_positive():
     the field is the plain solve's."""
     import trimesh
 
-    from fieldgen.mesh import RIGID
-    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+    from fieldgen.meshing.tetmesh import RIGID
+    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
 
     bar = trimesh.creation.box(extents=(0.08, 0.001, 0.001))
     bar.apply_translation((0.04, 0.0, 0.0))

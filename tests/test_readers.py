@@ -1,6 +1,6 @@
-"""One reader per file kind: surface meshes (fieldgen.surface.read_triangles, behind
-load_surface), assets (fieldgen.asset.read_vtu, behind read_asset/read_metadata) and legacy .vtk
-tet meshes (fieldgen.runtime.bodies.read_legacy_vtk_tets). Build and runtime read a file alike."""
+"""One reader per file kind: surface meshes (fieldgen.surface.stage.read_triangles, behind
+load_surface), assets (fieldgen.io.asset.read_vtu, behind read_asset/read_metadata) and legacy .vtk
+tet meshes (fieldgen.runtime.contact.geometries.read_legacy_vtk_tets). Build and runtime read a file alike."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fieldgen.runtime.bodies import RigidBody, load_body
-from fieldgen.surface import load_surface
+from fieldgen.runtime.contact.geometries import RigidBody, load_body
+from fieldgen.surface.stage import load_surface
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fieldgen"
 CLI = Path(__file__).resolve().parents[1] / "cli"
@@ -19,9 +19,9 @@ CLI = Path(__file__).resolve().parents[1] / "cli"
 #: the calls that parse a file of each kind, and the one module allowed to make them
 READERS = {
     r"trimesh\.load\w*\(|meshio\.read\(|stl\.mesh|def _read_obj\(|def _read_binary_stl\(|step_to_glb\(":
-        "fieldgen/surface.py",
-    r"vtkXMLUnstructuredGridReader\(\)": "fieldgen/asset.py",
-    r"vtkUnstructuredGridReader\(\)|==\s*[\"']POINTS|\.startswith\([\"']POINTS": "fieldgen/runtime/bodies.py",
+        "fieldgen/surface/stage.py",
+    r"vtkXMLUnstructuredGridReader\(\)": "fieldgen/io/asset.py",
+    r"vtkUnstructuredGridReader\(\)|==\s*[\"']POINTS|\.startswith\([\"']POINTS": "fieldgen/runtime/contact/geometries.py",
 }
 
 
@@ -62,7 +62,7 @@ STL_FILES = sorted(p.name for p in (Path(__file__).parent / "data" / "meshes").i
 def test_binary_stl_reads_as_trimesh_reads_it(meshes, name):
     """Binary STL is read without trimesh (whose import costs 0.4-0.7 s before TetGen can
     start): the same vertices (float64), faces and groups as trimesh's unprocessed load."""
-    from fieldgen.surface import _read_binary_stl, _read_with_trimesh
+    from fieldgen.surface.stage import _read_binary_stl, _read_with_trimesh
 
     ours = _read_binary_stl((meshes / name).read_bytes())
     assert ours is not None, f"{name} is not a binary STL"
@@ -78,7 +78,7 @@ def test_ascii_and_damaged_stl_go_to_trimesh(tmp_path):
     import trimesh
 
     from fieldgen.errors import InputError
-    from fieldgen.surface import _read_binary_stl, read_triangles
+    from fieldgen.surface.stage import _read_binary_stl, read_triangles
 
     box = trimesh.creation.box(extents=(0.25, 0.5, 1.0))
     text = tmp_path / "box_ascii.stl"
@@ -106,7 +106,7 @@ def test_loading_a_binary_stl_does_not_import_trimesh(meshes):
     import subprocess
     import sys
 
-    code = ("import sys; from fieldgen.surface import load_surface; "
+    code = ("import sys; from fieldgen.surface.stage import load_surface; "
             f"load_surface({str(meshes / 'idler_riser.STL')!r}, 'mm'); print('trimesh' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -232,7 +232,7 @@ def test_meshio_formats_flat_points_and_missing_packages(tmp_path, monkeypatch):
     from meshio import _helpers
 
     from fieldgen.errors import InputError
-    from fieldgen.surface import read_triangles
+    from fieldgen.surface.stage import read_triangles
 
     flat = tmp_path / "flat.mesh"                 # medit keeps 2-D points as they are
     meshio.write_points_cells(flat, np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [2.0, 0.0]]),
@@ -253,7 +253,7 @@ def test_meshio_formats_flat_points_and_missing_packages(tmp_path, monkeypatch):
 
 
 def test_an_asset_given_as_a_surface_names_its_source(tmp_path):
-    from fieldgen.asset import write_asset
+    from fieldgen.io.asset import write_asset
     from fieldgen.errors import InputError
     from test_inspect import slab_asset
 
@@ -285,7 +285,7 @@ def test_a_step_part_builds_the_same_asset_every_time(meshes, tmp_path):
     --units (inches here) while the geometry keeps the file's own unit."""
     from click.testing import CliRunner
 
-    from fieldgen.asset import read_metadata
+    from fieldgen.io.asset import read_metadata
     from fieldgen.cli.main import main
     from fieldgen.validate import validate_asset
 

@@ -7,7 +7,7 @@ import pytest
 import trimesh
 
 from fieldgen.errors import InputError
-from fieldgen.runtime.rigid_body import (
+from fieldgen.runtime.dynamics.rigid_body import (
     MassProperties,
     RigidBodyState,
     box_mass_properties,

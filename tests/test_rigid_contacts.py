@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fieldgen.runtime import primitives as prim
-from fieldgen.runtime.rigid_body import MassProperties, RigidBodyState, box_mass_properties
-from fieldgen.runtime.scene import Scene, SceneBody, Schedule
-from fieldgen.runtime.simulate import simulate
+from fieldgen.runtime.scene import primitives as prim
+from fieldgen.runtime.dynamics.rigid_body import MassProperties, RigidBodyState, box_mass_properties
+from fieldgen.runtime.scene.load import Scene, SceneBody, Schedule
+from fieldgen.runtime.dynamics.simulate import simulate
 
 
 def test_kinematic_plate_pushes_a_rigid_box_at_its_own_speed():
@@ -95,8 +95,8 @@ def test_square_peg_drops_into_a_hole_with_half_a_millimetre_clearance():
     blind hole 20 mm deep. On convex hulls it would rest on the block's top (the hull covers the
     hole); on the meshes it enters and rests on the hole's bottom, never deeper in any wall or
     the bottom than 1e-5 m."""
-    from fieldgen.runtime.bodies import RigidBody
-    from fieldgen.runtime.pose import rotation_from_rpy
+    from fieldgen.runtime.contact.geometries import RigidBody
+    from fieldgen.runtime.contact.pose import rotation_from_rpy
 
     outer, hole, height, depth = 0.06, 0.021, 0.03, 0.02
     V, F = block_with_hole(outer, hole, height, depth)
@@ -109,7 +109,7 @@ def test_square_peg_drops_into_a_hole_with_half_a_millimetre_clearance():
     scene = Scene([SceneBody("block", block, "fixed"),
                    SceneBody("peg", peg, "dynamic", box_mass_properties(0.12, [0.02, 0.02, 0.04]), start)])
     result = simulate(scene, 0.25, 1e-3)
-    from fieldgen.runtime.rigid_body import quaternion_to_matrix
+    from fieldgen.runtime.dynamics.rigid_body import quaternion_to_matrix
 
     worst = 0.0
     for k in range(len(result.times)):
@@ -129,8 +129,8 @@ def test_box_dropped_edge_first_on_a_box_edge_comes_to_rest_on_a_face():
     of the other there), then it tips onto the lower cube's top face and rests on a face."""
     from scipy.spatial.transform import Rotation
 
-    from fieldgen.runtime.pose import rotation_from_rpy
-    from fieldgen.runtime.rigid_body import quaternion_to_matrix
+    from fieldgen.runtime.contact.pose import rotation_from_rpy
+    from fieldgen.runtime.dynamics.rigid_body import quaternion_to_matrix
 
     lower = prim.rigid_box([0.1, 0.1, 0.1], mu_static=0.5, name="lower")
     upper = prim.rigid_box([0.05, 0.05, 0.05], mu_static=0.5, name="upper")
@@ -153,7 +153,7 @@ def test_box_dropped_edge_first_on_a_box_edge_comes_to_rest_on_a_face():
 
 
 def _pose(rpy_deg, position):
-    from fieldgen.runtime.pose import rotation_from_rpy
+    from fieldgen.runtime.contact.pose import rotation_from_rpy
 
     X = np.eye(4)
     X[:3, :3] = rotation_from_rpy(*rpy_deg)
@@ -166,7 +166,7 @@ def test_crossing_edges_give_one_edge_edge_contact(gap):
     """Two cubes edge to edge, crossed (A's top edge along x, B's bottom edge along y), ``gap``
     apart: one contact, at the crossing, normal +z, φ0 = gap; no vertex of either is near a
     face of the other (vertex-only detection finds nothing here)."""
-    from fieldgen.runtime.rigid_contact import mesh_contacts
+    from fieldgen.runtime.dynamics.rigid_contact import mesh_contacts
 
     a = prim.rigid_box([0.1, 0.1, 0.1], name="a")
     b = prim.rigid_box([0.1, 0.1, 0.1], name="b")
@@ -186,7 +186,7 @@ def test_convex_declared_body_uses_its_hull(tmp_path):
     a peg on its top (the hull's top face covers the hole)."""
     import trimesh
 
-    from fieldgen.runtime.scene import load_scene
+    from fieldgen.runtime.scene.load import load_scene
 
     V, F = block_with_hole(0.06, 0.021, 0.03, 0.02)
     trimesh.Trimesh(V, F, process=False).export(tmp_path / "block.stl")
@@ -259,7 +259,7 @@ def test_ball_pressed_into_the_paddle_stops_at_its_metal_core(tmp_path):
     import trimesh
     from click.testing import CliRunner
 
-    from fieldgen.build import BuildOptions, build, options_from_spec
+    from fieldgen.pipeline import BuildOptions, build, options_from_spec
     from fieldgen.cli.main import main
 
     assets = Path(__file__).resolve().parents[1] / "assets"

@@ -18,11 +18,11 @@ import trimesh
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from fieldgen.asset import read_asset, read_metadata
+from fieldgen.io.asset import read_asset, read_metadata
 from fieldgen.errors import OptionError
 from fieldgen.install import install_hint
-from fieldgen.mesh import FREE, RIGID, tet_volumes
-from fieldgen.surface import load_surface, winding_numbers
+from fieldgen.meshing.tetmesh import FREE, RIGID, tet_volumes
+from fieldgen.surface.stage import load_surface, winding_numbers
 from fieldgen.validate import validate_asset
 
 
@@ -149,8 +149,8 @@ def test_selectors_carry_over_to_the_robust_mesh(meshes, tmp_path):
     """The fingertip's open surface, bonded below z = 0: boundary faces of fTetWild's mesh take the
     condition of the nearest input face, so the bonded faces are exactly those near the bonded
     input faces and the extent is 1 there."""
-    from fieldgen.robust import RobustOptions, robust_tetrahedralize
-    from fieldgen.selectors import assign_conditions, parse_selector
+    from fieldgen.meshing.ftetwild import RobustOptions, robust_tetrahedralize
+    from fieldgen.surface.selectors import assign_conditions, parse_selector
 
     surface = load_surface(meshes / "pr2_l_finger_tip.obj", require_closed=False)
     markers = assign_conditions(surface, [parse_selector("below:z=0")])
@@ -174,7 +174,7 @@ def test_selectors_carry_over_to_the_robust_mesh(meshes, tmp_path):
 
 
 def test_missing_ftetwild_names_the_extra(monkeypatch):
-    from fieldgen.robust import import_pytetwild
+    from fieldgen.meshing.ftetwild import import_pytetwild
 
     monkeypatch.setitem(sys.modules, "pytetwild", None)   # import pytetwild -> ImportError
     with pytest.raises(OptionError, match=re.escape(install_hint("robust"))):
@@ -182,7 +182,7 @@ def test_missing_ftetwild_names_the_extra(monkeypatch):
 
 
 def test_robust_option_parsing():
-    from fieldgen.build import BuildOptions, options_from_mapping
+    from fieldgen.pipeline import BuildOptions, options_from_mapping
 
     assert options_from_mapping({"robust": True}).robust is True
     with pytest.raises(OptionError, match="true or false"):
@@ -222,8 +222,8 @@ def _nearest_face_markers(points, faces, vertices, surface_faces, markers):
 
 
 def test_classify_boundary_takes_the_nearest_faces_condition():
-    from fieldgen.mesh import INSULATED
-    from fieldgen.robust import classify_boundary
+    from fieldgen.meshing.tetmesh import INSULATED
+    from fieldgen.meshing.ftetwild import classify_boundary
 
     # Input: an icosphere with three conditions by region; "mesh": a finer, jittered icosphere
     # (the faces fTetWild would return lie near, not on, the input).
@@ -244,7 +244,7 @@ def test_classify_boundary_takes_the_nearest_faces_condition():
 
 
 def test_classify_boundary_with_one_condition_needs_no_search():
-    from fieldgen.robust import classify_boundary
+    from fieldgen.meshing.ftetwild import classify_boundary
 
     coarse = trimesh.creation.icosphere(subdivisions=1)
     fine = trimesh.creation.icosphere(subdivisions=3)
@@ -256,8 +256,8 @@ def test_classify_boundary_with_one_condition_needs_no_search():
 def test_classify_boundary_breaks_exact_ties_towards_the_smaller_code():
     """A face whose centroid lies on the edge between a RIGID and an INSULATED input face is as
     near to both: it takes RIGID (code 2 < 3)."""
-    from fieldgen.mesh import INSULATED
-    from fieldgen.robust import classify_boundary
+    from fieldgen.meshing.tetmesh import INSULATED
+    from fieldgen.meshing.ftetwild import classify_boundary
 
     square = np.array([[0.0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]])
     faces = np.array([[0, 1, 2], [0, 2, 3]])                 # the diagonal 0-2 is shared

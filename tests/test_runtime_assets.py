@@ -1,4 +1,4 @@
-"""Runtime contact on real assets built by fieldgen.build (the contact runtime on assets):
+"""Runtime contact on real assets built by fieldgen.pipeline (the contact runtime on assets):
 elastic foundation on a built slab, Drake's two-cube force through the CLI, pass-through on the
 paddle's core. Hand-made-mesh tests of the same laws are in test_runtime_contact.py."""
 
@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from fieldgen.build import BuildOptions, build, options_from_spec
-from fieldgen.runtime.bodies import RigidBody, load_body
-from fieldgen.runtime.contact_surface import PassThroughWarning
-from fieldgen.runtime.pose import Pose
-from fieldgen.runtime.wrench import contact
+from fieldgen.pipeline import BuildOptions, build, options_from_spec
+from fieldgen.runtime.contact.geometries import RigidBody, load_body
+from fieldgen.runtime.contact.surface import PassThroughWarning
+from fieldgen.runtime.contact.pose import Pose
+from fieldgen.runtime.contact.wrench import contact
 from test_runtime_meshes import box_grid, box_surface
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -83,7 +83,7 @@ def test_elastic_foundation_on_a_built_slab(slab_asset, rigid_box, representatio
 def drake_cube_vtk(path: Path) -> Path:
     """A 0.1 m cube on a grid whose outer cells are 2 mm (the mesh of test_runtime_contact's
     two-cube test), written as Drake's legacy .vtk (tets only, positive volumes)."""
-    from fieldgen.drake import vtk_text
+    from fieldgen.io.drake_vtk import vtk_text
 
     half = np.array([0.0, 0.002, 0.01, 0.02, 0.03, 0.04, 0.05])
     c = np.concatenate([half - 0.05, (0.05 - half[::-1])[1:]])

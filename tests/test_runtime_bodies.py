@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from fieldgen.errors import InputError, OptionError
-from fieldgen.mesh import boundary_faces_of, p1_gradients
-from fieldgen.runtime.bodies import CompliantBody, RigidBody, load_body, read_legacy_vtk_tets
-from fieldgen.runtime.bvh import build_bvh, candidate_pairs
-from fieldgen.runtime.pose import Pose
+from fieldgen.meshing.tetmesh import boundary_faces_of, p1_gradients
+from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody, load_body, read_legacy_vtk_tets
+from fieldgen.runtime.contact.bvh import build_bvh, candidate_pairs
+from fieldgen.runtime.contact.pose import Pose
 from test_runtime_meshes import box_grid, box_surface
 
 
@@ -94,9 +94,9 @@ def test_rigid_from_mesh_units_and_outward_normals(meshes, tmp_path):
 
 
 def test_compliant_body_from_asset_roundtrip(tmp_path):
-    """A .vtu asset written by fieldgen.asset loads with its metadata (friction, dissipation, L,
+    """A .vtu asset written by fieldgen.io.asset loads with its metadata (friction, dissipation, L,
     modulus) and its rigid core (faces with e = 1)."""
-    from fieldgen.asset import Asset, write_asset
+    from fieldgen.io.asset import Asset, write_asset
 
     H = 0.02
     points, tets = box_grid(np.linspace(0, 0.1, 3), np.linspace(0, 0.1, 3), np.linspace(0, H, 3))

@@ -17,13 +17,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fieldgen.mesh import tet_volumes
-from fieldgen.runtime.bodies import CompliantBody, RigidBody
-from fieldgen.runtime.bvh import PairCache, build_bvh, motion_bound, sorted_candidate_pairs
-from fieldgen.runtime.bvh import _mapped_boxes  # the box map the traversal uses
-from fieldgen.runtime.contact_surface import compute_contact_surface
-from fieldgen.runtime.pose import Pose, as_matrix
-from fieldgen.runtime.wrench import compute_wrench
+from fieldgen.meshing.tetmesh import tet_volumes
+from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.bvh import PairCache, build_bvh, motion_bound, sorted_candidate_pairs
+from fieldgen.runtime.contact.bvh import _mapped_boxes  # the box map the traversal uses
+from fieldgen.runtime.contact.surface import compute_contact_surface
+from fieldgen.runtime.contact.pose import Pose, as_matrix
+from fieldgen.runtime.contact.wrench import compute_wrench
 from test_runtime_meshes import box_surface, slab
 
 H = 0.008     # pad thickness, m

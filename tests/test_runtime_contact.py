@@ -7,11 +7,11 @@ import warnings
 import numpy as np
 import pytest
 
-from fieldgen.mesh import orient_positive
-from fieldgen.runtime.bodies import CompliantBody, RigidBody
-from fieldgen.runtime.contact_surface import PassThroughWarning, compute_contact_surface
-from fieldgen.runtime.pose import Pose, rotation_from_rpy
-from fieldgen.runtime.wrench import contact
+from fieldgen.meshing.tetmesh import orient_positive
+from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.surface import PassThroughWarning, compute_contact_surface
+from fieldgen.runtime.contact.pose import Pose, rotation_from_rpy
+from fieldgen.runtime.contact.wrench import contact
 from test_runtime_meshes import box_grid, box_surface, slab
 
 H = 0.02      # slab thickness, m

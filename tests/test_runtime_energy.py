@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
-from fieldgen.runtime.bodies import CompliantBody, RigidBody
-from fieldgen.runtime.contact_surface import compute_contact_surface
-from fieldgen.runtime.pose import Pose, SpatialVelocity, rotation_from_rpy
-from fieldgen.runtime.wrench import combined_dissipation, combined_friction, compute_wrench, contact
+from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.surface import compute_contact_surface
+from fieldgen.runtime.contact.pose import Pose, SpatialVelocity, rotation_from_rpy
+from fieldgen.runtime.contact.wrench import combined_dissipation, combined_friction, compute_wrench, contact
 from test_runtime_meshes import box_grid, box_surface, slab
 
 H, M0 = 0.02, 1e6

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import trimesh
 
-from fieldgen.runtime.bodies import CompliantBody, RigidBody
-from fieldgen.runtime.pose import Pose
-from fieldgen.runtime.wrench import contact
+from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.pose import Pose
+from fieldgen.runtime.contact.wrench import contact
 from test_runtime_meshes import box_grid, cylinder_surface
 
 E_STAR = 1e6     # Pa

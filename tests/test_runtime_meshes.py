@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldgen.mesh import box_grid, boundary_faces_of, tet_volumes
+from fieldgen.meshing.tetmesh import box_grid, boundary_faces_of, tet_volumes
 
 
 def slab(width, height, cells_xy, zs):

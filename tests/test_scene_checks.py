@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from fieldgen.runtime.scene import load_scene
-from fieldgen.runtime.scene_schema import SceneError
+from fieldgen.runtime.scene.load import load_scene
+from fieldgen.runtime.scene.schema import SceneError
 
 SCENES = Path(__file__).resolve().parent.parent / "assets" / "scenes"
 
@@ -96,7 +96,7 @@ def test_top_level_key_and_missing_file(tmp_path):
 def test_example_scenes_pass_the_check():
     import tomllib
 
-    from fieldgen.runtime.scene_schema import check_scene_table
+    from fieldgen.runtime.scene.schema import check_scene_table
 
     for path in sorted(SCENES.glob("*.toml")):
         data = tomllib.loads(path.read_text())
@@ -108,7 +108,7 @@ def test_others_keys_are_accepted(tmp_path):
     """Keys other parts of the runtime read are allowed (their values are checked where used)."""
     import tomllib
 
-    from fieldgen.runtime.scene_schema import check_scene_table
+    from fieldgen.runtime.scene.schema import check_scene_table
 
     text = BOX.format(simulate='friction = "compliant"\nface_rule = "drake"',
                       body="mass = 1.0\ntangential_stiffness = 1e4\ntangential_damping = 1.0\nconvex = true")

@@ -11,9 +11,9 @@ import pytest
 import trimesh
 
 from fieldgen.errors import OptionError
-from fieldgen.mesh import FREE, INSULATED, RIGID
-from fieldgen.selectors import Selector, assign_conditions, parse_selector, select_faces
-from fieldgen.surface import load_surface
+from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID
+from fieldgen.surface.selectors import Selector, assign_conditions, parse_selector, select_faces
+from fieldgen.surface.stage import load_surface
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fieldgen.runtime import primitives as prim
-from fieldgen.runtime.rigid_body import MassProperties, RigidBodyState, box_mass_properties
-from fieldgen.runtime.scene import Scene, SceneBody, Schedule, load_scene
-from fieldgen.runtime.simulate import simulate
+from fieldgen.runtime.scene import primitives as prim
+from fieldgen.runtime.dynamics.rigid_body import MassProperties, RigidBodyState, box_mass_properties
+from fieldgen.runtime.scene.load import Scene, SceneBody, Schedule, load_scene
+from fieldgen.runtime.dynamics.simulate import simulate
 
 G = 9.81
 
@@ -70,7 +70,7 @@ def test_box_below_friction_angle_sticks():
     # friction about the centre of mass / rotational stiffness) is then ~1e-7 m, so what is
     # left is slip. The bottom-centre point of the box must not move along the slope.
     result = simulate(incline_scene(theta, mu, modulus=1e8, dissipation=10.0), 1.0, 1e-3)
-    from fieldgen.runtime.rigid_body import quaternion_to_matrix
+    from fieldgen.runtime.dynamics.rigid_body import quaternion_to_matrix
 
     bottom = np.array([result.positions[k, 1] + quaternion_to_matrix(result.quaternions[k, 1]) @ [0, 0, -0.05]
                        for k in range(len(result.times))])

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from fieldgen.runtime.contact_surface import PassThroughWarning
-from fieldgen.runtime.contact_warnings import ContactWarningLog, collecting, warning_kind, watched
-from fieldgen.runtime.scene import load_scene
-from fieldgen.runtime.simulate import scene_contacts, simulate
+from fieldgen.runtime.contact.surface import PassThroughWarning
+from fieldgen.runtime.dynamics.warnings import ContactWarningLog, collecting, warning_kind, watched
+from fieldgen.runtime.scene.load import load_scene
+from fieldgen.runtime.dynamics.simulate import scene_contacts, simulate
 
 #: A 2 cm slab bonded underneath (its bottom is the rigid core, e = 1). Box "deep" starts 1 mm
 #: below the slab's bottom, so every step's contact reaches the core; box "shallow" rests 5 mm

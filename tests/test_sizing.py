@@ -1,4 +1,4 @@
-"""Accuracy-driven sizing and the extent's error estimate (fieldgen.sizing).
+"""Accuracy-driven sizing and the extent's error estimate (fieldgen.sizing.loops).
 
 The estimate is checked against closed forms (a slab's Poisson extent is a parabola) and, on real
 corpus parts, against the true error measured with a much finer mesh: the coarse asset's extent
@@ -17,18 +17,18 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
-from fieldgen.asset import read_asset, read_metadata
-from fieldgen.build import BuildOptions, build, make_law
+from fieldgen.io.asset import read_asset, read_metadata
+from fieldgen.pipeline import BuildOptions, build, make_law
 from fieldgen.cli.main import main
-from fieldgen.damping import characteristic_length
+from fieldgen.material.damping import characteristic_length
 from fieldgen.errors import OptionError
-from fieldgen.extent import solve_extent
-from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, hat_gradients, tet_volumes
-from fieldgen.modulus import hyperbolic_law, linear_law
-from fieldgen.surface import load_surface
-from fieldgen.sizing import (MIN_SHRINK, estimate_error, marked_tets, next_near_edge, red_refine,
+from fieldgen.fe.extent import solve_extent
+from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, hat_gradients, tet_volumes
+from fieldgen.material.modulus import hyperbolic_law, linear_law
+from fieldgen.surface.stage import load_surface
+from fieldgen.sizing.loops import (MIN_SHRINK, estimate_error, marked_tets, next_near_edge, red_refine,
                              refined_gradients, two_grid_extent)
-from fieldgen.tetmesh import MeshingOptions, bisected, refine_zero_tets, tetrahedralize
+from fieldgen.meshing.tetgen import MeshingOptions, bisected, refine_zero_tets, tetrahedralize
 
 
 def run(*args):
@@ -185,7 +185,7 @@ def test_split_edges_is_conforming_splits_every_edge_and_carries_the_boundary_co
     face with its plane's condition, every requested edge gone and its midpoint a vertex, and
     the tets that hold none of the edges untouched. A pair that is not an edge is refused."""
     from fieldgen.errors import BuildError
-    from fieldgen.tetmesh import split_edges
+    from fieldgen.meshing.tetgen import split_edges
 
     mesh = slab_mesh(0.15, rigid_side=True)
     pairs = np.unique(np.sort(mesh.tets[:, [0, 1, 0, 2, 0, 3, 1, 2, 1, 3, 2, 3]].reshape(-1, 2), axis=1), axis=0)
@@ -218,7 +218,7 @@ def test_split_edges_splits_the_higher_priority_edge_first():
     """One tet, two edges sharing vertex 0: splitting (0, 1) first at m leaves the edge m-2 (the
     later split of (0, 2) at q happens in the half (0, m, 2, 3) only); splitting (0, 2) first
     leaves q-1 instead."""
-    from fieldgen.tetmesh import split_edges
+    from fieldgen.meshing.tetgen import split_edges
 
     points = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
     mesh = TetMesh(points=points, tets=np.array([[0, 1, 2, 3]]), boundary_faces=boundary_faces_of(np.array([[0, 1, 2, 3]])),
@@ -242,7 +242,7 @@ def test_marked_edges_take_the_most_gain_per_tet_within_the_room():
     """On the Poisson slab (e bends across it only): the edges are taken in order of surplus² x
     volume around / tets around, every one taken ranks above every one left; the tets around them
     fit the room; and with a room of one tet, the single best edge is still taken."""
-    from fieldgen.sizing import marked_edges
+    from fieldgen.sizing.loops import marked_edges
 
     mesh = slab_mesh(0.08)
     estimate = estimate_error(mesh, solve_extent(mesh).extent, linear_law(1e5))
@@ -279,8 +279,8 @@ def test_steepest_edge_refinement_beats_bisection_where_the_field_bends_one_way(
     fewer tets than bisecting the tets that hold 95% of the squared error (measured: 18.2k tets
     and 3.8% against 19.1k and 5.2%), and the edges it splits run across the slab (larger |dz| than the
     mesh's edges, on average)."""
-    from fieldgen.sizing import marked_edges
-    from fieldgen.tetmesh import split_edges
+    from fieldgen.sizing.loops import marked_edges
+    from fieldgen.meshing.tetgen import split_edges
 
     mesh = slab_mesh(0.08)
     law = linear_law(1e5)
@@ -299,7 +299,7 @@ def test_steepest_edge_refinement_beats_bisection_where_the_field_bends_one_way(
 def test_bisection_of_a_bonded_cad_part_keeps_its_bonded_face(meshes, caplog):
     """plate_holes with its bottom bonded, the tets along the bottom bisected: every new boundary
     face whose normal is within the selector's 10 degrees of -z is RIGID, every other one FREE."""
-    from fieldgen.selectors import assign_conditions, parse_selector
+    from fieldgen.surface.selectors import assign_conditions, parse_selector
 
     surface = load_surface(meshes / "plate_holes.STL", "mm")
     markers = assign_conditions(surface, [parse_selector("normal:0,0,-1", 1e-3)], [])
@@ -320,8 +320,8 @@ def test_bisection_of_a_bonded_cad_part_keeps_its_bonded_face(meshes, caplog):
 def _thinned_slab():
     """A Poisson slab after one steepest-edge pass: tets thinned across it (the meshes on which
     the fine solve needs the most iterations)."""
-    from fieldgen.sizing import marked_edges
-    from fieldgen.tetmesh import split_edges
+    from fieldgen.sizing.loops import marked_edges
+    from fieldgen.meshing.tetgen import split_edges
 
     mesh = slab_mesh(0.05)
     estimate = estimate_error(mesh, solve_extent(mesh).extent, linear_law(1e5))
@@ -337,7 +337,7 @@ def test_the_estimate_at_the_default_tolerance_equals_the_converged_one(meshes, 
     on thinned tets. (At 1e-2, L moved by 0.6% on angle_block.)"""
     import functools
 
-    from fieldgen import sizing
+    from fieldgen.sizing import loops as sizing
 
     if case == "angle_block":
         surface = load_surface(meshes / "angle_block.STL", "in")
@@ -363,7 +363,7 @@ def test_two_grid_fine_solve_is_the_galerkin_solution(meshes):
     from scipy.sparse.linalg import spsolve
     from skfem import condense
 
-    from fieldgen.extent import assemble_skfem, dirichlet_values
+    from fieldgen.fe.extent import assemble_skfem, dirichlet_values
 
     surface = load_surface(meshes / "angle_block.STL", "in")
     mesh = refine_zero_tets(tetrahedralize(surface.vertices, surface.faces, np.full(len(surface.faces), FREE),
@@ -387,7 +387,7 @@ def _thin_layers_under_a_tilted_top(thin: float, tilt: float = 0.5) -> TetMesh:
     """A unit square column, e = 1 on the bottom, e = 0 on a top at height 1 + tilt·xy (so e is
     not linear unless tilt = 0), insulated sides; three layers ``thin`` thick on the bottom under
     1/16-wide tets, as in a prism layer along a rigid core."""
-    from fieldgen.mesh import box_grid
+    from fieldgen.meshing.tetmesh import box_grid
 
     zs = np.concatenate([[0.0], thin * np.arange(1, 4), np.linspace(0.1, 1.0, 8)])
     points, tets = box_grid(np.linspace(0, 1, 17), np.linspace(0, 1, 17), zs)
@@ -406,7 +406,7 @@ def test_the_fine_solve_finds_the_difference_next_to_thin_tets_on_a_rigid_face(t
     there thin: stopped at 1e-3 of it, the fine solve stopped at once from the coarse solution
     (the difference the estimate measures came out 55% wrong at 1e-2 thick, zero at 1e-4).
     Stopped at 1e-3 of the starting residual, it is within 1% of the direct solve's."""
-    from fieldgen.sizing import TWO_GRID_LIMIT, _prolongation
+    from fieldgen.sizing.loops import TWO_GRID_LIMIT, _prolongation
 
     mesh = _thin_layers_under_a_tilted_top(thin)
     refined = red_refine(mesh)
@@ -424,7 +424,7 @@ def test_the_fine_solve_keeps_a_start_that_already_solves_it():
     """With a flat top e = 1 - z is linear: given it exactly, the start's residual on the fine
     mesh is rounding and the fine solve keeps the start as it is (asked to cut rounding by 1e-3,
     CG would chase noise). The solved coarse field is that one to its solver's tolerance."""
-    from fieldgen.sizing import _prolongation
+    from fieldgen.sizing.loops import _prolongation
 
     mesh = _thin_layers_under_a_tilted_top(1e-2, tilt=0.0)
     refined = red_refine(mesh)
@@ -462,16 +462,16 @@ def test_error_estimate_within_factor_two_of_a_much_finer_solution(meshes, tmp_p
     are 4 x shorter everywhere (the asset's solve mesh refined 1:8 twice, 64 x the tets; the
     sized mesh is locally refined, so a uniform finer TetGen mesh would not be finer everywhere):
     extent, pressure (hyperbolic law) and L."""
-    import fieldgen.layering
+    import fieldgen.material.layering
 
     solved = {}
-    original_layer = fieldgen.layering.layer
+    original_layer = fieldgen.material.layering.layer
 
     def spy_layer(mesh, extent, *args, **kwargs):
         solved["mesh"] = mesh
         return original_layer(mesh, extent, *args, **kwargs)
 
-    monkeypatch.setattr(fieldgen.layering, "layer", spy_layer)
+    monkeypatch.setattr(fieldgen.material.layering, "layer", spy_layer)
     options = BuildOptions(units=units, modulus=1e5, law="hyperbolic", k=0.5, accuracy=0.03, **extra)
     out = tmp_path / "coarse.vtu"
     build(meshes / name, out, options)
@@ -578,7 +578,7 @@ def test_estimate_with_a_given_size_warns_above_the_accuracy_asked(meshes, tmp_p
 def test_an_estimate_above_the_accuracy_is_a_warning_that_says_why(meshes, tmp_path, monkeypatch):
     """The sizing may stop above the asked accuracy (its pass limit, its tet budget): the build
     still succeeds, but says so in its warnings and records why in the metadata."""
-    import fieldgen.sizing as sizing
+    import fieldgen.sizing.loops as sizing
 
     monkeypatch.setattr(sizing, "ADAPTIVE_PASSES", 0)      # the first, uniform mesh only
     out = tmp_path / "sphere.vtu"
@@ -597,7 +597,7 @@ def test_an_estimate_above_the_accuracy_is_a_warning_that_says_why(meshes, tmp_p
 def test_the_accuracy_warning_gives_every_reason():
     """The tet budget, the pass limit and a mesh sized for the law before a fit are each named;
     a budget stop on a mesh sized for another law names both; within the accuracy, no warning."""
-    from fieldgen.sizing import ErrorEstimate, accuracy_warning
+    from fieldgen.sizing.loops import ErrorEstimate, accuracy_warning
 
     estimate = ErrorEstimate(extent=0.02, pressure=0.03, characteristic_length=0.001,
                              tet_rms_extent=np.zeros(1), tet_rms_pressure=np.zeros(1))
@@ -633,8 +633,8 @@ def test_a_rim_is_found_where_bonded_faces_meet_free_ones(meshes):
     """fandisk with its base bonded (the corpus's rim case, refined by bisection) has vertices on
     both a FREE and a RIGID face; all free, it has none; nor has a slab whose bonded faces meet
     only insulated sides."""
-    from fieldgen.selectors import assign_conditions, parse_selector
-    from fieldgen.sizing import has_rim
+    from fieldgen.surface.selectors import assign_conditions, parse_selector
+    from fieldgen.sizing.loops import has_rim
 
     surface = load_surface(str(meshes / "fandisk.obj"), "m")
     options = MeshingOptions(edge_length=0.3)
@@ -650,7 +650,7 @@ def test_a_rim_is_found_where_bonded_faces_meet_free_ones(meshes):
 
 def test_the_local_sizing_stops_at_its_tet_budget(meshes):
     """With room for less than 1% more tets, the loop stops and says it was the budget."""
-    from fieldgen.sizing import mesh_by_accuracy
+    from fieldgen.sizing.loops import mesh_by_accuracy
 
     make_mesh = sphere_mesher(meshes)
     sized = mesh_by_accuracy(make_mesh, linear_law(1e5), 1e-4, 4.19, max_tets=1000)
@@ -662,7 +662,7 @@ def test_the_sizing_keeps_the_pass_of_least_error(meshes, monkeypatch):
     """A pass that comes out worse than an earlier one (here: the second pass's estimate made 10x
     larger) is not the result: the loop returns the better pass's mesh, solution and estimate,
     and says which pass it kept; the history still records every pass."""
-    from fieldgen import sizing
+    from fieldgen.sizing import loops as sizing
 
     make_mesh = sphere_mesher(meshes)
     calls = []
@@ -748,7 +748,7 @@ def test_a_size_field_that_crashes_tetgen_is_tried_again_slightly_scaled():
     which meshed and at what near edge, and when all fail raises one error naming each try.
     Other errors are not retried."""
     from fieldgen.errors import BuildError, MesherCrash
-    from fieldgen.sizing import SIZE_FIELD_RETRIES, mesh_with_size_field
+    from fieldgen.sizing.loops import SIZE_FIELD_RETRIES, mesh_with_size_field
 
     points = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]])
     sizes = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
@@ -801,9 +801,9 @@ def test_the_skin_sizing_meshes_a_failed_pass_with_a_uniform_edge_and_records_it
     """A unit sphere under a 0.3 skin, two passes, the second pass's size fields all failing (as
     TetGen's did on angle_block): that pass is meshed with a uniform edge, its record says so and
     gives that edge, and the switches recorded are those of the mesh the asset keeps."""
-    import fieldgen.sizing as sizing
-    import fieldgen.tetmesh as tetmesh
-    from fieldgen.build import mesh_part
+    import fieldgen.sizing.loops as sizing
+    import fieldgen.meshing.tetgen as tetmesh
+    from fieldgen.pipeline import mesh_part
     from fieldgen.errors import MesherCrash
 
     monkeypatch.setitem(sizing.mesh_by_accuracy.__kwdefaults__, "max_tets", 60_000)
@@ -839,9 +839,9 @@ def test_when_every_mesh_the_skin_sizing_tries_fails_the_error_names_the_file_an
         meshes, tmp_path, monkeypatch):
     """TetGen failing on every size field and on the uniform edge too: the build exits 1 with one
     message that names the input file, each attempt and the fix, and writes nothing."""
-    import fieldgen.tetmesh as tetmesh
+    import fieldgen.meshing.tetgen as tetmesh
     from fieldgen.errors import MesherCrash
-    from fieldgen.sizing import SIZE_FIELD_RETRIES
+    from fieldgen.sizing.loops import SIZE_FIELD_RETRIES
 
     original = tetmesh.tetrahedralize
     calls = []
@@ -869,9 +869,9 @@ def test_tetgen_output_with_a_flat_tet_is_a_mesher_failure(monkeypatch):
     undefined) and cannot be split: one TetGen mesh under a size field had one (volume 2e-18 of
     its longest edge cubed). flat_tets finds it and only it, and TetGen output with one is a
     MesherCrash (which the skin's sizing retries)."""
-    import fieldgen.tetmesh as tetmesh
+    import fieldgen.meshing.tetgen as tetmesh
     from fieldgen.errors import MesherCrash
-    from fieldgen.tetmesh import FLAT_TET, flat_tets
+    from fieldgen.meshing.tetgen import FLAT_TET, flat_tets
 
     points = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1e-19], [0.3, 0.3, 1e-9]])
     tets = np.array([[0, 1, 2, 3], [0, 1, 2, 4], [0, 1, 2, 5]])
@@ -896,9 +896,9 @@ def test_the_skins_first_mesh_is_predicted_within_the_budget(meshes):
     (SIZE_FIELD_TETS x Σ V/s³ over the coarse mesh) is checked against TetGen's own count on a
     real part: a 1 mm skin under angle_block at its default first edge (half the skin) would be
     about 400k tets."""
-    from fieldgen.sizing import (depth_graded_sizes, first_near_edge, first_size, mesh_with_size_field,
+    from fieldgen.sizing.loops import (depth_graded_sizes, first_near_edge, first_size, mesh_with_size_field,
                                  predicted_tets)
-    from fieldgen.skin import free_surface_depth
+    from fieldgen.skin.cut import free_surface_depth
 
     surface = load_surface(meshes / "angle_block.STL", "in")
     markers = np.full(len(surface.faces), FREE)
@@ -952,8 +952,8 @@ def test_accuracy_sized_skin_build_meets_the_accuracy_and_records_its_passes(mes
 
 
 def test_same_shape_is_equality_up_to_a_factor():
-    from fieldgen.modulus import same_shape
-    from fieldgen.modulus import table_law_from_points
+    from fieldgen.material.modulus import same_shape
+    from fieldgen.material.modulus import table_law_from_points
 
     assert same_shape(linear_law(1.0), linear_law(3e5))
     assert same_shape(hyperbolic_law(1e5, 0.6), hyperbolic_law(7e6, 0.6))
@@ -967,7 +967,7 @@ def test_same_shape_is_equality_up_to_a_factor():
 def test_a_mesh_reused_for_another_law_gets_that_laws_pressure_estimate(meshes, tmp_path):
     """``build(meshed=...)`` (what calibrate does once the law is fitted) builds on the given mesh
     and measures the pressure error for its own law, not the one the mesh was sized for."""
-    from fieldgen.build import mesh_part
+    from fieldgen.pipeline import mesh_part
 
     sized_for = BuildOptions(modulus=1e5, law="linear")
     meshed = mesh_part(meshes / "unit_sphere.STL", sized_for, law=make_law(sized_for))
@@ -991,7 +991,7 @@ def test_a_mesh_reused_for_another_law_gets_that_laws_pressure_estimate(meshes, 
 # Plate-like parts: a first mesh thin across the plate (docs/model.md §2.10)
 
 def test_plate_axis_finds_plates_only():
-    from fieldgen.sizing import PLATE_RATIO, plate_axis
+    from fieldgen.sizing.loops import PLATE_RATIO, plate_axis
 
     slab = trimesh.creation.box(extents=(0.2, 0.15, 0.01))
     assert plate_axis(slab.vertices, slab.faces).tolist() == [0.0, 0.0, 1.0]
@@ -1043,7 +1043,7 @@ def test_a_plate_sized_by_accuracy_against_the_slab_closed_form(tmp_path, monkey
     """A free slab 0.2 x 0.2 x 0.01 m (Poisson): away from its sides e is the parabola
     4 z (H - z) / H². Sized by accuracy, the plate's first mesh is thin across it, and at the tet
     budget its field is several times closer to the parabola than an isotropic start's."""
-    import fieldgen.sizing as sizing
+    import fieldgen.sizing.loops as sizing
 
     height = 0.01
     path = tmp_path / "slab.stl"
@@ -1079,7 +1079,7 @@ CORPUS_PLATES = [("plate_holes.STL", "mm", [0.0, 0.0, 1.0]), ("plate_8in_col.obj
 
 @pytest.mark.parametrize("name, units, axis", CORPUS_PLATES, ids=[Path(c[0]).name for c in CORPUS_PLATES])
 def test_plate_axis_on_the_corpus(meshes, name, units, axis):
-    from fieldgen.sizing import plate_axis
+    from fieldgen.sizing.loops import plate_axis
 
     surface = load_surface(meshes / name, units)
     found = plate_axis(surface.vertices, surface.faces)

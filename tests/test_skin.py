@@ -11,12 +11,12 @@ import trimesh
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from fieldgen.asset import read_asset, read_metadata
-from fieldgen.build import BuildOptions, build
+from fieldgen.io.asset import read_asset, read_metadata
+from fieldgen.pipeline import BuildOptions, build
 from fieldgen.errors import OptionError
-from fieldgen.layering import SNAP_FRACTION
-from fieldgen.mesh import FREE, INSULATED, RIGID, boundary_faces_of, tet_volumes
-from fieldgen.skin import cut_skin
+from fieldgen.material.layering import SNAP_FRACTION
+from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID, boundary_faces_of, tet_volumes
+from fieldgen.skin.cut import cut_skin
 from fieldgen.validate import validate_asset
 from triangle_distance import point_triangle_distance
 
@@ -66,7 +66,7 @@ def test_ball_skin_is_the_spherical_shell(tmp_path):
     assert on_cut.min() >= inscribed - high * t - 1e-9 and on_cut.max() <= b - low * t + 1e-9
     assert meta["skin"]["cut_vertices_held"] <= 0.01 * len(on_cut)
     # fieldgen inspect says so.
-    from fieldgen.inspect import format_summary, summarize
+    from fieldgen.inspection import format_summary, summarize
     text = format_summary(summarize(asset, tmp_path / "ball.vtu"))
     assert f"15 mm over a rigid interior, {100 * meta['skin']['skin_volume_fraction']:.1f}% of the part" in text
     assert f"interior {low:.3g}–{high:.3g} × the thickness below the free faces" in text
@@ -113,9 +113,9 @@ def test_depth_is_measured_from_free_faces_only(tmp_path):
 
 
 def test_cut_keeps_outer_markers_and_marks_the_cut_rigid(tmp_path):
-    from fieldgen.surface import load_surface
-    from fieldgen.selectors import assign_conditions, parse_selector
-    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+    from fieldgen.surface.stage import load_surface
+    from fieldgen.surface.selectors import assign_conditions, parse_selector
+    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
 
     h, t = 0.4, 0.15
     _box_surface(h).export(tmp_path / "slab.stl")
@@ -151,9 +151,9 @@ def test_cut_keeps_outer_markers_and_marks_the_cut_rigid(tmp_path):
 def test_interior_faces_count_the_cut_not_the_bonded_faces_that_remain(tmp_path):
     """A slab bonded underneath: near its free sides the bonded bottom is shallower than the skin
     and stays, RIGID like the cut. The count recorded as the interior's faces is the cut's only."""
-    from fieldgen.surface import load_surface
-    from fieldgen.selectors import assign_conditions, parse_selector
-    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+    from fieldgen.surface.stage import load_surface
+    from fieldgen.surface.selectors import assign_conditions, parse_selector
+    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
 
     h, t = 0.4, 0.15
     _box_surface(h).export(tmp_path / "slab.stl")
@@ -173,11 +173,11 @@ def test_moves_onto_the_depth_never_flatten_a_tet(tmp_path):
     it (many sharing tets, some moves longer than their tets): each tet keeps at least KEEP_VOLUME
     of its volume, some vertices reach the depth exactly and some are held, and only the movable
     ones moved."""
-    from fieldgen.skin import KEEP_VOLUME, place_cut_at_depth
-    from fieldgen.surface import load_surface
-    from fieldgen.selectors import assign_conditions, parse_selector
-    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
-    from fieldgen.vtk_data import distance_to_triangles
+    from fieldgen.skin.cut import KEEP_VOLUME, place_cut_at_depth
+    from fieldgen.surface.stage import load_surface
+    from fieldgen.surface.selectors import assign_conditions, parse_selector
+    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
+    from fieldgen.io.vtk_data import distance_to_triangles
 
     h, t = 0.4, 0.12
     _box_surface(h).export(tmp_path / "slab.stl")
@@ -202,12 +202,12 @@ def test_snap_moves_only_inner_vertices_near_the_depth_and_puts_them_on_it(tmp_p
     their mean edge of that depth are moved onto it (their recorded depth is then exactly the
     thickness, or, held short, the measured one), no other vertex moves, and no tet keeps less
     than KEEP_VOLUME of its volume."""
-    from fieldgen.mesh import mesh_edges
-    from fieldgen.skin import CUT_SNAP, KEEP_VOLUME, snap_to_cut
-    from fieldgen.surface import load_surface
-    from fieldgen.selectors import assign_conditions, parse_selector
-    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
-    from fieldgen.vtk_data import distance_to_triangles
+    from fieldgen.meshing.tetmesh import mesh_edges
+    from fieldgen.skin.cut import CUT_SNAP, KEEP_VOLUME, snap_to_cut
+    from fieldgen.surface.stage import load_surface
+    from fieldgen.surface.selectors import assign_conditions, parse_selector
+    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
+    from fieldgen.io.vtk_data import distance_to_triangles
 
     h, t = 0.4, 0.12
     _box_surface(h).export(tmp_path / "slab.stl")
@@ -249,9 +249,9 @@ def test_snap_leaves_vertices_at_the_depth_cap_alone(tmp_path):
     moved it far and gave it a depth above the cap, and the cut then failed ("extent values lie
     outside [0, 1]"; featuretype bonded underneath with a 0.05 in skin). It is not snapped, and
     the skin is cut."""
-    from fieldgen.skin import CUT_SNAP, DEPTH_CAP, free_surface_depth, snap_to_cut
-    from fieldgen.surface import load_surface
-    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
+    from fieldgen.skin.cut import CUT_SNAP, DEPTH_CAP, free_surface_depth, snap_to_cut
+    from fieldgen.surface.stage import load_surface
+    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
 
     h, t = 0.4, 0.03
     _box_surface(h).export(tmp_path / "slab.stl")
@@ -284,12 +284,12 @@ def test_the_cut_is_a_surface_where_the_snap_alone_would_pinch_it(meshes):
     alternating between the sides, so two kept pieces would meet along an edge (53 edges with
     four cut faces, measured). cut_skin leaves those vertices unsnapped and cuts again: every edge
     of the skin's boundary has exactly two faces, and most of the snap is kept."""
-    from fieldgen.selectors import assign_conditions
-    from fieldgen.skin import CUT_SNAP, snap_to_cut
-    from fieldgen.surface import load_surface
-    from fieldgen.layering import slice_by_levels
-    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
-    from fieldgen.vtk_data import distance_to_triangles
+    from fieldgen.surface.selectors import assign_conditions
+    from fieldgen.skin.cut import CUT_SNAP, snap_to_cut
+    from fieldgen.surface.stage import load_surface
+    from fieldgen.material.layering import slice_by_levels
+    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
+    from fieldgen.io.vtk_data import distance_to_triangles
 
     t = 2e-3
     surface = load_surface(meshes / "idler_riser.STL", "in")
@@ -321,11 +321,11 @@ def test_cut_lies_at_the_skin_depth_on_a_real_part(meshes):
     near the depth are put on it before the cut, which leaves few slivers and few held vertices:
     slicing alone left 1.1% of the skin's tets with a dihedral angle below 5° and held 7.6% of
     the cut's vertices."""
-    from fieldgen.mesh import min_dihedral_angles
-    from fieldgen.selectors import assign_conditions
-    from fieldgen.surface import load_surface
-    from fieldgen.tetmesh import MeshingOptions, tetrahedralize
-    from fieldgen.vtk_data import distance_to_triangles
+    from fieldgen.meshing.tetmesh import min_dihedral_angles
+    from fieldgen.surface.selectors import assign_conditions
+    from fieldgen.surface.stage import load_surface
+    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
+    from fieldgen.io.vtk_data import distance_to_triangles
 
     t = 2e-3
     surface = load_surface(meshes / "angle_block.STL", "in")
@@ -422,7 +422,7 @@ def test_skin_and_core_are_exclusive(tmp_path):
 def test_example_spec_reads():
     from pathlib import Path
 
-    from fieldgen.build import options_from_spec
+    from fieldgen.pipeline import options_from_spec
 
     spec = Path(__file__).resolve().parents[1] / "assets" / "idler_riser_skin.toml"
     options, input_path, _ = options_from_spec(spec)

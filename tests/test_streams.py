@@ -65,7 +65,7 @@ def test_inspect_quiet_prints_nothing_but_json_keeps_the_report(undamped_ball, t
 def test_contact_quiet_silences_progress_and_report_but_not_its_warning(undamped_ball, plate):
     """A sliding plate without a friction coefficient: the pair has none, and the warning says so
     even with -q."""
-    from fieldgen.runtime.bodies import load_body
+    from fieldgen.runtime.contact.geometries import load_body
 
     bottom = float(load_body(undamped_ball).points[:, 2].min())
     pose = f"0,0,{bottom + 0.003},0,0,0"

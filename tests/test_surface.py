@@ -38,7 +38,7 @@ import trimesh
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.install import install_hint
-from fieldgen.surface import (
+from fieldgen.surface.stage import (
     UNIT_SCALE,
     Surface,
     check_core_inside,

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from fieldgen.runtime.contact_surface import ContactSurface, empty_surface
-from fieldgen.runtime.tangential import (
+from fieldgen.runtime.contact.surface import ContactSurface, empty_surface
+from fieldgen.runtime.contact.tangential import (
     friction_wrench,
     literal_rate,
     point_friction,
@@ -334,7 +334,7 @@ def test_energy_changes_only_by_work_under_varying_load():
     kw = dict(mu=1e6, stiffness=2e3, damping=0.0)
 
     def at(t):
-        from fieldgen.runtime.tangential import Quadrature
+        from fieldgen.runtime.contact.tangential import Quadrature
         return Quadrature(q0.points, q0.weights, q0.pressures * (1.0 + 0.8 * np.sin(3 * t)), q0.normals)
 
     def rhs(t, y):
@@ -374,7 +374,7 @@ def test_invariant_to_rotation_translation_and_units():
     status unchanged (K̄ per length, C̄ per velocity rescale; s is in √J)."""
     from scipy.spatial.transform import Rotation
 
-    from fieldgen.runtime.tangential import Quadrature
+    from fieldgen.runtime.contact.tangential import Quadrature
 
     rng = np.random.default_rng(11)
     quad = surface_quadrature(random_surface(rng))

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from fieldgen.build import BuildOptions, _tangential_metadata
+from fieldgen.pipeline import BuildOptions, _tangential_metadata
 from fieldgen.cli.main import main
 from fieldgen.errors import InputError, OptionError
-from fieldgen.mesh import box_grid
-from fieldgen.runtime.bodies import DEFAULT_TANGENTIAL_DAMPING, CompliantBody
-from fieldgen.runtime.primitives import rigid_box
-from fieldgen.runtime.scene import load_scene
-from fieldgen.runtime.tangential import combined_tangential
-from fieldgen.runtime.tangential_sim import pair_tangential
+from fieldgen.meshing.tetmesh import box_grid
+from fieldgen.runtime.contact.geometries import DEFAULT_TANGENTIAL_DAMPING, CompliantBody
+from fieldgen.runtime.scene.primitives import rigid_box
+from fieldgen.runtime.scene.load import load_scene
+from fieldgen.runtime.contact.tangential import combined_tangential
+from fieldgen.runtime.dynamics.compliant_friction import pair_tangential
 
 SCENES = Path(__file__).resolve().parent.parent / "assets" / "scenes"
 
@@ -93,7 +93,7 @@ def test_cli_writes_tangential_csv(tmp_path):
 def test_fieldgen_build_stores_and_refuses_tangential_constants(tmp_path):
     import trimesh
 
-    from fieldgen.asset import read_asset
+    from fieldgen.io.asset import read_asset
 
     cube = tmp_path / "cube.stl"
     trimesh.creation.box(extents=[0.02, 0.02, 0.02]).export(cube)

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from fieldgen.errors import OptionError
-from fieldgen.mesh import box_grid
-from fieldgen.runtime import primitives as prim
-from fieldgen.runtime.bodies import CompliantBody
-from fieldgen.runtime.rigid_body import RigidBodyState, box_mass_properties
-from fieldgen.runtime.scene import Scene, SceneBody, Schedule
-from fieldgen.runtime.simulate import simulate
+from fieldgen.meshing.tetmesh import box_grid
+from fieldgen.runtime.scene import primitives as prim
+from fieldgen.runtime.contact.geometries import CompliantBody
+from fieldgen.runtime.dynamics.rigid_body import RigidBodyState, box_mass_properties
+from fieldgen.runtime.scene.load import Scene, SceneBody, Schedule
+from fieldgen.runtime.dynamics.simulate import simulate
 
 E, H, MU, CHI = 1e6, 0.02, 0.5, 50.0
 KBAR, CBAR = 1e3, 20.0          # slides after μ/K̄ = 0.5 mm; τ = 20 ms
@@ -120,7 +120,7 @@ def test_three_box_stack_stays_exactly_at_rest():
 def box_energy(res, k, slab_modulus=E):
     """Kinetic + gravity + the slab's elastic energy ∫ p0 dV over the overlap (exact for the
     flat bottom face of a box over a slab with p0 = E·depth/H) + the springs' ½ sᵀs."""
-    from fieldgen.runtime.rigid_body import quaternion_to_matrix
+    from fieldgen.runtime.dynamics.rigid_body import quaternion_to_matrix
 
     p, q = res.positions[k, 1], res.quaternions[k, 1]
     v, w = res.velocities[k, 1], res.angular_velocities[k, 1]

@@ -10,9 +10,9 @@ import pytest
 import trimesh
 
 from fieldgen.errors import BuildError, InputError, OptionError
-from fieldgen.mesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, find_faces, tet_volumes
-from fieldgen.mesh import face_keys as _face_keys
-from fieldgen.tetmesh import (
+from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, find_faces, tet_volumes
+from fieldgen.meshing.tetmesh import face_keys as _face_keys
+from fieldgen.meshing.tetgen import (
     MeshingOptions,
     interior_point,
     mesh_statistics,
@@ -168,7 +168,7 @@ def test_refine_interior_edge_of_an_octahedron():
     # Four tets around the interior axis (0,0,-1)-(0,0,1); every vertex is on the FREE surface.
     points = np.array([[1, 0, 0], [0, 1, 0], [-1, 0, 0], [0, -1, 0], [0, 0, -1], [0, 0, 1]], float)
     tets = np.array([[4, 5, i, (i + 1) % 4] for i in range(4)])
-    from fieldgen.mesh import orient_positive
+    from fieldgen.meshing.tetmesh import orient_positive
     tets = orient_positive(points, tets)
     faces = boundary_faces_of(tets)
     mesh = TetMesh(points, tets, faces, np.full(len(faces), FREE))
@@ -182,7 +182,7 @@ def test_refine_interior_edge_of_an_octahedron():
 def test_refine_corner_tets_by_interior_face():
     # A bipyramid: two tets, all nine edges on the boundary; only the shared face is interior.
     points = np.array([[1, 0, 0], [-0.5, 0.8, 0], [-0.5, -0.8, 0], [0, 0, 1], [0, 0, -1]], float)
-    from fieldgen.mesh import orient_positive
+    from fieldgen.meshing.tetmesh import orient_positive
     tets = orient_positive(points, np.array([[0, 1, 2, 3], [0, 1, 2, 4]]))
     faces = boundary_faces_of(tets)
     mesh = TetMesh(points, tets, faces, np.full(len(faces), FREE))
@@ -234,7 +234,7 @@ def test_real_cad_part_has_no_zero_pressure_tet(meshes):
 
 def test_mesh_statistics_of_a_regular_tet():
     points = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], float)
-    from fieldgen.mesh import orient_positive
+    from fieldgen.meshing.tetmesh import orient_positive
     tets = orient_positive(points, np.array([[0, 1, 2, 3]]))
     faces = boundary_faces_of(tets)
     stats = mesh_statistics(TetMesh(points, tets, faces, np.full(4, FREE)))
@@ -296,7 +296,7 @@ def test_refine_many_corner_tets_in_one_mesh():
     """fTetWild meshes of thin parts leave hundreds of tets whose six edges all lie on the free
     surface; each is split through an interior face (formerly one per round, 64 rounds at most,
     which failed with 'N tets still have all four vertices on the free surface')."""
-    from fieldgen.mesh import orient_positive
+    from fieldgen.meshing.tetmesh import orient_positive
 
     base = np.array([[1, 0, 0], [-0.5, 0.8, 0], [-0.5, -0.8, 0], [0, 0, 1], [0, 0, -1]], float)
     points = np.vstack([base + [3.0 * i, 0, 0] for i in range(150)])
@@ -319,7 +319,7 @@ def test_zero_tets_of_a_skinned_ftetwild_teapot_are_lifted_without_multiplying(m
     thin handle and spout, end with tets whose edges all lie on the boundary, and splitting one of
     their faces whose other tet was a zero tet too made a cut-off vertex, around which every tet was
     a zero tet again; the count grew 1.3x a round. Every new vertex must be joined to a rigid one."""
-    import fieldgen.tetmesh as tetmesh
+    import fieldgen.meshing.tetgen as tetmesh
 
     data = np.load(meshes.parent / "teapot_skin_ftetwild.npz")    # tests/data/README.md
     mesh = TetMesh(data["points"], data["tets"].astype(np.int64), data["boundary_faces"].astype(np.int64),
@@ -406,7 +406,7 @@ def _tetgen_children_of(parent: int) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if b"fieldgen.tetmesh" in open(f"/proc/{entry}/cmdline", "rb").read() and \
+                if b"fieldgen.meshing.tetgen" in open(f"/proc/{entry}/cmdline", "rb").read() and \
                         tag in open(f"/proc/{entry}/environ", "rb").read().split(b"\0") and \
                         open(f"/proc/{entry}/stat").read().split()[2] != "Z":
                     found.append(int(entry))
@@ -425,8 +425,8 @@ def test_a_killed_build_leaves_no_tetgen_running(tmp_path):
     import time
 
     script = ("import numpy as np, trimesh\n"
-              "from fieldgen.mesh import FREE\n"
-              "from fieldgen.tetmesh import MeshingOptions, tetrahedralize\n"
+              "from fieldgen.meshing.tetmesh import FREE\n"
+              "from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize\n"
               "box = trimesh.creation.box(extents=(0.2, 0.1, 0.04))\n"
               "tetrahedralize(box.vertices, box.faces, np.full(len(box.faces), FREE),\n"
               "               options=MeshingOptions(max_volume=1e-9))\n")      # about 1.5M tets, tens of s
@@ -467,7 +467,7 @@ def test_only_dead_processes_scratch_folders_are_removed(tmp_path):
     import subprocess
     import sys
 
-    from fieldgen.children import _machine, remove_abandoned, scratch_folder
+    from fieldgen.meshing.process import _machine, remove_abandoned, scratch_folder
 
     here = _machine()
     boot, namespace = here.split("-")
@@ -506,7 +506,7 @@ def test_another_users_scratch_folder_is_kept(tmp_path):
     import subprocess
     import sys
 
-    from fieldgen.children import _machine, remove_abandoned
+    from fieldgen.meshing.process import _machine, remove_abandoned
 
     dead_pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                                   text=True, check=True).stdout)
@@ -524,7 +524,7 @@ def test_batch_and_task_folders_of_dead_processes_are_removed_too(tmp_path, monk
     import sys
     import tempfile
 
-    from fieldgen.children import _machine, new_scratch
+    from fieldgen.meshing.process import _machine, new_scratch
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead_pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,

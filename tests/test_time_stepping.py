@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from fieldgen.errors import InputError
-from fieldgen.runtime.lcp import lemke
-from fieldgen.runtime.rigid_body import (
+from fieldgen.runtime.dynamics.lcp import lemke
+from fieldgen.runtime.dynamics.rigid_body import (
     MassProperties,
     RigidBodyState,
     body_to_world,
     box_mass_properties,
     quaternion_from_rotation_vector,
 )
-from fieldgen.runtime.time_stepping import (
+from fieldgen.runtime.dynamics.time_stepping import (
     EPS_CONE,
     PointContact,
     contact_force_lcp,
@@ -295,9 +295,9 @@ def test_step_is_deterministic():
 def coin_polygon_contacts():
     """The M22 V-A coin's first step: its 152-fan bottom on a 1 GPa plane split by a 2 × 2-cell
     slab's tets into ~150 stiff compliant point contacts on one body."""
-    from fieldgen.runtime import primitives as prim
-    from fieldgen.runtime.scene import Scene, SceneBody
-    from fieldgen.runtime.simulate import scene_contacts
+    from fieldgen.runtime.scene import primitives as prim
+    from fieldgen.runtime.scene.load import Scene, SceneBody
+    from fieldgen.runtime.dynamics.simulate import scene_contacts
 
     r, t, m = 0.01213, 0.00175, 0.00567
     plane = prim.compliant_slab([0.6, 0.6, 0.01], 1e9, cells=(2, 2), layers=1, mu_static=0.2, name="plane")
@@ -321,7 +321,7 @@ def test_lemke_never_calls_a_non_solution_a_solution():
     ``step`` either raises or returns a point that solves the LCP (checked independently).
     (The convex solver of ``simulate`` handles it.)"""
     from fieldgen.errors import BuildError
-    from fieldgen.runtime.lcp import DEFAULT_RESIDUAL_TOL, residual_scale
+    from fieldgen.runtime.dynamics.lcp import DEFAULT_RESIDUAL_TOL, residual_scale
 
     state, mass, points = coin_polygon_contacts()
     assert len(points) > 100

@@ -10,10 +10,10 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
-from fieldgen.build import BuildOptions, options_from_mapping
+from fieldgen.pipeline import BuildOptions, options_from_mapping
 from fieldgen.cli.main import main
 from fieldgen.errors import OptionError
-from fieldgen.runtime.scene import load_scene
+from fieldgen.runtime.scene.load import load_scene
 from fieldgen.units import LENGTH_UNITS, length_scale
 from test_runtime_meshes import box_surface
 
@@ -80,7 +80,7 @@ def test_contact_accepts_and_scales(units, plate_files, meshes):
     """The pepper (Drake's field, E = 1e5 Pa) pressed 3 mm into the plate: the plate written in any
     accepted unit and read with that --units-b gives the metre plate's force."""
     pepper = meshes / "yellow_bell_pepper_no_stem_low.vtk"
-    from fieldgen.runtime.bodies import load_body
+    from fieldgen.runtime.contact.geometries import load_body
 
     bottom = float(load_body(pepper, modulus=1e5).points[:, 2].min())
     common = ["contact", pepper, "--modulus-a", "1e5", "--pose-b", f"0,0,{bottom + 0.003},0,0,0", "--json"]

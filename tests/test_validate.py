@@ -12,8 +12,8 @@ import pytest
 from vtkmodules import vtkIOXML
 from vtkmodules.util.numpy_support import numpy_to_vtk
 
-from fieldgen.asset import write_asset
-from fieldgen.mesh import p1_gradients
+from fieldgen.io.asset import write_asset
+from fieldgen.meshing.tetmesh import p1_gradients
 from fieldgen.validate import CHECKS, Check, ValidationReport, validate_asset
 sys.path.insert(0, str(Path(__file__).parent))   # the slab builders live in test_asset.py
 from test_asset import M0, SIZE, TAU, box_mesh, pepper_asset, slab_asset, vtk_read  # noqa: E402
@@ -72,7 +72,7 @@ def test_good_asset_passes_every_check(tmp_path):
      "pressure": [0.0, 1.0e5, 3.0e5], "interpolation": "pchip", "unit": "Pa"},
 ])
 def test_nonlinear_laws_pass_and_a_wrong_law_is_named(tmp_path, law):
-    from fieldgen.modulus import law_from_metadata
+    from fieldgen.material.modulus import law_from_metadata
 
     asset = slab_asset()
     asset.metadata["law"] = law
@@ -278,7 +278,7 @@ def test_inconsistent_gradient_and_the_tolerance(tmp_path):
 
 def test_inconsistent_min_dihedral_angle(tmp_path):
     asset = slab_asset()
-    from fieldgen.mesh import min_dihedral_angles
+    from fieldgen.meshing.tetmesh import min_dihedral_angles
     asset.min_dihedral_angle = min_dihedral_angles(asset.points, asset.tets) + 0.5
     report = validate_asset(written(tmp_path, asset))
     # the writer records the smallest stored angle in metadata['mesh'] too

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fieldgen.asset import write_asset
-from fieldgen.mesh import boundary_faces_of, min_dihedral_angles, p1_gradients, tet_volumes
+from fieldgen.io.asset import write_asset
+from fieldgen.meshing.tetmesh import boundary_faces_of, min_dihedral_angles, p1_gradients, tet_volumes
 from fieldgen.validate import BuiltGeometry, validate_asset
 
 sys.path.insert(0, str(Path(__file__).parent))   # the slab builders live in test_asset.py

@@ -7,7 +7,7 @@ import numpy as np
 import trimesh
 from vtkmodules.util.numpy_support import vtk_to_numpy
 
-from fieldgen.vtk_data import closest_points_on_triangles, distance_to_triangles, named_array, polygons, triangles
+from fieldgen.io.vtk_data import closest_points_on_triangles, distance_to_triangles, named_array, polygons, triangles
 from triangle_distance import distances_to_each
 
 
@@ -76,7 +76,7 @@ def test_vtk_distance_does_not_depend_on_the_thread_count():
     import subprocess
     import sys
 
-    script = ("import hashlib, numpy as np, trimesh; from fieldgen.vtk_data import distance_to_triangles; "
+    script = ("import hashlib, numpy as np, trimesh; from fieldgen.io.vtk_data import distance_to_triangles; "
               "m = trimesh.creation.icosphere(subdivisions=3); m.vertices[:, 0] *= 3.0; "
               "p = np.random.default_rng(5).normal(size=(200000, 3)); "
               "print(hashlib.sha256(distance_to_triangles(p, m.vertices, m.faces).tobytes()).hexdigest())")

@@ -1,0 +1,386 @@
+"""Scenes for ``fieldgen simulate``: rigid bodies with contact geometry, gravity and loads.
+
+A :class:`Scene` is plain data: a list of :class:`SceneBody` and the gravity vector. Each
+body has a contact ``geometry`` (a runtime :class:`CompliantBody` or :class:`RigidBody`, in
+its own mesh frame), a ``kind``:
+
+- ``"dynamic"``: moves under gravity, contact and external wrenches; needs ``mass``;
+- ``"fixed"``: never moves (the world);
+- ``"kinematic"``: moves with a prescribed twist ``motion`` (a :class:`Schedule` of
+  ``[v, ω]``), unaffected by forces (a gripper finger driven by a position controller).
+
+States follow ``rigid_body``: ``position`` is the centre of mass in the world (for fixed
+and kinematic bodies the mesh origin), the quaternion maps body to world, velocities are
+world-frame. ``wrench`` is an external ``[force, torque about the centre of mass]``
+schedule (world) on a dynamic body.
+
+TOML (``load_scene``)::
+
+    gravity = [0, 0, -9.81]
+    [[body]]
+    name = "coin"
+    kind = "dynamic"                         # dynamic | fixed | kinematic
+    geometry = {shape = "cylinder", radius = 0.01213, height = 0.00175, segments = 152}
+    #   or {asset = "pad.vtu"} | {vtk = "x.vtk", modulus = 1e9} | {mesh = "part.stl", units = "mm"}
+    #   or {build = "pad.toml"} (built with fieldgen build on first use, cached: default_cache_dir())
+    #   or {shape = "box", size = [...]} | {shape = "sphere", radius = ...}
+    #   or {shape = "slab", size = [x, y, H], modulus = 1e9} | {shape = "ball", radius = .., modulus = ..}
+    # [simulate] (optional): duration, dt, integrator, and face_rule = "all" | "drake"
+    mass = 0.00567                           # or density = 7800 (mass and inertia from the mesh)
+    inertia = [[...], [...], [...]]          # optional with mass (from the mesh at uniform density)
+    position = [0, 0, 0.001]                 # m
+    rpy = [0, 0, 0]                          # degrees, fixed X-Y-Z axes (or quaternion = [w, x, y, z])
+    velocity = [0.1, 0, 0]
+    angular_velocity = [0, 0, 10]
+    mu_static = 0.2                          # override the geometry's friction
+    mu_dynamic = 0.2
+    dissipation = 0.0                        # override the geometry's χ (s/m)
+    tangential_stiffness = 1e4               # override K̄ (1/m) of --friction compliant (D 6.2.3)
+    tangential_damping = 10.0                # override C̄ (s/m)
+    wrench = [[t, fx, fy, fz, tx, ty, tz], ...]   # piecewise-constant external wrench
+    motion = [[t, vx, vy, vz, wx, wy, wz], ...]   # kinematic bodies: piecewise-constant twist
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from fieldgen.errors import InputError, OptionError
+from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody, load_body
+from fieldgen.runtime.contact.pose import rotation_from_rpy
+from fieldgen.runtime.dynamics.rigid_body import MassProperties, RigidBodyState, mass_properties_from_mesh
+from fieldgen.runtime.scene.schema import SceneError, check_scene_table
+
+KINDS = ("dynamic", "fixed", "kinematic")
+
+
+@dataclass
+class Schedule:
+    """A piecewise-constant 6-vector of time: ``values[i]`` holds from ``times[i]`` on
+    (before ``times[0]``: zero)."""
+
+    times: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self):
+        self.times = np.asarray(self.times, dtype=np.float64).reshape(-1)
+        self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.times), 6)
+        if len(self.times) and np.any(np.diff(self.times) < 0):
+            raise OptionError(f"schedule times must increase, got {self.times.tolist()}",
+                              fix="sort the rows of the schedule by time")
+
+    @classmethod
+    def constant(cls, value) -> "Schedule":
+        return cls(np.zeros(1), np.asarray(value, dtype=np.float64).reshape(1, 6))
+
+    @classmethod
+    def from_rows(cls, rows, *, path=None, what="schedule") -> "Schedule":
+        table = np.asarray(rows, dtype=np.float64)
+        if table.ndim == 1 and table.size == 6:
+            return cls.constant(table)
+        if table.ndim != 2 or table.shape[1] != 7:
+            raise InputError(f"{what} must be 6 numbers or rows [t, x, y, z, rx, ry, rz]; got shape "
+                             f"{table.shape}", path=path, fix="write e.g. [[0, 0, 0, 1, 0, 0, 0]]")
+        return cls(table[:, 0], table[:, 1:])
+
+    def __call__(self, t: float) -> np.ndarray:
+        i = int(np.searchsorted(self.times, t, side="right")) - 1
+        return np.zeros(6) if i < 0 else self.values[i].copy()
+
+    def breakpoints(self) -> np.ndarray:
+        return self.times.copy()
+
+
+@dataclass
+class SceneBody:
+    """One body of a scene (see the module docstring for the fields)."""
+
+    name: str
+    geometry: CompliantBody | RigidBody
+    kind: str = "dynamic"
+    mass: MassProperties | None = None
+    state: RigidBodyState = field(default_factory=RigidBodyState)
+    wrench: Schedule | None = None
+    motion: Schedule | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise OptionError(f"body {self.name!r} has kind {self.kind!r}", fix=f"use one of {KINDS}")
+        if self.kind == "dynamic":
+            if self.mass is None or not self.mass.mass > 0:
+                raise OptionError(f"dynamic body {self.name!r} has no positive mass",
+                                  fix="give mass (and inertia) or a density")
+        else:
+            self.mass = None
+        if self.kind == "kinematic" and self.motion is None:
+            self.motion = Schedule.constant(np.concatenate([self.state.velocity, self.state.angular_velocity]))
+
+    @property
+    def centre_of_mass(self) -> np.ndarray:
+        """Centre of mass in the mesh frame (the mesh origin for fixed/kinematic bodies)."""
+        return np.zeros(3) if self.mass is None else self.mass.centre_of_mass
+
+    def pose(self, state: RigidBodyState | None = None) -> np.ndarray:
+        """X_WB (4, 4) of the mesh frame: ``x_W = R x_B + (p − R c)``."""
+        s = self.state if state is None else state
+        R = s.rotation
+        X = np.empty((4, 4))
+        X[:3, :3] = R
+        X[:3, 3] = s.position if self.mass is None else s.position - R @ self.mass.centre_of_mass
+        X[3] = (0.0, 0.0, 0.0, 1.0)
+        return X
+
+
+@dataclass
+class Scene:
+    """Bodies and gravity; ``name`` labels outputs. ``face_rule`` is the contact surfaces'
+    face rule: ``"all"`` (every polygon, the default) or ``"drake"`` (Drake's 5π/8 filters; see
+    :func:`fieldgen.runtime.contact.surface.compute_contact_surface`)."""
+
+    bodies: list[SceneBody]
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    name: str = "scene"
+    face_rule: str = "all"
+
+    def __post_init__(self):
+        from fieldgen.runtime.contact.surface import FACE_RULES
+
+        if self.face_rule not in FACE_RULES:
+            raise OptionError(f"face_rule {self.face_rule!r} is not one of {FACE_RULES}",
+                              fix='use face_rule = "all" (every polygon) or "drake" (Drake\'s rule)')
+        self.gravity = np.asarray(self.gravity, dtype=np.float64).reshape(3)
+        names = [b.name for b in self.bodies]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise OptionError(f"body names must be unique; repeated: {duplicated}", fix="rename the bodies")
+
+    def body(self, name: str) -> SceneBody:
+        for b in self.bodies:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+
+# --------------------------------------------------------------------------- TOML
+
+def _vector(table: dict, key: str, n: int, default, path) -> np.ndarray:
+    value = table.get(key, default)
+    try:
+        out = np.asarray(value, dtype=np.float64).reshape(n)
+    except (TypeError, ValueError):
+        raise InputError(f"{key} must be {n} numbers, got {value!r}", path=path,
+                         fix=f"write {key} = [{', '.join(['0'] * n)}]") from None
+    if not np.all(np.isfinite(out)):
+        raise InputError(f"{key} has non-finite values {value!r}", path=path, fix="use finite numbers")
+    return out
+
+
+def default_cache_dir() -> Path:
+    """Where ``build =`` geometries are cached: ``$FIELDGEN_CACHE`` or ``~/.cache/fieldgen/assets``."""
+    if os.environ.get("FIELDGEN_CACHE"):
+        return Path(os.environ["FIELDGEN_CACHE"])
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "fieldgen" / "assets"
+
+
+def _cached_build(spec: Path, cache_dir: Path) -> Path:
+    """Build the asset a ``fieldgen build`` spec describes, once: cached by the spec's bytes and
+    its input's bytes (the spec names its input relative to itself)."""
+    from fieldgen.pipeline import build, file_sha256, options_from_spec
+
+    options, input_name, _ = options_from_spec(spec)
+    if input_name is None:
+        raise InputError("build spec names no input surface", path=spec, fix='add input = "part.stl"')
+    source = (spec.parent / input_name).resolve()
+    digest = hashlib.sha256((file_sha256(spec) + file_sha256(source)).encode()).hexdigest()[:16]
+    out = cache_dir / f"{spec.stem}-{digest}.vtu"
+    if not out.is_file():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        build(source, out, options)
+    return out
+
+
+def geometry_from_table(table: dict, *, base_dir: Path, path=None, name: str = "body",
+                        cache_dir: Path | None = None) -> CompliantBody | RigidBody:
+    """Contact geometry from a scene's ``geometry`` table (see the module docstring)."""
+    from fieldgen.runtime.scene import primitives as prim
+
+    friction = {k: table[k] for k in ("mu_static", "mu_dynamic") if k in table}
+    if "asset" in table:
+        return load_body(base_dir / table["asset"], name=name)
+    if "build" in table:
+        cache = cache_dir if cache_dir is not None else default_cache_dir()
+        return load_body(_cached_build((base_dir / table["build"]).resolve(), cache), name=name)
+    if "vtk" in table:
+        if "modulus" not in table:
+            raise InputError(f"body {name!r}: a .vtk geometry needs modulus (Pa)", path=path,
+                             fix="add modulus = 1e6 to the geometry table")
+        return load_body(base_dir / table["vtk"], modulus=float(table["modulus"]), name=name,
+                         dissipation=float(table.get("dissipation", 0.0)), **friction)
+    if "mesh" in table:
+        from fieldgen.surface.stage import STEP_SUFFIXES
+
+        if "units" in table and Path(table["mesh"]).suffix.lower() in STEP_SUFFIXES:
+            raise OptionError(f"body {name!r}: units = {table['units']!r} for {table['mesh']}, a STEP file, which "
+                              "names its own unit and is read true to size", path=path,
+                              fix="drop units from the geometry table (it applies to surface meshes, which carry no unit)")
+        if "mu_static" in friction and "mu_dynamic" not in friction:
+            friction["mu_dynamic"] = friction["mu_static"]
+        return load_body(base_dir / table["mesh"], units=table.get("units", "m"), name=name, **friction)
+    shape = table.get("shape")
+    try:
+        if shape == "box":
+            return prim.rigid_box(table["size"], name=name, **friction)
+        if shape == "cylinder":
+            return prim.rigid_cylinder(float(table["radius"]), float(table["height"]),
+                                       int(table.get("segments", 152)), name=name, **friction)
+        if shape == "sphere":
+            return prim.rigid_sphere(float(table["radius"]), int(table.get("subdivisions", 3)), name=name,
+                                     **friction)
+        if shape == "slab":
+            return prim.compliant_slab(table["size"], float(table["modulus"]), cells=table.get("cells", (8, 8)),
+                                       layers=int(table.get("layers", 2)),
+                                       dissipation=float(table.get("dissipation", 0.0)), name=name, **friction)
+        if shape == "ball":
+            return prim.compliant_ball(float(table["radius"]), float(table["modulus"]),
+                                       subdivisions=int(table.get("subdivisions", 2)),
+                                       dissipation=float(table.get("dissipation", 0.0)), name=name, **friction)
+    except KeyError as exc:
+        raise InputError(f"body {name!r}: geometry shape {shape!r} needs {exc.args[0]}", path=path,
+                         fix=f"add {exc.args[0]} to the geometry table") from None
+    raise InputError(f"body {name!r}: geometry {table!r} names no asset, build, vtk, mesh or known shape",
+                     path=path, fix="use asset=, build=, vtk=, mesh= or shape = box|cylinder|sphere|slab|ball")
+
+
+def _surface_for_mass(geometry) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(geometry, RigidBody):
+        return geometry.vertices, geometry.faces
+    from fieldgen.meshing.tetmesh import boundary_faces_of
+
+    return geometry.points, boundary_faces_of(geometry.tets)
+
+
+def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path | None = None) -> SceneBody:
+    """One ``[[body]]`` table of a scene file as a :class:`SceneBody`."""
+    name = str(table.get("name", "body"))
+    kind = str(table.get("kind", "dynamic"))
+    if "geometry" not in table or not isinstance(table["geometry"], dict):
+        raise InputError(f"body {name!r} has no geometry table", path=path,
+                         fix='add geometry = {shape = "box", size = [0.1, 0.1, 0.1]} or asset/mesh/vtk')
+    geometry = geometry_from_table(table["geometry"], base_dir=base_dir, path=path, name=name,
+                                   cache_dir=cache_dir)
+    for key in ("mu_static", "mu_dynamic", "dissipation"):
+        if key in table:
+            if key == "dissipation" and not isinstance(geometry, CompliantBody):
+                continue
+            setattr(geometry, key, float(table[key]))
+    if "mu_static" in table and "mu_dynamic" not in table:
+        geometry.mu_dynamic = float(table["mu_static"])
+    for key in ("tangential_stiffness", "tangential_damping"):     # friction spring, D 6.2.3
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (np.isfinite(value) and value > 0):
+                raise InputError(f"body {name!r}: {key} must be a positive number, got {value!r}", path=path,
+                                 fix="give K̄ in 1/m (e.g. 1e4) and C̄ in s/m (e.g. 10)")
+            setattr(geometry, key, float(value))
+    mass = None
+    if kind == "dynamic":
+        if "density" in table:
+            V, F = _surface_for_mass(geometry)
+            mass = mass_properties_from_mesh(V, F, float(table["density"]), path=path)
+            if "mass" in table:   # rescale to the given mass, keep the shape's distribution
+                scale = float(table["mass"]) / mass.mass
+                mass = MassProperties(mass.mass * scale, mass.inertia * scale, mass.centre_of_mass)
+        elif "mass" in table:
+            m = float(table["mass"])
+            if "inertia" in table:
+                inertia = np.asarray(table["inertia"], dtype=np.float64)
+                inertia = np.diag(inertia) if inertia.shape == (3,) else inertia.reshape(3, 3)
+                com = _vector(table, "centre_of_mass", 3, [0, 0, 0], path)
+                mass = MassProperties(m, inertia, com)
+            else:
+                V, F = _surface_for_mass(geometry)
+                unit = mass_properties_from_mesh(V, F, 1.0, path=path)
+                mass = MassProperties(m, unit.inertia * (m / unit.mass), unit.centre_of_mass)
+        else:
+            raise InputError(f"dynamic body {name!r} has neither mass nor density", path=path,
+                             fix="add mass = <kg> (inertia optional) or density = <kg/m^3>")
+    if table.get("convex") is True:      # declared convex: contacts on the hull (rigid_contact)
+        if not isinstance(geometry, RigidBody):
+            raise SceneError(f"body {name!r}: convex = true applies to rigid geometry only", path=path,
+                             fix="remove convex, or use a rigid mesh or shape")
+        from fieldgen.runtime.dynamics.rigid_contact import convex_hull_body
+
+        geometry = convex_hull_body(geometry)
+    if "quaternion" in table:
+        q = _vector(table, "quaternion", 4, None, path)
+        q = q / np.linalg.norm(q)
+    else:
+        from scipy.spatial.transform import Rotation
+
+        R = rotation_from_rpy(*_vector(table, "rpy", 3, [0, 0, 0], path))
+        x, y, z, w = Rotation.from_matrix(R).as_quat()
+        q = np.array([w, x, y, z])
+    position = _vector(table, "position", 3, [0, 0, 0], path)
+    state = RigidBodyState(position, q, _vector(table, "velocity", 3, [0, 0, 0], path),
+                           _vector(table, "angular_velocity", 3, [0, 0, 0], path))
+    if mass is not None:   # the file gives the mesh origin's position; simulate the centre of mass
+        state.position = position + state.rotation @ mass.centre_of_mass
+    wrench = Schedule.from_rows(table["wrench"], path=path, what="wrench") if "wrench" in table else None
+    motion = Schedule.from_rows(table["motion"], path=path, what="motion") if "motion" in table else None
+    try:
+        return SceneBody(name, geometry, kind, mass, state, wrench, motion)
+    except OptionError as exc:
+        raise InputError(exc.defect, path=path, fix=exc.fix) from None
+
+
+def load_scene(path, *, cache_dir: str | os.PathLike | None = None) -> tuple[Scene, dict[str, Any]]:
+    """Read a scene TOML file: ``(Scene, settings)`` where settings holds the optional
+    ``[simulate]`` table (duration, dt, integrator, ...) as given; its ``face_rule`` ("all" or
+    "drake") becomes :attr:`Scene.face_rule`."""
+    path = Path(path)
+    # A scene file that cannot be read as TOML is refused like a build spec or a manifest: a
+    # usage error (exit 2), before any work.
+    if not path.is_file():
+        raise SceneError("scene file not found", path=path, fix="check the path")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SceneError(f"not valid TOML ({exc})", path=path, fix="fix the TOML syntax") from None
+    check_scene_table(data, path=path)      # unknown keys, types, ranges: SceneError (usage)
+    bodies = data.get("body", [])
+    if not isinstance(bodies, list) or not bodies:
+        raise InputError("the scene has no [[body]] tables", path=path, fix="add at least one [[body]]")
+    base = path.parent
+    cache = None if cache_dir is None else Path(cache_dir)
+    scene_bodies = [body_from_table(b, base_dir=base, path=path, cache_dir=cache) for b in bodies]
+    settings = dict(data.get("simulate", {}))
+    face_rule = settings.get("face_rule", "all")
+    from fieldgen.runtime.contact.surface import FACE_RULES
+
+    if face_rule not in FACE_RULES:   # a refused value: the CLI exits 2 on OptionError
+        raise OptionError(f"[simulate] face_rule = {face_rule!r} is not one of {FACE_RULES}", path=path,
+                          fix='write face_rule = "all" (every polygon) or "drake" (Drake\'s 5π/8 rule)')
+    try:
+        scene = Scene(scene_bodies, _vector(data, "gravity", 3, [0, 0, -9.81], path), name=path.stem,
+                      face_rule=face_rule)
+    except OptionError as exc:
+        raise InputError(exc.defect, path=path, fix=exc.fix) from None
+    return scene, settings
+
+
+def replace_state(body: SceneBody, **changes) -> SceneBody:
+    """A copy of ``body`` with its state fields replaced (``velocity=...`` etc.)."""
+    return dataclasses.replace(body, state=dataclasses.replace(body.state, **changes))

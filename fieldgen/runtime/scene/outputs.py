@@ -1,0 +1,210 @@
+"""Files ``fieldgen simulate`` writes: trajectories (CSV) and ParaView time series (.pvd + .vtp).
+
+- ``trajectories.csv``: one row per recorded time and body: time, body, position (centre of
+  mass), quaternion (w, x, y, z), velocity, angular velocity (world), and ``core_contact``: 1
+  when a rigid core carried load (acted as rigid geometry) in the steps from this time to the
+  next recorded one.
+- ``contact_surfaces.pvd``: one ``.vtp`` per recorded time with every contact polygon in the
+  world frame, point data ``pressure`` (p0, Pa), cell data ``area`` and ``normal``.
+- ``tangential.csv`` (``--friction compliant`` only): one row per recorded time and contact
+  pair: time, body_a, body_b, status (none | stick | slide), sliding_fraction (share of the
+  normal force on sliding points), spring_energy (J), the spring wrench f_Δ and the friction
+  wrench f_c on body_b (N, and N·m about the world origin).
+- ``bodies.pvd``: one ``.vtp`` per recorded time with each body's surface mesh at its pose,
+  cell data ``body`` (the scene index).
+- ``view.py``: a ParaView script that loads both series, colours the contact polygons by
+  pressure and plays them (``pvpython view.py --screenshot f.png --time T`` for one frame;
+  see :mod:`fieldgen.io.paraview`).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+import numpy as np
+
+from fieldgen.io.asset import atomic_output
+from fieldgen.meshing.tetmesh import boundary_faces_of
+from fieldgen.runtime.contact.geometries import CompliantBody
+from fieldgen.runtime.dynamics.rigid_body import RigidBodyState
+from fieldgen.runtime.scene.load import Scene
+
+
+def write_trajectories(path, result) -> None:
+    """CSV of every recorded state (see the module docstring)."""
+    with atomic_output(path) as temporary, open(temporary, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["time", "body", "x", "y", "z", "qw", "qx", "qy", "qz", "vx", "vy", "vz", "wx", "wy", "wz",
+                      "core_contact"])
+        core = getattr(result, "core_contact", None)
+        core = np.zeros(len(result.times), bool) if core is None or len(core) != len(result.times) else core
+        for k, t in enumerate(result.times):
+            for b, name in enumerate(result.body_names):
+                row = np.concatenate([result.positions[k, b], result.quaternions[k, b], result.velocities[k, b],
+                                      result.angular_velocities[k, b]])
+                out.writerow([repr(float(t)), name] + [repr(float(x)) for x in row] + [int(core[k])])
+
+
+TANGENTIAL_COLUMNS = ["time", "body_a", "body_b", "status", "sliding_fraction", "spring_energy",
+                      "spring_fx", "spring_fy", "spring_fz", "spring_tx", "spring_ty", "spring_tz",
+                      "friction_fx", "friction_fy", "friction_fz", "friction_tx", "friction_ty", "friction_tz"]
+
+
+def write_tangential(path, result) -> None:
+    """CSV of every contact pair's friction spring at the recorded times (module docstring)."""
+    with atomic_output(path) as temporary, open(temporary, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(TANGENTIAL_COLUMNS)
+        for rows in result.tangential:
+            for r in rows:
+                numbers = np.concatenate([r["spring_force"], r["spring_torque"], r["friction_force"], r["friction_torque"]])
+                out.writerow([repr(float(r["time"])), r["body_a"], r["body_b"], r["status"],
+                              repr(float(r["sliding_fraction"])), repr(float(r["energy"]))]
+                             + [repr(float(x)) for x in numbers])
+
+
+def _polydata(points, offsets, connectivity, point_data=(), cell_data=()):
+    from fieldgen.io.vtk_data import named_array, polygons
+
+    poly = polygons(points, offsets, connectivity)
+    for target, arrays in ((poly.GetPointData(), point_data), (poly.GetCellData(), cell_data)):
+        for name, values in arrays:
+            target.AddArray(named_array(values, name))
+    return poly
+
+
+def _write_vtp(path, poly) -> None:
+    import vtk
+
+    writer = vtk.vtkXMLPolyDataWriter()
+    writer.SetInputData(poly)
+    writer.SetDataModeToBinary()
+    with atomic_output(path) as temporary:
+        writer.SetFileName(temporary)
+        if writer.Write() != 1:
+            from fieldgen.errors import InputError
+
+            raise InputError("could not write the ParaView file", path=path, fix="check the output folder is writable")
+
+
+def _write_pvd(path, entries) -> None:
+    lines = ['<?xml version="1.0"?>', '<VTKFile type="Collection" version="0.1">', "  <Collection>"]
+    for t, name in entries:
+        lines.append(f'    <DataSet timestep="{float(t)!r}" part="0" file={quoteattr(name)}/>')
+    lines += ["  </Collection>", "</VTKFile>", ""]
+    with atomic_output(path) as temporary:
+        Path(temporary).write_text("\n".join(lines))
+
+
+def contact_polydata(surfaces):
+    """All contact polygons of one time in one polydata (pressure at vertices)."""
+    pts, offs, conn, press, areas, normals = [], [0], [], [], [], []
+    base = 0
+    for _, _, s in surfaces:
+        pts.append(s.vertices)
+        press.append(s.vertex_pressure)
+        conn.append(s.face_vertices + base)
+        offs.extend((s.face_offsets[1:] + offs[-1] - s.face_offsets[0]).tolist())
+        areas.append(s.areas)
+        normals.append(s.normals)
+        base += len(s.vertices)
+    if not pts:
+        return _polydata(np.zeros((0, 3)), [0], [], [("pressure", np.zeros(0))], [("area", np.zeros(0))])
+    return _polydata(np.vstack(pts), offs, np.concatenate(conn), [("pressure", np.concatenate(press))],
+                     [("area", np.concatenate(areas)), ("normal", np.vstack(normals))])
+
+
+def geometry_surface(g):
+    """(vertices, faces) of a body's surface in its mesh frame (compliant: the tets' boundary)."""
+    if isinstance(g, CompliantBody):
+        return g.points, boundary_faces_of(g.tets)
+    return g.vertices, g.faces
+
+
+def body_surfaces(scene: Scene):
+    """(vertices, faces) of each body's surface in its mesh frame."""
+    return [geometry_surface(b.geometry) for b in scene.bodies]
+
+
+def posed_polydata(surfaces, poses):
+    """Surfaces (vertices, faces) moved by the 4x4 ``poses``, in one polydata (cell data ``body``)."""
+    pts, conn, body_id = [], [], []
+    base = 0
+    for i, ((V, F), X) in enumerate(zip(surfaces, poses)):
+        X = np.asarray(X, dtype=np.float64)
+        pts.append(np.asarray(V, dtype=np.float64) @ X[:3, :3].T + X[:3, 3])
+        conn.append(np.asarray(F, dtype=np.int64) + base)
+        body_id.append(np.full(len(F), float(i)))
+        base += len(V)
+    conn = np.vstack(conn)
+    return _polydata(np.vstack(pts), np.arange(0, 3 * len(conn) + 1, 3), conn.ravel(), (),
+                     [("body", np.concatenate(body_id))])
+
+
+def write_query_view(script_path, surface_path, surface, bodies, poses) -> dict:
+    """ParaView script for one contact query (``fieldgen contact -o SURFACE --paraview FILE.py``):
+    the bodies at their poses go to ``FILE_bodies.vtp`` beside the script."""
+    from fieldgen.io.paraview import contact_script, contact_view, write_script
+
+    script_path = Path(script_path)
+    bodies_path = script_path.with_name(script_path.stem + "_bodies.vtp")
+    surfaces = [geometry_surface(b) for b in bodies]
+    poly = posed_polydata(surfaces, poses)
+    _write_vtp(bodies_path, poly)
+    b = poly.GetBounds()
+    view = contact_view([[surface]], fallback_bounds=([b[0], b[2], b[4]], [b[1], b[3], b[5]]))
+    write_script(script_path, contact_script(surface_path, view, bodies_path=bodies_path))
+    return {"paraview": str(script_path), "paraview_bodies": str(bodies_path)}
+
+
+def bodies_polydata(scene: Scene, states: list[RigidBodyState], surfaces):
+    return posed_polydata(surfaces, [b.pose(s) for b, s in zip(scene.bodies, states)])
+
+
+def write_outputs(out_dir, scene: Scene, result) -> dict:
+    """Write trajectories.csv, contact_surfaces.pvd and bodies.pvd into ``out_dir``; return paths."""
+    out = Path(out_dir)
+    (out / "frames").mkdir(parents=True, exist_ok=True)
+    write_trajectories(out / "trajectories.csv", result)
+    tangential = getattr(result, "tangential", None)
+    if tangential is not None:
+        write_tangential(out / "tangential.csv", result)
+    surfaces = body_surfaces(scene)
+    contact_entries, body_entries = [], []
+    for k, t in enumerate(result.times):
+        states = [RigidBodyState(result.positions[k, b], result.quaternions[k, b], result.velocities[k, b],
+                                 result.angular_velocities[k, b]) for b in range(len(scene.bodies))]
+        name_b = f"frames/bodies_{k:06d}.vtp"
+        poly = bodies_polydata(scene, states, surfaces)
+        if k == 0:
+            b = poly.GetBounds()
+            first_bounds = ([b[0], b[2], b[4]], [b[1], b[3], b[5]])
+        _write_vtp(out / name_b, poly)
+        body_entries.append((t, name_b))
+        if k < len(result.surfaces):
+            name_c = f"frames/contact_{k:06d}.vtp"
+            _write_vtp(out / name_c, contact_polydata(result.surfaces[k]))
+            contact_entries.append((t, name_c))
+    _write_pvd(out / "bodies.pvd", body_entries)
+    _write_pvd(out / "contact_surfaces.pvd", contact_entries)
+    script = write_view_script(out / "view.py", out / "contact_surfaces.pvd", out / "bodies.pvd",
+                               [t for t, _ in contact_entries],
+                               [[s for _, _, s in frame] for frame in result.surfaces],
+                               fallback_bounds=first_bounds if len(result.times) else None)
+    paths = {"trajectories": str(out / "trajectories.csv"), "bodies": str(out / "bodies.pvd"),
+             "contact_surfaces": str(out / "contact_surfaces.pvd"), "paraview": script}
+    if tangential is not None:
+        paths["tangential"] = str(out / "tangential.csv")
+    return paths
+
+
+def write_view_script(path, contact_pvd, bodies_pvd, times, frames, fallback_bounds=None) -> str:
+    """The ParaView script of a simulation: ``frames`` holds each recorded time's contact surfaces;
+    without any contact the camera frames ``fallback_bounds`` (the bodies at the start)."""
+    from fieldgen.io.paraview import contact_script, contact_view, write_script
+
+    view = contact_view(frames, times, fallback_bounds=fallback_bounds)
+    return write_script(path, contact_script(contact_pvd, view, bodies_path=bodies_pvd, times=times,
+                                             command="fieldgen simulate -o DIR"))
