@@ -107,9 +107,9 @@ def part_cases() -> list[dict]:
 
 def sized_part_cases(sizes: list[str]) -> list[dict]:
     """The ``SIZED_PARTS`` at the edge length that would give each nominal size in a box of the
-    same volume (:func:`fieldgen.sizing.loops.first_size`). TetGen makes 0.4-0.8 x that many in these
+    same volume (:func:`fieldgen.sizing.size_field.first_size`). TetGen makes 0.4-0.8 x that many in these
     parts, so the table gives the count."""
-    from fieldgen.sizing.loops import first_size
+    from fieldgen.sizing.size_field import first_size
     from fieldgen.surface.stage import UNIT_SCALE, load_surface
 
     cases = []
@@ -130,7 +130,8 @@ def child(case_json: str) -> None:
     import resource
 
     case = json.loads(case_json)
-    from fieldgen.pipeline import BuildOptions, build
+    from fieldgen.options import BuildOptions
+    from fieldgen.pipeline import build
     from fieldgen.progress import Progress
 
     options = BuildOptions(**{k: tuple(v) if isinstance(v, list) else v for k, v in case["options"].items()})

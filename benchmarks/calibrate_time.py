@@ -3,7 +3,7 @@
 The foam pad of ``assets/foam_pad.toml`` meshed finer (``--edge`` mm, default 1.4 -> 43k
 tets), the bundled ``assets/press.csv`` (10 depths), a 10 mm sphere, ``--law linear``; and the
 same with ``--law table`` (which adds the layered defect-correction rounds). Stages are those
-of ``fieldgen.calibrate.fit.calibrate``: meshing and extent once, the first contact, the contact
+of ``fieldgen.calibrate.calibration.calibrate``: meshing and extent once, the first contact, the contact
 surfaces at the data's depths, the fit, the layered checks (nonlinear laws), the measurement of
 the layered mesh, the final ``fieldgen build`` of the asset, the re-measurement of the written
 asset. The load average is printed with each row: the machine is shared.
@@ -27,8 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fieldgen.pipeline import options_from_spec  # noqa: E402
-from fieldgen.calibrate.fit import calibrate, read_data  # noqa: E402
+from fieldgen.options import options_from_spec  # noqa: E402
+from fieldgen.calibrate.calibration import calibrate  # noqa: E402
+from fieldgen.calibrate.data import read_data  # noqa: E402
 from fieldgen.progress import Progress  # noqa: E402
 
 STAGES = ("tetrahedralize", "extent", "indenter", "contact surfaces", "fit", "layered check", "measure", "build",

@@ -132,11 +132,11 @@ def cases(files: dict) -> list[dict]:
 
 
 def load(spec: dict):
-    from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+    from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 
     if spec["kind"] == "compliant":
-        return CompliantBody.from_drake_vtk(spec["path"], spec["modulus"])
-    return RigidBody.from_mesh(spec["path"])
+        return CompliantGeometry.from_drake_vtk(spec["path"], spec["modulus"])
+    return RigidGeometry.from_mesh(spec["path"])
 
 
 def prepare_ours(case: dict, face_rule: str):

@@ -36,11 +36,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fieldgen.pipeline import BuildOptions, build  # noqa: E402
+from fieldgen.options import BuildOptions  # noqa: E402
+from fieldgen.pipeline import build  # noqa: E402
 from fieldgen.material.halfspace import (flat_punch_force, flat_punch_modulus, hertz_pressure, hertz_table,  # noqa: E402
                                 sphere_force)
 from fieldgen.calibrate.indenter import Press, parse_indenter  # noqa: E402
-from fieldgen.runtime.contact.geometries import CompliantBody  # noqa: E402
+from fieldgen.runtime.contact.geometries import CompliantGeometry  # noqa: E402
 
 E_STAR = 1.0e6      # Pa
 RADIUS = 0.05       # sphere, m
@@ -74,7 +75,7 @@ def hertz_case(folder: str, surface: str, edge: float, tolerance_fraction: float
     start = time.perf_counter()
     result = build(surface, output, options)
     seconds = time.perf_counter() - start
-    part = CompliantBody.from_asset(output)
+    part = CompliantGeometry.from_asset(output)
     indenter = parse_indenter(f"sphere:{RADIUS}", reach=max(DEPTHS), part_size=WIDTH)
     press = Press(part, indenter, (0.0, 0.0, -1.0), (0.0003, 0.0002, 0.0))
     forces = press.forces(DEPTHS)
@@ -89,7 +90,7 @@ def punch_case(folder: str, surface: str, edge: float) -> dict:
                            modulus=flat_punch_modulus(E_STAR, THICKNESS, PUNCH), edge_length=edge)
     output = os.path.join(folder, "punch.vtu")
     result = build(surface, output, options)
-    part = CompliantBody.from_asset(output)
+    part = CompliantGeometry.from_asset(output)
     indenter = parse_indenter(f"cylinder:{PUNCH}", reach=max(DEPTHS), part_size=WIDTH)
     press = Press(part, indenter, (0.0, 0.0, -1.0), (0.0011, -0.0007, 0.0))
     forces = press.forces(DEPTHS)

@@ -3,9 +3,9 @@
 Run: .venv/bin/python benchmarks/tangential_cost.py [--duration 1.0] [--scene compliant_incline]
 Prints, for the scene (default assets/scenes/compliant_incline.toml):
 
-- per right-hand-side evaluation: the contact wrenches of all bodies with regularised friction
-  (``simulate.contact_wrenches``) and with friction springs (``tangential_sim.compliant_wrenches``),
-  in ms, from the scene's initial state (best of several runs);
+- per right-hand-side evaluation: the contact wrenches of all bodies
+  (``dynamics.contact_wrenches.contact_wrenches``) with regularised friction and with friction
+  springs, in ms, from the scene's initial state (best of several runs);
 - per run of ``--duration`` simulated seconds: wall time, Radau calls (one per output interval
   and schedule break), right-hand-side evaluations and wall ms per evaluation, for both models,
   and the box's drift after the first half (regularised friction creeps; compliant does not).
@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from fieldgen.runtime.scene.load import load_scene
-from fieldgen.runtime.dynamics.simulate import contact_wrenches, simulate
-from fieldgen.runtime.dynamics.compliant_friction import compliant_wrenches, contact_pairs
+from fieldgen.runtime.dynamics.contact_wrenches import contact_pairs, contact_wrenches
+from fieldgen.runtime.dynamics.simulate import simulate
 
 SCENES = Path(__file__).resolve().parent.parent / "assets" / "scenes"
 
@@ -51,8 +51,8 @@ def main() -> None:
     pairs = contact_pairs(scene)
     springs = np.zeros((len(pairs), 6))
     print(f"scene {args.scene}: {len(scene.bodies)} bodies, {len(pairs)} friction springs, load {os.getloadavg()[0]:.2f}")
-    reg = best_ms(lambda: contact_wrenches(scene, states))
-    com = best_ms(lambda: compliant_wrenches(scene, states, springs, pairs))
+    reg = best_ms(lambda: contact_wrenches(scene, states, pairs))
+    com = best_ms(lambda: contact_wrenches(scene, states, pairs, springs))
     print(f"per RHS evaluation: regularised {reg:.3f} ms, compliant {com:.3f} ms ({com / reg:.2f} x)")
     print("| friction | wall s | Radau calls | RHS evaluations | ms per RHS | drift after t/2 (m) | load |")
     print("|---|---|---|---|---|---|---|")

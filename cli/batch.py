@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 
 import click
 
-from fieldgen.batch.manifest import (EXECUTORS, BatchInterrupted, ItemResult, read_manifest, run_batch,
-                            write_junit, write_report)
-from fieldgen.errors import FieldgenError, OptionError
+from fieldgen.batch.executors import EXECUTORS, check_scheduler
+from fieldgen.batch.manifest import read_manifest
+from fieldgen.batch.report import ItemResult, stderr_lines, summary_line, write_junit, write_report
+from fieldgen.batch.run import BatchInterrupted, run_batch
+from fieldgen.errors import FieldgenError
 from fieldgen.progress import Progress
 
 from .common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, check_outputs, fail, json_option, print_json, quiet_option,
@@ -18,6 +21,10 @@ from .common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, check_outputs, fail, json
 
 def _interrupt(signum, _frame):
     raise BatchInterrupted(signum)
+
+
+def _advance(bar, result: ItemResult) -> None:
+    bar.advance(note=f"{result.output}: {result.status} ({result.seconds:.1f} s)")
 
 
 @click.command("batch")
@@ -47,19 +54,13 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
       fieldgen batch assets/manifest.toml -j 4 --report report.json --junit junit.xml
     """
     with reported_errors(EXIT_USAGE):
-        if scheduler is not None and executor != "dask":
-            raise OptionError("--scheduler given without --executor dask",
-                              fix="add --executor dask, or drop --scheduler to build locally")
+        check_scheduler(executor, scheduler)
         parsed = read_manifest(manifest, output_dir=output_dir)
     with reported_errors():
         check_outputs(report_path, junit_path)    # before the builds, not after them
 
     progress = Progress(enabled=not quiet)
-    bar = progress.bar(len(parsed.items), "batch")
-
-    def on_result(result: ItemResult) -> None:
-        bar.advance(note=f"{result.output}: {result.status} ({result.seconds:.1f} s)")
-
+    on_result = functools.partial(_advance, progress.bar(len(parsed.items), "batch"))
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         report = run_batch(parsed, jobs=jobs, force=force, check=check, executor=executor,
@@ -79,13 +80,8 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
     if as_json:
         print_json(report.to_dict())
     for result in report.results:
-        for line in result.warning_lines():     # whatever --quiet or --json say (docs/model.md §1.5)
+        for line in stderr_lines(result):     # whatever --quiet or --json say (docs/model.md §1.5)
             click.echo(line, err=True)
-        if result.status == "failed":
-            click.echo(f"failed: {result.output}: {result.error}", err=True)
-        elif result.status == "stale":
-            click.echo(f"would rebuild {result.output} ({result.reason})", err=True)
     if not quiet:
-        counts = ", ".join(f"{n} {s}" for s, n in report.counts.items() if n)
-        click.echo(f"{len(report.results)} assets: {counts} in {report.seconds:.1f} s", err=True)
+        click.echo(summary_line(report), err=True)
     sys.exit(EXIT_OK if report.ok else EXIT_FAILED)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from fieldgen.pipeline import LAWS, SKIN_MESHES, BuildOptions, build, options_from_mapping, options_from_spec
+from fieldgen.options import LAWS, SKIN_MESHES, BuildOptions, options_from_mapping, options_from_spec
 from fieldgen.progress import Progress
 from fieldgen.units import LENGTH_UNITS
 
@@ -80,6 +80,9 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
         if input_path is None:
             raise click.UsageError("no INPUT given (on the command line or as `input` in the spec)")
         output = output or spec_output
+    # lazy: the pipeline's modules (scipy, the meshers) load only when a build runs, not for --help
+    from fieldgen.pipeline import build
+
     progress = Progress(enabled=not quiet)
     with reported_errors():
         result = build(input_path, output, options, progress=progress)

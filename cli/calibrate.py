@@ -7,7 +7,8 @@ import math
 
 import click
 
-from fieldgen.pipeline import LAWS, BuildOptions, options_from_mapping, options_from_spec
+from fieldgen.options import LAWS, BuildOptions, options_from_mapping, options_from_spec
+from fieldgen.calibrate.data import parse_targets, parse_units, read_data
 from fieldgen.errors import OptionError
 from fieldgen.progress import Progress
 from fieldgen.units import LENGTH_UNITS
@@ -70,8 +71,9 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
           --data assets/press.csv --law hyperbolic -o pad_calibrated.vtu --png fit.png --json
       fieldgen calibrate --spec assets/foam_pad.toml --indenter plane --target 0.002:20 -o pad.vtu
     """
-    from fieldgen.calibrate.fit import calibrate, parse_targets, parse_units, read_data
-    from fieldgen.calibrate.indenter import check_indenter_text
+    # lazy: the calibration loads the build and the runtime, which the other commands do not need
+    from fieldgen.calibrate.calibration import calibrate
+    from fieldgen.calibrate.indenter import check_indenter_text  # lazy: loads the runtime's contact code
 
     check_suffix(png, "--png", ".png", "the fit plot")
     with reported_errors(EXIT_USAGE):

@@ -10,6 +10,7 @@ from typing import Any, Iterator
 import click
 
 from fieldgen.errors import FieldgenError, OptionError
+from fieldgen.io.asset import prepare_output
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -40,8 +41,6 @@ def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
 def check_outputs(*paths) -> None:
     """Each given output path can be written (:func:`fieldgen.io.asset.prepare_output`); None skipped.
     Call inside :func:`reported_errors`, before the command's work."""
-    from fieldgen.io.asset import prepare_output
-
     for path in paths:
         if path:
             prepare_output(path)

@@ -9,7 +9,11 @@ import warnings
 from pathlib import Path
 
 import click
+import numpy as np
 
+from fieldgen.io.surface_readers import STEP_SUFFIXES
+from fieldgen.progress import Progress
+from fieldgen.runtime.contact.pose import Pose, SpatialVelocity, as_matrix
 from fieldgen.units import LENGTH_UNITS
 
 from .common import (EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, quiet_option,
@@ -30,8 +34,6 @@ def _numbers(text: str, names: tuple[str, ...], what: str) -> list[float]:
 
 def parse_pose(ctx, param, text):
     """``x,y,z,roll,pitch,yaw`` (m, degrees about fixed X, Y, Z) -> Pose."""
-    from fieldgen.runtime.contact.pose import Pose
-
     if text is None:
         return Pose()
     return Pose.from_xyz_rpy(*_numbers(text, ("x", "y", "z", "roll", "pitch", "yaw"), "m and degrees"))
@@ -39,8 +41,6 @@ def parse_pose(ctx, param, text):
 
 def parse_velocity(ctx, param, text):
     """``vx,vy,vz,wx,wy,wz`` (m/s of the body origin, rad/s; world frame) -> SpatialVelocity."""
-    from fieldgen.runtime.contact.pose import SpatialVelocity
-
     if text is None:
         return SpatialVelocity()
     vx, vy, vz, wx, wy, wz = _numbers(text, ("vx", "vy", "vz", "wx", "wy", "wz"), "m/s and rad/s")
@@ -63,8 +63,6 @@ def _friction(ctx, param, value):
 
 def _check_body(path: str, modulus: float | None, units: str | None, side: str) -> None:
     """Refuse (exit 2) the flags that do not fit this body's kind, before anything is loaded."""
-    from fieldgen.surface.stage import STEP_SUFFIXES
-
     flag = f"--modulus-{side}"
     suffix = Path(path).suffix.lower()
     if modulus is not None and suffix != ".vtk":
@@ -83,7 +81,7 @@ def _check_body(path: str, modulus: float | None, units: str | None, side: str) 
 
 def _load(path: str, modulus: float | None, units: str | None, mu: float | None = None):
     """The body at ``path`` (flags checked by :func:`_check_body`), with friction ``mu`` if given."""
-    from fieldgen.runtime.contact.geometries import load_body
+    from fieldgen.runtime.contact.geometries import load_body  # lazy: numba kernels, not for other commands
 
     suffix = Path(path).suffix.lower()
     body = (load_body(path, modulus=modulus) if suffix == ".vtk" else load_body(path) if suffix == ".vtu"
@@ -101,6 +99,7 @@ def run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, represen
                 face_rule: str = "all"):
     """One warm-up query (its warnings kept), then ``repeat`` timed ones: (surface, wrench,
     median seconds, warning messages, (faces, force on B) under the other face rule)."""
+    # lazy: the contact query compiles numba kernels, which other commands do not need
     from fieldgen.runtime.contact.surface import FACE_RULES
     from fieldgen.runtime.contact.wrench import contact
 
@@ -125,18 +124,24 @@ def run_contact(body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, represen
     return surface, wrench, statistics.median(times), messages, other
 
 
+def _kind(body) -> str:
+    """The report's name of a body's kind (docs/cli.md): "CompliantBody" or "RigidBody", the
+    names the report has always used for a compliant and a rigid contact geometry."""
+    from fieldgen.runtime.contact.geometries import RigidGeometry  # lazy: numba kernels, not for other commands
+
+    return "RigidBody" if isinstance(body, RigidGeometry) else "CompliantBody"
+
+
 def report(a: str, b: str, body_a, body_b, surface, wrench, seconds: float, messages, output,
            face_rule: str = "all", other=None) -> dict:
     """The ``--json`` report (force/torque on B, world frame, torque about the world origin).
     ``faces`` are kept under ``face_rule``; ``faces_other_rule`` and ``force_other_rule`` are the
     face count and the force on B under the other rule (``all`` <-> ``drake``), from the
     wrench ``other``, so a user sees when the choice matters."""
-    import numpy as np
-
     empty = surface.n_faces == 0
     return {
         "a": a, "b": b,
-        "kind_a": type(body_a).__name__, "kind_b": type(body_b).__name__,
+        "kind_a": _kind(body_a), "kind_b": _kind(body_b),
         "representation": surface.representation,
         "force": _vector(wrench.force), "torque": _vector(wrench.torque),
         "force_on_a": _vector(wrench.force_on_a), "torque_on_a": _vector(wrench.torque_on_a),
@@ -232,8 +237,6 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
     if paraview is not None and output is None:
         fail(f"--paraview {paraview}: the script shows the contact surface file, so it needs -o SURFACE.vtp "
              "as well.", EXIT_USAGE)
-    from fieldgen.progress import Progress
-
     progress = Progress(enabled=not quiet)
     _check_body(a, modulus_a, units_a, "a")
     _check_body(b, modulus_b, units_b, "b")
@@ -243,9 +246,9 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
             body_a = _load(a, modulus_a, units_a, mu_a)
         with progress.stage(f"load {b}"):
             body_b = _load(b, modulus_b, units_b, mu_b)
-    from fieldgen.runtime.contact.geometries import RigidBody
+    from fieldgen.runtime.contact.geometries import RigidGeometry  # lazy: numba kernels, not for other commands
 
-    if isinstance(body_a, RigidBody) and isinstance(body_b, RigidBody):
+    if isinstance(body_a, RigidGeometry) and isinstance(body_b, RigidGeometry):
         fail(f"{a} and {b} are both rigid surfaces: pressure-field contact needs at least one compliant body. "
              "Pass a fieldgen asset (.vtu) or a .vtk tet mesh with --modulus as A or B.", EXIT_USAGE)
     with reported_errors():
@@ -253,18 +256,17 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
             surface, wrench, seconds, messages, other = run_contact(
                 body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation, repeat, face_rule)
         if output is not None:
-            from fieldgen.runtime.contact.export import write_contact_surface
+            from fieldgen.runtime.contact.export import write_contact_surface  # lazy: only with -o
 
             with progress.stage("write"):
                 write_contact_surface(output, surface, body_a, body_b, V_WA=velocity_a, V_WB=velocity_b)
         if paraview is not None:
-            from fieldgen.runtime.contact.pose import as_matrix
-            from fieldgen.runtime.scene.outputs import write_query_view
+            from fieldgen.runtime.scene.outputs import write_query_view  # lazy: only with --paraview
 
             with progress.stage("ParaView script"):
                 written = write_query_view(paraview, output, surface, [body_a, body_b],
                                            [as_matrix(pose_a), as_matrix(pose_b)])
-    from fieldgen.runtime.contact.wrench import friction_lost_to
+    from fieldgen.runtime.contact.wrench import friction_lost_to  # lazy: numba kernels, not for other commands
 
     side = friction_lost_to(body_a, body_b)
     if side is not None and any(float(x) != 0.0 for v in (velocity_a, velocity_b) for x in v.vector):

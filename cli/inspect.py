@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import click
 
+from fieldgen.inspection import format_summary, plot_asset, summarize, summary_row, write_paraview_script
+from fieldgen.io.asset import read_asset
+from fieldgen.progress import Progress
+
 from .common import (EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, quiet_option,
                      reported_errors)
 
@@ -25,10 +29,6 @@ def inspect_command(asset, png, paraview, cut, as_json, quiet):
     Example: fieldgen inspect paddle.vtu --png paddle.png --paraview view.py --cut x,
     then: pvpython view.py --screenshot paddle_cut.png
     """
-    from fieldgen.io.asset import read_asset
-    from fieldgen.inspection import format_summary, plot_asset, summarize, write_paraview_script
-    from fieldgen.progress import Progress
-
     check_suffix(png, "--png", ".png", "the picture")
     check_suffix(paraview, "--paraview", ".py", "the ParaView script")
     if cut is not None and not paraview:
@@ -55,4 +55,4 @@ def inspect_command(asset, png, paraview, cut, as_json, quiet):
         click.echo(format_summary(summary))
         for key, what in (("png", "picture"), ("paraview", "ParaView script")):
             if key in summary:
-                click.echo(f"  {'wrote':<15}{what} {summary[key]}")
+                click.echo(summary_row("wrote", f"{what} {summary[key]}"))

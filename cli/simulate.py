@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import click
+
+from fieldgen.errors import FieldgenError, OptionError
+from fieldgen.io.asset import prepare_output
+from fieldgen.progress import Progress
+from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS
 
 from .common import EXIT_USAGE, fail, json_option, print_json, quiet_option, reported_errors
 
@@ -11,9 +19,9 @@ from .common import EXIT_USAGE, fail, json_option, print_json, quiet_option, rep
 @click.argument("scene_file", type=click.Path(dir_okay=False))
 @click.option("--duration", type=float, default=None, help="Simulated seconds (scene [simulate] or 1).")
 @click.option("--dt", type=float, default=None, help="Time step (velocity) or output interval (continuous), s.")
-@click.option("--integrator", type=click.Choice(["velocity", "continuous"]), default=None,
+@click.option("--integrator", type=click.Choice(INTEGRATORS), default=None,
               help="velocity: M22 fixed-step (default); continuous: Radau with error control.")
-@click.option("--friction", type=click.Choice(["regularised", "compliant"]), default=None,
+@click.option("--friction", type=click.Choice(FRICTION_MODELS), default=None,
               help="regularised (default) or compliant: a friction spring per contact with exact Coulomb "
                    "friction (continuous integrator only; scene [simulate] friction = ...).")
 @click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False), default=None,
@@ -30,14 +38,9 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
 
     Example: fieldgen simulate assets/scenes/coin.toml --duration 0.5 -o out --json
     """
-    import dataclasses
-    import math
-
-    from fieldgen.io.asset import prepare_output
-    from fieldgen.errors import FieldgenError, OptionError
-    from fieldgen.progress import Progress
-    from fieldgen.runtime.scene.load import load_scene
+    # lazy: the simulator compiles numba kernels, which other commands do not need
     from fieldgen.runtime.dynamics.simulate import check_integrator, run_settings, simulate
+    from fieldgen.runtime.scene.load import load_scene
 
     try:
         scene, settings = load_scene(scene_file)
@@ -75,7 +78,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
                                       "spring_force": [float(x) for x in r["spring_force"]]}
                                      for r in result.tangential[-1]]
         if out_dir is not None:
-            from fieldgen.runtime.scene.outputs import write_outputs
+            from fieldgen.runtime.scene.outputs import write_outputs  # lazy: only with -o
 
             summary["outputs"] = write_outputs(out_dir, scene, result)
         for w in summary["warnings"]:     # once per (pair, kind), whatever --quiet says

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import click
 
+from fieldgen.progress import Progress
+from fieldgen.validate import reports_to_dict, validate_asset
+
 from .common import json_option, print_json, quiet_option
 
 
@@ -16,24 +19,15 @@ def validate_command(assets, as_json, quiet):
 
     Example: fieldgen validate build/*.vtu --json
     """
-    from fieldgen.progress import Progress
-    from fieldgen.validate import validate_asset
-
     progress = Progress(enabled=not quiet)
     reports = []
     for path in assets:
         with progress.stage(f"validate {path}"):       # seconds each for assets of millions of tets
             reports.append(validate_asset(path))
     if as_json:
-        print_json({"valid": all(r.ok for r in reports), "assets": [r.to_dict() for r in reports]})
+        print_json(reports_to_dict(reports))
     else:
-        for report in reports:
-            failed = [c for c in report.checks if not c.ok]
-            if not failed:
-                if not quiet:
-                    click.echo(f"{report.path}: valid ({len(report.checks)} checks)")
-            else:                  # the report, on stdout with the valid ones; listed even with -q
-                click.echo(f"{report.path}: INVALID")
-                for check in failed:
-                    click.echo(f"  {check.name}: {check.detail}")
+        for report in reports:     # on stdout, the invalid ones listed even with -q
+            for line in report.text_lines(quiet=quiet):
+                click.echo(line)
     raise SystemExit(0 if all(r.ok for r in reports) else 1)

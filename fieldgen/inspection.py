@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fieldgen.io.asset import atomic_output
+from fieldgen.io.paraview import asset_script, write_script
 from fieldgen.meshing.tetmesh import boundary_faces_of, min_dihedral_angles, tet_volumes
 
 AXES = "xyz"
@@ -74,37 +76,36 @@ def cut_tets(points: np.ndarray, tets: np.ndarray, values: np.ndarray, origin, n
     # Order each tet's vertices so those above come first (stable, so deterministic).
     order = np.argsort(~above, axis=1, kind="stable")
     v = np.take_along_axis(tets, order, axis=1)
-    pieces_points, pieces_values, pieces_tris = [], [], []
-    offset = 0
-
-    def emit(edges, triangles):
-        nonlocal offset
-        corners = [_edge_points(points, values, s, a, b) for a, b in edges]
-        m = len(edges[0][0])
-        where = np.stack([c[0] for c in corners], axis=1).reshape(-1, 3)
-        value = np.stack([c[1] for c in corners], axis=1).reshape(-1)
-        k = len(edges)
-        base = offset + k * np.arange(m)[:, None]
-        pieces_points.append(where)
-        pieces_values.append(value)
-        pieces_tris.append((base[:, None, :] + np.asarray(triangles)[None]).reshape(-1, 3))
-        offset += k * m
-
+    pieces = []
     one = v[count == 1]        # a above; b, c, d below
     if len(one):
-        emit([(one[:, 0], one[:, 1]), (one[:, 0], one[:, 2]), (one[:, 0], one[:, 3])], [(0, 1, 2)])
+        pieces.append(_cut_piece(points, values, s, [(one[:, 0], one[:, 1]), (one[:, 0], one[:, 2]),
+                                                     (one[:, 0], one[:, 3])], [(0, 1, 2)]))
     three = v[count == 3]      # a, b, c above; d below
     if len(three):
-        emit([(three[:, 0], three[:, 3]), (three[:, 1], three[:, 3]), (three[:, 2], three[:, 3])],
-             [(0, 1, 2)])
+        pieces.append(_cut_piece(points, values, s, [(three[:, 0], three[:, 3]), (three[:, 1], three[:, 3]),
+                                                     (three[:, 2], three[:, 3])], [(0, 1, 2)]))
     two = v[count == 2]        # a, b above; c, d below: edges ac, ad, bd, bc go round the quad
     if len(two):
-        emit([(two[:, 0], two[:, 2]), (two[:, 0], two[:, 3]), (two[:, 1], two[:, 3]),
-              (two[:, 1], two[:, 2])], [(0, 1, 2), (0, 2, 3)])
-    if not pieces_points:
+        pieces.append(_cut_piece(points, values, s, [(two[:, 0], two[:, 2]), (two[:, 0], two[:, 3]),
+                                                     (two[:, 1], two[:, 3]), (two[:, 1], two[:, 2])],
+                                 [(0, 1, 2), (0, 2, 3)]))
+    if not pieces:
         return np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3), dtype=np.int64)
-    return (np.concatenate(pieces_points), np.concatenate(pieces_values),
-            np.concatenate(pieces_tris).astype(np.int64))
+    offsets = np.cumsum([0] + [len(where) for where, _, _ in pieces[:-1]])
+    return (np.concatenate([where for where, _, _ in pieces]), np.concatenate([value for _, value, _ in pieces]),
+            np.concatenate([tris + offset for (_, _, tris), offset in zip(pieces, offsets)]).astype(np.int64))
+
+
+def _cut_piece(points, values, s, edges, triangles):
+    """The cut polygons of tets that cross the plane alike: their corners on ``edges`` (pairs
+    of vertex arrays), the field there, and ``triangles`` (corner indices) for each tet."""
+    corners = [_edge_points(points, values, s, a, b) for a, b in edges]
+    m, k = len(edges[0][0]), len(edges)
+    where = np.stack([c[0] for c in corners], axis=1).reshape(-1, 3)
+    value = np.stack([c[1] for c in corners], axis=1).reshape(-1)
+    base = k * np.arange(m)[:, None]
+    return where, value, (base[:, None, :] + np.asarray(triangles)[None]).reshape(-1, 3)
 
 
 def cut_triangles(points: np.ndarray, faces: np.ndarray, origin, normal) -> np.ndarray:
@@ -252,100 +253,108 @@ def _law_text(law: dict) -> str:
     return str(law)
 
 
-def format_summary(summary: dict) -> str:
-    """The summary as readable text (one fact per line)."""
-    lines = []
-    name = Path(summary["path"]).name if summary.get("path") else "asset"
-    tool = summary.get("tool") or {}
-    lines.append(f"{name}  ({summary.get('schema')}, written by {tool.get('name', '?')} "
-                 f"{tool.get('version', '?')})")
+def _boundary_text(boundary: dict) -> str:
+    faces = boundary.get("faces") or {}
+    text = ", ".join(f"{k} {v}" for k, v in sorted(faces.items())) or "—"
+    if boundary.get("core"):
+        text += f"; core {boundary['core'].get('file', '?')}"
+    if boundary.get("bonded"):
+        text += f"; bonded {', '.join(boundary['bonded'])}"
+    if boundary.get("insulated"):
+        text += f"; insulated {', '.join(boundary['insulated'])}"
+    return "input faces " + text   # the surface's faces by condition, not the mesh's
 
-    def row(label, text):
-        lines.append(f"  {label:<15}{text}")
 
+def _skin_text(skin: dict) -> str:
+    text = (f"{si(skin.get('thickness'), 'm')} over a rigid interior, "
+            f"{100 * skin.get('skin_volume_fraction', 0):.1f}% of the part")
+    if skin.get("cut_depth"):        # recorded since the cut is moved onto the exact depth
+        low, high = skin["cut_depth"]
+        text += f"; interior {low:.3g}–{high:.3g} × the thickness below the free faces "
+        text += (f"(rounded, radius {si(skin['rounding'], 'm')}; layer band)" if skin.get("mesh") == "band"
+                 else f"({skin.get('cut_vertices_held', 0):,} of its vertices short of it)")
+    return text
+
+
+def _accuracy_text(estimate: dict) -> str:
+    return (f"estimated error e {100 * estimate.get('extent', 0):.2f}%, "
+            f"p {100 * estimate.get('pressure', 0):.2f}%, L {100 * estimate.get('characteristic_length', 0):.2f}%"
+            + (f" (asked {100 * estimate['accuracy']:g}%)" if estimate.get("accuracy") is not None else ""))
+
+
+def _mesh_rows(summary: dict) -> list[tuple[str, str]]:
+    low, high = summary["bounds"]
+    return [
+        ("mesh", f"{summary['tets']:,} tets, {summary['vertices']:,} vertices, "
+                 f"{summary['boundary_faces']:,} boundary faces"),
+        ("volume", f"{summary['volume']:.6g} m³"),
+        ("bounds", "  ".join(f"{a} [{lo:.6g}, {hi:.6g}]" for a, lo, hi in zip(AXES, low, high)) + " m"),
+        ("size", " × ".join(si(hi - lo, "m") for lo, hi in zip(low, high))),
+    ]
+
+
+def _summary_rows(summary: dict) -> list[tuple[str, str]]:
+    """(label, text) for each line of :func:`format_summary` after its title."""
+    rows = []
     source = summary.get("source") or {}
     if source:
         digest = str(source.get("sha256") or "")
-        row("source", f"{source.get('file', '?')}" + (f"  sha256 {digest[:12]}…" if digest else ""))
-    row("mesh", f"{summary['tets']:,} tets, {summary['vertices']:,} vertices, "
-                f"{summary['boundary_faces']:,} boundary faces")
-    row("volume", f"{summary['volume']:.6g} m³")
-    low, high = summary["bounds"]
-    row("bounds", "  ".join(f"{a} [{lo:.6g}, {hi:.6g}]" for a, lo, hi in zip(AXES, low, high)) + " m")
-    row("size", " × ".join(si(hi - lo, "m") for lo, hi in zip(low, high)))
-    row("law", _law_text(summary.get("law") or {}))
-    row("L", si(summary.get("characteristic_length"), "m") + "  (characteristic length, D 5.2.1)")
+        rows.append(("source", f"{source.get('file', '?')}" + (f"  sha256 {digest[:12]}…" if digest else "")))
+    rows += _mesh_rows(summary)
+    rows.append(("law", _law_text(summary.get("law") or {})))
+    rows.append(("L", si(summary.get("characteristic_length"), "m") + "  (characteristic length, D 5.2.1)"))
     damping = si(summary.get("dissipation"), "s/m")
     if summary.get("expansion_rate") is not None:
         damping += f"  (= 1/(L·τ), τ = {summary['expansion_rate']:g} 1/s)"
-    row("dissipation χ", damping)
+    rows.append(("dissipation χ", damping))
     friction = summary.get("friction") or {}
     if friction:
-        row("friction", f"static {friction.get('static')}, dynamic {friction.get('dynamic')}")
-    row("pressure", f"{si(summary['pressure_min'], 'Pa')} … {si(summary['pressure_max'], 'Pa')}")
-    row("extent", f"{summary['extent_min']:.6g} … {summary['extent_max']:.6g}")
+        rows.append(("friction", f"static {friction.get('static')}, dynamic {friction.get('dynamic')}"))
+    rows.append(("pressure", f"{si(summary['pressure_min'], 'Pa')} … {si(summary['pressure_max'], 'Pa')}"))
+    rows.append(("extent", f"{summary['extent_min']:.6g} … {summary['extent_max']:.6g}"))
     q = summary["min_dihedral_angle_percentiles"]
-    row("quality", f"min dihedral angle: min {q['min']:.2f}°, 1% {q['p1']:.2f}°, "
-                   f"5% {q['p5']:.2f}°, median {q['p50']:.2f}°")
-    row("interpolation", f"max error {si(summary.get('max_interpolation_error'), 'Pa')}")
-    boundary = summary.get("boundary") or {}
-    if boundary:
-        faces = boundary.get("faces") or {}
-        text = ", ".join(f"{k} {v}" for k, v in sorted(faces.items())) or "—"
-        if boundary.get("core"):
-            text += f"; core {boundary['core'].get('file', '?')}"
-        if boundary.get("bonded"):
-            text += f"; bonded {', '.join(boundary['bonded'])}"
-        if boundary.get("insulated"):
-            text += f"; insulated {', '.join(boundary['insulated'])}"
-        row("boundary", "input faces " + text)   # the surface's faces by condition, not the mesh's
-    skin = summary.get("skin")
-    if skin:
-        text = (f"{si(skin.get('thickness'), 'm')} over a rigid interior, "
-                f"{100 * skin.get('skin_volume_fraction', 0):.1f}% of the part")
-        if skin.get("cut_depth"):        # recorded since the cut is moved onto the exact depth
-            low, high = skin["cut_depth"]
-            text += f"; interior {low:.3g}–{high:.3g} × the thickness below the free faces "
-            text += (f"(rounded, radius {si(skin['rounding'], 'm')}; layer band)" if skin.get("mesh") == "band"
-                     else f"({skin.get('cut_vertices_held', 0):,} of its vertices short of it)")
-        row("skin", text)
-    estimate = summary.get("error_estimate")
-    if estimate:
-        row("accuracy", f"estimated error e {100 * estimate.get('extent', 0):.2f}%, "
-                        f"p {100 * estimate.get('pressure', 0):.2f}%, L {100 * estimate.get('characteristic_length', 0):.2f}%"
-                        + (f" (asked {100 * estimate['accuracy']:g}%)" if estimate.get("accuracy") is not None else ""))
-    for warning in summary.get("warnings") or []:
-        row("warning", warning)
-    return "\n".join(lines)
+    rows.append(("quality", f"min dihedral angle: min {q['min']:.2f}°, 1% {q['p1']:.2f}°, "
+                            f"5% {q['p5']:.2f}°, median {q['p50']:.2f}°"))
+    rows.append(("interpolation", f"max error {si(summary.get('max_interpolation_error'), 'Pa')}"))
+    if summary.get("boundary"):
+        rows.append(("boundary", _boundary_text(summary["boundary"])))
+    if summary.get("skin"):
+        rows.append(("skin", _skin_text(summary["skin"])))
+    if summary.get("error_estimate"):
+        rows.append(("accuracy", _accuracy_text(summary["error_estimate"])))
+    rows += [("warning", warning) for warning in summary.get("warnings") or []]
+    return rows
+
+
+def summary_row(label: str, text: str) -> str:
+    """One line of :func:`format_summary`: an indented label column, then the text."""
+    return f"  {label:<15}{text}"
+
+
+def format_summary(summary: dict) -> str:
+    """The summary as readable text (one fact per line)."""
+    name = Path(summary["path"]).name if summary.get("path") else "asset"
+    tool = summary.get("tool") or {}
+    title = (f"{name}  ({summary.get('schema')}, written by {tool.get('name', '?')} "
+             f"{tool.get('version', '?')})")
+    return "\n".join([title, *(summary_row(label, text) for label, text in _summary_rows(summary))])
 
 
 # --------------------------------------------------------------------------- picture
 
-def plot_asset(asset, png_path, *, title: str | None = None, dpi: int = 110) -> None:
-    """PNG: three mid-plane cuts coloured by pressure with the part outline, and a histogram
-    of the min dihedral angle. Written atomically."""
-    import matplotlib
+def _draw_cuts(figure, axes, points, tets, pressure) -> None:
+    """Three mid-plane cuts coloured by pressure, the part's outline on each, one colour bar."""
+    from matplotlib.collections import LineCollection  # lazy: matplotlib is heavy, only for --png
+    from matplotlib.tri import Triangulation  # lazy: matplotlib is heavy, only for --png
 
-    matplotlib.use("Agg", force=False)
-    from matplotlib.collections import LineCollection
-    from matplotlib.figure import Figure
-    from matplotlib.tri import Triangulation
-
-    from fieldgen.io.asset import atomic_output
-
-    points, tets = asset.points, asset.tets
-    pressure = np.asarray(asset.pressure, dtype=np.float64)
     p_max = float(np.max(pressure)) if len(pressure) else 0.0
     p_min = min(0.0, float(np.min(pressure)))
     divisor, p_unit = pressure_scale(max(abs(p_max), abs(p_min)))
     size = float(np.max(points.max(axis=0) - points.min(axis=0)))
     l_div, l_unit = length_scale(size)
     vmax = p_max / divisor if p_max > p_min else p_min / divisor + 1.0
-
-    figure = Figure(figsize=(12, 9.5), dpi=dpi, layout="constrained")
-    grid = figure.subplots(2, 2)
     mappable = None
-    for (axis, cut), ax in zip(mid_planes(points, tets, pressure), grid.ravel()[:3]):
+    for (axis, cut), ax in zip(mid_planes(points, tets, pressure), axes):
         u, v = [a for a in range(3) if a != axis]
         centred = cut.origin[axis] == 0.5 * (points[:, axis].min() + points[:, axis].max())
         ax.set_title(f"cut {AXES[axis]} = {cut.origin[axis] / l_div:.4g} {l_unit} "
@@ -369,12 +378,12 @@ def plot_asset(asset, png_path, *, title: str | None = None, dpi: int = 110) -> 
             ax.add_collection(LineCollection(segments, colors="black", linewidths=0.9))
             ax.autoscale_view()
     if mappable is not None:
-        bar = figure.colorbar(mappable, ax=grid.ravel()[:3].tolist(), shrink=0.9)
+        bar = figure.colorbar(mappable, ax=list(axes), shrink=0.9)
         bar.set_label(f"pressure p0 [{p_unit}]")
 
-    hist = grid[1, 1]
-    angles = (asset.min_dihedral_angle if asset.min_dihedral_angle is not None
-              else min_dihedral_angles(points, tets))
+
+def _draw_quality(hist, angles: np.ndarray, tets: np.ndarray) -> None:
+    """The histogram of the tets' min dihedral angles, with its percentiles marked."""
     hist.hist(angles, bins=np.linspace(0.0, 75.0, 76), color="tab:blue")
     q = quality_percentiles(angles)
     for (key, value), colour in zip(q.items(), ("tab:red", "tab:orange", "tab:olive", "tab:green")):
@@ -386,6 +395,25 @@ def plot_asset(asset, png_path, *, title: str | None = None, dpi: int = 110) -> 
     hist.set_ylabel("tets")
     hist.set_title(f"element quality ({len(tets):,} tets)")
     hist.legend(loc="upper right", framealpha=0.9)
+
+
+def plot_asset(asset, png_path, *, title: str | None = None, dpi: int = 110) -> None:
+    """PNG: three mid-plane cuts coloured by pressure with the part outline, and a histogram
+    of the min dihedral angle. Written atomically."""
+    import matplotlib  # lazy: matplotlib is heavy, only for --png
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure  # lazy: matplotlib is heavy, only for --png
+
+    points, tets = asset.points, asset.tets
+    pressure = np.asarray(asset.pressure, dtype=np.float64)
+    figure = Figure(figsize=(12, 9.5), dpi=dpi, layout="constrained")
+    grid = figure.subplots(2, 2)
+    _draw_cuts(figure, grid.ravel()[:3], points, tets, pressure)
+    angles = (asset.min_dihedral_angle if asset.min_dihedral_angle is not None
+              else min_dihedral_angles(points, tets))
+    _draw_quality(grid[1, 1], angles, tets)
+    p_max = float(np.max(pressure)) if len(pressure) else 0.0
     meta = asset.metadata or {}
     figure.suptitle(title or f"{(meta.get('source') or {}).get('file', 'asset')}: pressure p0 "
                               f"(max {si(p_max, 'Pa')}), L = {si(meta.get('characteristic_length'), 'm')}")
@@ -397,13 +425,9 @@ def plot_asset(asset, png_path, *, title: str | None = None, dpi: int = 110) -> 
 
 def paraview_script(asset_path, asset=None, *, cut: str = "x") -> str:
     """A pvpython script showing the asset's cut face head-on (see :mod:`fieldgen.io.paraview`)."""
-    from fieldgen.io.paraview import asset_script
-
     return asset_script(asset_path, asset, cut=cut)
 
 
 def write_paraview_script(script_path, asset_path, asset=None, *, cut: str = "x") -> str:
     """Write :func:`paraview_script` to ``script_path`` atomically; return the path."""
-    from fieldgen.io.paraview import write_script
-
     return write_script(script_path, paraview_script(asset_path, asset, cut=cut))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -67,8 +68,6 @@ def extra_requirements(extra: str, root: Path | None = None) -> list[str]:
     if root is not None:
         project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
         return list(project.get("optional-dependencies", {}).get(extra, []))
-    from importlib import metadata
-
     try:
         requires = metadata.requires(DISTRIBUTION) or []
     except metadata.PackageNotFoundError:
@@ -82,8 +81,6 @@ def extra_requirements(extra: str, root: Path | None = None) -> list[str]:
 
 
 def _direct_url() -> dict | None:
-    from importlib import metadata
-
     for distribution in metadata.distributions(name=DISTRIBUTION):
         text = distribution.read_text("direct_url.json")
         if text:

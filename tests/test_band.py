@@ -16,11 +16,12 @@ from click.testing import CliRunner
 
 from fieldgen.io.asset import read_asset, read_metadata
 from fieldgen.skin.band import BandError, band_heights, band_skin, prism_tets
-from fieldgen.pipeline import BuildOptions, build, make_law
+from fieldgen.options import BuildOptions
+from fieldgen.pipeline import build, make_law
 from fieldgen.cli.main import main
 from fieldgen.fe.extent import solve_extent
 from fieldgen.skin.interior import GRID, rounded_interior
-from fieldgen.material.layering import balanced_levels
+from fieldgen.material.levels import balanced_levels
 from fieldgen.meshing.tetmesh import FREE, RIGID, boundary_faces_of, orient_positive, tet_volumes
 from fieldgen.validate import validate_asset
 from fieldgen.io.vtk_data import distance_to_triangles
@@ -251,7 +252,7 @@ def _small_grid_budget(monkeypatch):
 
 def _band_piece_without_interior(monkeypatch):
     """The band's first refinement refuses it as a body with no rigid face would be refused."""
-    import fieldgen.meshing.tetgen as tetmesh_module
+    import fieldgen.meshing.refine as tetmesh_module
     from fieldgen.errors import InputError
 
     original, calls = tetmesh_module.refine_zero_tets, []

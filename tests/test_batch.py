@@ -19,9 +19,9 @@ from click.testing import CliRunner, Result
 from fieldgen.cli.main import main
 from fieldgen.io.asset import read_metadata
 from fieldgen.install import install_hint
-from fieldgen.batch.manifest import (BatchItem, ManifestError, cache_key, read_manifest,
-                            remove_stale_temporaries, stale_reason)
-from fieldgen.pipeline import BuildOptions
+from fieldgen.batch.cache import cache_key, remove_stale_temporaries, stale_reason
+from fieldgen.batch.manifest import BatchItem, ManifestError, read_manifest
+from fieldgen.options import BuildOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -483,7 +483,7 @@ def test_cache_key_follows_bytes_and_options_not_paths(tmp_path):
 def test_a_step_inputs_cache_key_follows_cascadio(tmp_path, monkeypatch):
     """A STEP file's triangles are cascadio's tessellation: its version is part of a STEP item's
     key (and only of a STEP item's: a surface mesh does not depend on it)."""
-    import fieldgen.batch.manifest as batch
+    import fieldgen.batch.cache as batch
     from importlib.metadata import version
 
     (tmp_path / "part.step").write_text("ISO-10303-21;\n")
@@ -517,7 +517,7 @@ def test_a_step_item_builds_and_is_cached(meshes, tmp_path):
 
 def test_cache_key_follows_library_versions(tmp_path, monkeypatch):
     """A new TetGen or VTK can change the bytes, so it invalidates the cache."""
-    import fieldgen.batch.manifest as batch
+    import fieldgen.batch.cache as batch
 
     (tmp_path / "part.stl").write_bytes(b"solid part\nendsolid part\n")
     item = BatchItem(1, str(tmp_path / "part.stl"), str(tmp_path / "x.vtu"), BuildOptions(modulus=1e5))

@@ -13,10 +13,14 @@ import pytest
 from click.testing import CliRunner
 
 import fieldgen
-import fieldgen.batch.manifest as batch
+import fieldgen.batch.cache as batch
+import fieldgen.batch.executors as executors
 from fieldgen.io.asset import read_metadata
-from fieldgen.batch.manifest import (build_payload, cache_description, check_worker_versions, describe_changes,
-                            key_of, read_manifest, version_differences)
+from fieldgen.batch.cache import cache_description, describe_changes, key_of, version_differences
+from fieldgen.batch.executors import check_worker_versions
+from fieldgen.batch.manifest import read_manifest
+from fieldgen.batch.run import item_payload
+from fieldgen.batch.worker import build_payload
 from fieldgen.cli.main import main
 from fieldgen.errors import OptionError
 
@@ -130,7 +134,7 @@ def test_worker_versions_must_match_the_client():
 def test_a_build_refuses_a_payload_keyed_with_other_versions(workspace):
     item = read_manifest(write_manifest(workspace)).items[0]
     description = cache_description(item)
-    payload = batch._payload(item, key_of(description), description)
+    payload = item_payload(item, key_of(description), description)
     payload["versions"] = {**payload["versions"], "vtk": "1.0"}
     before = (workspace / "sphere.vtu").read_bytes()
     answer = build_payload(payload)
@@ -144,7 +148,7 @@ def test_dask_cluster_with_other_versions_is_refused(workspace, monkeypatch):
 
     manifest = write_manifest(workspace, modulus="4e5")
     real = batch.build_versions()
-    monkeypatch.setattr(batch, "build_versions", lambda: {**real, "scipy": "0.0.1"})   # the client's view only
+    monkeypatch.setattr(executors, "build_versions", lambda: {**real, "scipy": "0.0.1"})   # the client's view only
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
                       dashboard_address=None) as cluster:
         result = CliRunner().invoke(main, ["batch", str(manifest), "--executor", "dask",

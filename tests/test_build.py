@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from fieldgen.cli.main import main
-from fieldgen.pipeline import BuildOptions, build, options_from_spec
+from fieldgen.options import BuildOptions, options_from_spec
+from fieldgen.pipeline import build
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,14 +20,18 @@ import trimesh
 from click.testing import CliRunner
 
 from fieldgen.io.asset import read_metadata
-from fieldgen.pipeline import BuildOptions, build, options_from_spec
-from fieldgen.calibrate.fit import (calibrate, force_model, geometry_body, parse_targets, prepare_part, read_data,
-                                table_from_values)
+from fieldgen.options import BuildOptions, options_from_spec
+from fieldgen.pipeline import build
+from fieldgen.calibrate.calibration import calibrate
+from fieldgen.calibrate.data import parse_targets, read_data
+from fieldgen.calibrate.fit import table_from_values
+from fieldgen.calibrate.forces import force_model
+from fieldgen.calibrate.part import geometry_body, prepare_part
 from fieldgen.cli.main import main
 from fieldgen.material.halfspace import flat_punch_force, flat_punch_modulus, hertz_force, hertz_pressure
 from fieldgen.calibrate.indenter import Press, parse_indenter
 from fieldgen.material.modulus import linear_law
-from fieldgen.runtime.contact.geometries import CompliantBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "assets" / "foam_pad.toml"
@@ -45,7 +49,7 @@ def generate(tmp_path, options, surface, indenter="plane", depths=DEPTHS):
     """Build the pad with ``options`` (the known law) and press it: the data a test fits."""
     output = tmp_path / "truth.vtu"
     build(surface, output, options)
-    part = CompliantBody.from_asset(output)
+    part = CompliantGeometry.from_asset(output)
     lo, hi = part.points.min(axis=0), part.points.max(axis=0)
     press = Press(part, parse_indenter(indenter, reach=float(depths.max()), part_size=float(np.linalg.norm(hi - lo))),
                   (0.0, 0.0, -1.0), 0.5 * (lo + hi))
@@ -74,7 +78,7 @@ def test_force_model_is_the_runtime_force_for_a_linear_law(pad):
     part = geometry_body(prepared.mesh, prepared.extent)
     press = Press(part, parse_indenter("sphere:0.01", reach=0.002, part_size=0.05), (0, 0, -1), (0.001, 0.0005, 0.0))
     model = force_model(press, prepared, DEPTHS[::3])
-    body = CompliantBody.from_arrays(prepared.mesh.points, prepared.mesh.tets, 2e5 * prepared.extent,
+    body = CompliantGeometry.from_arrays(prepared.mesh.points, prepared.mesh.tets, 2e5 * prepared.extent,
                                      extent=prepared.extent)
     runtime = press.forces(DEPTHS[::3], body)
     np.testing.assert_allclose(model.exact_forces(linear_law(2e5)), runtime, rtol=1e-9)
@@ -89,7 +93,7 @@ def test_round_trip_linear(tmp_path, pad):
     result = run(tmp_path, start, surface, csv, None, png=str(tmp_path / "fit.png"))
     assert result.parameters["modulus"] == pytest.approx(2e5, rel=0.01)
     assert result.rms_relative_residual < 0.005
-    body = CompliantBody.from_asset(tmp_path / "calibrated.vtu")   # readable as a normal asset
+    body = CompliantGeometry.from_asset(tmp_path / "calibrated.vtu")   # readable as a normal asset
     assert body.modulus == pytest.approx(result.parameters["modulus"], rel=1e-12)
     record = read_metadata(tmp_path / "calibrated.vtu")["calibration"]
     assert record["data"]["sha256"] == hashlib.sha256(Path(csv).read_bytes()).hexdigest()
@@ -194,7 +198,7 @@ def test_design_target_cli(tmp_path):
                                        "--target", "0.002:20", "-o", str(output), "--json", "--quiet"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    part = CompliantBody.from_asset(output)
+    part = CompliantGeometry.from_asset(output)
     lo, hi = part.points.min(axis=0), part.points.max(axis=0)
     press = Press(part, parse_indenter("plane", reach=0.002, part_size=float(np.linalg.norm(hi - lo))), (0, 0, -1),
                   0.5 * (lo + hi))
@@ -223,7 +227,7 @@ def test_design_target_on_an_accuracy_sized_mesh(tmp_path):
     meta = read_metadata(output)
     assert meta["mesh"]["tets_before_layering"] == prepared.mesh.n_tets
     assert meta["error_estimate"]["extent"] <= 0.03
-    part = CompliantBody.from_asset(output)
+    part = CompliantGeometry.from_asset(output)
     lo, hi = part.points.min(axis=0), part.points.max(axis=0)
     press = Press(part, parse_indenter("plane", reach=0.002, part_size=float(np.linalg.norm(hi - lo))), (0, 0, -1),
                   0.5 * (lo + hi))

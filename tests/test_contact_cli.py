@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from fieldgen.pipeline import build, options_from_spec
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.options import options_from_spec
+from fieldgen.pipeline import build
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.export import centroid_tractions, write_contact_surface
 from fieldgen.runtime.contact.pose import Pose, SpatialVelocity
 from fieldgen.runtime.contact.wrench import contact
@@ -29,7 +30,7 @@ def run(*args):
 @pytest.fixture(scope="module")
 def foam_ball(tmp_path_factory) -> Path:
     """assets/foam_ball.toml built (coarser) in a temporary folder."""
-    from fieldgen.pipeline import BuildOptions
+    from fieldgen.options import BuildOptions
 
     options, source, _ = options_from_spec(ASSETS / "foam_ball.toml")
     options = BuildOptions(**{**options.__dict__, "edge_length": 0.008})
@@ -88,8 +89,8 @@ def test_vtu_export_and_tractions_with_velocity(tmp_path):
 
     H = 0.02
     points, tets = box_grid(np.linspace(-0.05, 0.05, 5), np.linspace(-0.05, 0.05, 5), np.linspace(-H, 0, 3))
-    slab = CompliantBody.from_arrays(points, tets, -1e5 * points[:, 2] / H, dissipation=2.0, mu_static=0.4)
-    box = RigidBody(*box_surface([-0.02, -0.02, 0], [0.02, 0.02, 0.04]), mu_static=0.4, mu_dynamic=0.4)
+    slab = CompliantGeometry.from_arrays(points, tets, -1e5 * points[:, 2] / H, dissipation=2.0, mu_static=0.4)
+    box = RigidGeometry(*box_surface([-0.02, -0.02, 0], [0.02, 0.02, 0.04]), mu_static=0.4, mu_dynamic=0.4)
     X_WB = Pose.from_xyz_rpy(z=-0.003)
     V_WB = SpatialVelocity(linear=[0.3, 0.0, -0.1])   # sliding +x, approaching
     surface, wrench = contact(slab, np.eye(4), box, X_WB, V_WB=V_WB)

@@ -291,7 +291,7 @@ def test_built_part_drops_onto_a_rigid_box_and_rests_in_drake(tmp_path):
     from pydrake.systems.framework import DiagramBuilder
 
     from fieldgen.cli.main import main
-    from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+    from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
     from fieldgen.runtime.contact.wrench import contact
 
     surface = tmp_path / "cube.stl"
@@ -339,13 +339,13 @@ def test_built_part_drops_onto_a_rigid_box_and_rests_in_drake(tmp_path):
     force = results.hydroelastic_contact_info(0).F_Ac_W().translational()
     assert abs(abs(force[2]) - MASS * G) <= 0.01 * MASS * G   # contact carries the weight
     X = pose.GetAsMatrix4()
-    points = CompliantBody.from_drake_vtk(vtk, E_BUILD).points
+    points = CompliantGeometry.from_drake_vtk(vtk, E_BUILD).points
     lowest = (points @ X[:3, :3].T + X[:3, 3])[:, 2].min()
     assert 0.0 < top - lowest < 0.02 * CUBE                   # a shallow penetration
     # fieldgen at Drake's resting pose, same mesh, Drake's field and modulus: the same weight
     modulus = float(ElementTree.parse(sdf).getroot().find(f".//{DRAKE}hydroelastic_modulus").text)
-    part = CompliantBody.from_drake_vtk(vtk, modulus)
-    slab = RigidBody(*_box_surface([-0.15, -0.15, top - 0.1], [0.15, 0.15, top]))
+    part = CompliantGeometry.from_drake_vtk(vtk, modulus)
+    slab = RigidGeometry(*_box_surface([-0.15, -0.15, top - 0.1], [0.15, 0.15, top]))
     _, wrench = contact(slab, np.eye(4), part, X, face_rule="drake")
     assert wrench.force[2] == pytest.approx(MASS * G, rel=0.01)
 

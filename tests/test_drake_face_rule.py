@@ -23,7 +23,7 @@ from drake_contact import DrakeBody, drake_contact, write_obj
 from fieldgen.cli.main import main
 from fieldgen.io.drake_vtk import vtk_text
 from fieldgen.meshing.tetmesh import box_grid
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.pose import Pose
 from fieldgen.runtime.contact.wrench import contact
 from test_runtime_assets import drake_cube_vtk
@@ -73,7 +73,7 @@ def test_two_peppers(meshes):
     (deep enough that the rule changes the force by 3.6%)."""
     path = str(meshes / PEPPER)
     XA, XB = np.eye(4), Pose.from_xyz_rpy(0.04, 0.012, 0.006, 20, -15, 40).matrix
-    pepper = CompliantBody.from_drake_vtk(path, E)
+    pepper = CompliantGeometry.from_drake_vtk(path, E)
     surface, _, drake = compare(DrakeBody(path, "compliant", XA, E), DrakeBody(path, "compliant", XB, E),
                                 pepper, pepper, same_vertices=True)
     # the case that needs Drake's arithmetic: zero-pressure polygons of all-boundary tets
@@ -87,7 +87,7 @@ def test_two_peppers_away_from_the_origin(meshes):
     path = str(meshes / PEPPER)
     XA = Pose.from_xyz_rpy(0.3, -0.2, 0.1, -35, 12, 70).matrix
     XB = XA @ Pose.from_xyz_rpy(0.04, 0.012, 0.006, 20, -15, 40).matrix
-    pepper = CompliantBody.from_drake_vtk(path, E)
+    pepper = CompliantGeometry.from_drake_vtk(path, E)
     compare(DrakeBody(path, "compliant", XA, E), DrakeBody(path, "compliant", XB, E), pepper, pepper,
             same_vertices=True)
 
@@ -97,7 +97,7 @@ def test_pepper_on_a_rigid_box(meshes, tmp_path):
     path = str(meshes / PEPPER)
     box = write_obj(tmp_path / "box.obj", *box_surface([-0.06, -0.05, -0.04], [0.06, 0.05, 0.0]))
     X_box = Pose.from_xyz_rpy(0.004, -0.003, 0.009, 4, -3, 10).matrix
-    pepper, rigid = CompliantBody.from_drake_vtk(path, E), RigidBody.from_mesh(box)
+    pepper, rigid = CompliantGeometry.from_drake_vtk(path, E), RigidGeometry.from_mesh(box)
     compare(DrakeBody(path, "compliant", np.eye(4), E), DrakeBody(str(box), "rigid", X_box), pepper, rigid,
             same_vertices=True)
     compare(DrakeBody(str(box), "rigid", X_box), DrakeBody(path, "compliant", np.eye(4), E), rigid, pepper,
@@ -111,7 +111,7 @@ def test_rigid_cube_deep_inside_the_pepper(meshes, tmp_path):
     path = str(meshes / PEPPER)
     cube = write_obj(tmp_path / "cube.obj", *box_surface([-0.01] * 3, [0.01] * 3))
     X_cube = Pose.from_xyz_rpy(0.02, 0.004, 0.02, 10, 20, 30).matrix
-    pepper, rigid = CompliantBody.from_drake_vtk(path, E), RigidBody.from_mesh(cube)
+    pepper, rigid = CompliantGeometry.from_drake_vtk(path, E), RigidGeometry.from_mesh(cube)
     surface, wrench, drake = compare(DrakeBody(path, "compliant", np.eye(4), E),
                                      DrakeBody(str(cube), "rigid", X_cube), pepper, rigid, same_vertices=True)
     _, every = contact(pepper, np.eye(4), rigid, X_cube)
@@ -132,7 +132,7 @@ def test_rigid_box_aligned_with_a_grid_block(tmp_path, pose):
     X_block = Pose.from_xyz_rpy(0.3, 0.1, 0.05, 10, 20, 30).matrix if pose == "away" else np.eye(4)
     X_box = X_block @ (Pose.from_xyz_rpy(0, 0, -0.015).matrix if pose == "aligned"
                        else Pose.from_xyz_rpy(0.01, 0.0075, -0.01).matrix)
-    soft, rigid = CompliantBody.from_drake_vtk(block, E), RigidBody.from_mesh(box)
+    soft, rigid = CompliantGeometry.from_drake_vtk(block, E), RigidGeometry.from_mesh(box)
     compare(DrakeBody(str(block), "compliant", X_block, E), DrakeBody(str(box), "rigid", X_box), soft, rigid,
             same_vertices=True)
     compare(DrakeBody(str(box), "rigid", X_box), DrakeBody(str(block), "compliant", X_block, E), rigid, soft,
@@ -146,7 +146,7 @@ def test_pepper_against_a_stiffer_rotated_block(meshes, tmp_path):
     block = tmp_path / "block.vtk"
     block.write_text(vtk_text(points, tets, "block"))
     XB = Pose.from_xyz_rpy(0.01, -0.005, 0.085, 25, 10, -30).matrix
-    pepper, stiff = CompliantBody.from_drake_vtk(path, E), CompliantBody.from_drake_vtk(block, 3.5e5)
+    pepper, stiff = CompliantGeometry.from_drake_vtk(path, E), CompliantGeometry.from_drake_vtk(block, 3.5e5)
     surface, wrench, drake = compare(DrakeBody(path, "compliant", np.eye(4), E),
                                      DrakeBody(str(block), "compliant", XB, 3.5e5), pepper, stiff,
                                      same_vertices=True)
@@ -157,7 +157,7 @@ def test_two_cubes(tmp_path):
     """The two-cube case (Drake's 19.208 N): same force and the same 776 faces as Drake."""
     cube = drake_cube_vtk(tmp_path / "cube.vtk")
     XB = Pose.from_xyz_rpy(0.098).matrix
-    body = CompliantBody.from_drake_vtk(cube, E)
+    body = CompliantGeometry.from_drake_vtk(cube, E)
     surface, wrench, drake = compare(DrakeBody(str(cube), "compliant", np.eye(4), E),
                                      DrakeBody(str(cube), "compliant", XB, E), body, body, same_vertices=True)
     assert drake.force[0] == pytest.approx(19.208, rel=1e-9)
@@ -187,7 +187,7 @@ def test_two_tetgen_cubes(tmp_path, rotated):
     cube.write_text(vtk_text(points, tets, "cube"))
     XB = Pose.from_xyz_rpy(0.09, 0.003, -0.002, 3, 5, 7).matrix if rotated else Pose.from_xyz_rpy(0.09).matrix
     E_B = 3 * E if rotated else E
-    a, b = CompliantBody.from_drake_vtk(cube, E), CompliantBody.from_drake_vtk(cube, E_B)
+    a, b = CompliantGeometry.from_drake_vtk(cube, E), CompliantGeometry.from_drake_vtk(cube, E_B)
     compare(DrakeBody(str(cube), "compliant", np.eye(4), E), DrakeBody(str(cube), "compliant", XB, E_B), a, b,
             same_vertices=True)
 
@@ -207,7 +207,7 @@ def test_contact_cli_reports_the_rule_and_the_other_count(meshes):
     assert drake["force_other_rule"] == every["force"] and every["force_other_rule"] == drake["force"]
     # here the choice matters: the 5π/8 filter drops faces that carry force
     assert abs(drake["force"][0] - every["force"][0]) > 0.01 * abs(every["force"][0])
-    body = CompliantBody.from_drake_vtk(path, E)
+    body = CompliantGeometry.from_drake_vtk(path, E)
     reference = drake_contact(DrakeBody(path, "compliant", np.eye(4), E),
                               DrakeBody(path, "compliant", Pose.from_xyz_rpy(0.04, 0.012, 0.006, 20, -15, 40).matrix, E))
     assert np.linalg.norm(np.array(drake["force"]) - reference.force) <= 1e-6 * np.linalg.norm(reference.force)
@@ -221,7 +221,7 @@ def test_unknown_face_rule_is_a_usage_error(meshes):
     assert result.exit_code == 2
     assert "--face-rule" in result.output
     with pytest.raises(ValueError, match="face_rule"):
-        contact(CompliantBody.from_drake_vtk(path, E), np.eye(4), CompliantBody.from_drake_vtk(path, E),
+        contact(CompliantGeometry.from_drake_vtk(path, E), np.eye(4), CompliantGeometry.from_drake_vtk(path, E),
                 np.eye(4), face_rule="none")
 
 
@@ -250,7 +250,7 @@ def test_scene_face_rule_reaches_the_contact_query(meshes, tmp_path):
     simulator computes (here two overlapping peppers, the pose where the rules differ)."""
     from fieldgen.runtime.contact.surface import compute_contact_surface
     from fieldgen.runtime.scene.load import load_scene
-    from fieldgen.runtime.dynamics.simulate import scene_contacts
+    from fieldgen.runtime.dynamics.point_contacts import scene_contacts
 
     path = meshes / PEPPER
     counts = {}

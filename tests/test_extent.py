@@ -11,7 +11,8 @@ from fieldgen.material.damping import characteristic_length
 from fieldgen.errors import BuildError, InputError
 from fieldgen.fe.extent import solve_extent
 from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID
-from fieldgen.meshing.tetgen import MeshingOptions, refine_zero_tets, tetrahedralize
+from fieldgen.meshing.refine import refine_zero_tets
+from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
 
 A, B = 0.02, 0.05
 

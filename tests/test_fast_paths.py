@@ -11,7 +11,8 @@ from fieldgen.material.layering import max_interpolation_error
 from fieldgen.meshing.tetmesh import (FREE, RIGID, TetMesh, boundary_faces_of, hat_gradients, min_dihedral_angles,
                            p1_gradients, tet_volumes)
 from fieldgen.material.modulus import hyperbolic_law, linear_law
-from fieldgen.meshing.tetgen import MeshingOptions, mesh_statistics, radius_edge_ratios, tetrahedralize
+from fieldgen.meshing.statistics import mesh_statistics, radius_edge_ratios
+from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
 
 REGULAR = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], dtype=float)
 

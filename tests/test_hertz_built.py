@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import trimesh
 
-from fieldgen.pipeline import BuildOptions, build
+from fieldgen.options import BuildOptions
+from fieldgen.pipeline import build
 from fieldgen.material.halfspace import (flat_punch_force, flat_punch_modulus, hertz_force, hertz_pressure, hertz_table,
                                 sphere_force)
 from fieldgen.calibrate.indenter import Press, paraboloid_mesh, parse_indenter, punch_mesh, sphere_mesh
-from fieldgen.runtime.contact.geometries import CompliantBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry
 
 E_STAR = 1.0e6
 R = 0.05
@@ -45,7 +46,7 @@ def hertz_asset(folder, surface, edge, tolerance_fraction):
     output = folder / f"hertz_{edge}_{tolerance_fraction}.vtu"
     build(surface, output, BuildOptions(bonded=("normal:0,0,-1",), insulated=SIDES, law="table", table=str(table),
                                         edge_length=edge, layer_tolerance=tolerance_fraction * contact))
-    return CompliantBody.from_asset(output)
+    return CompliantGeometry.from_asset(output)
 
 
 def test_indenter_meshes_are_closed_and_exact():
@@ -70,7 +71,7 @@ def test_flat_punch_from_built_asset(slab):
     output = folder / "punch.vtu"
     build(surface, output, BuildOptions(bonded=("normal:0,0,-1",), insulated=SIDES, law="linear",
                                         modulus=flat_punch_modulus(E_STAR, H, a), edge_length=0.004))
-    part = CompliantBody.from_asset(output)
+    part = CompliantGeometry.from_asset(output)
     press = Press(part, parse_indenter(f"cylinder:{a}", reach=0.002, part_size=WIDTH), (0, 0, -1), (0.0011, -0.0007, 0))
     assert press.touch[2] == pytest.approx(0.0, abs=1e-12)
     forces = press.forces(DEPTHS)
@@ -109,7 +110,7 @@ def test_touch_on_a_tilted_direction(slab):
     folder, surface = slab
     output = folder / "touch.vtu"
     build(surface, output, BuildOptions(bonded=("normal:0,0,-1",), insulated=SIDES, modulus=1e5, edge_length=0.008))
-    part = CompliantBody.from_asset(output)
+    part = CompliantGeometry.from_asset(output)
     u = np.array([0.3, 0.1, -1.0])
     u /= np.linalg.norm(u)
     press = Press(part, parse_indenter("sphere:0.005", reach=0.001, part_size=WIDTH), u, (0.0, 0.0, 0.0))

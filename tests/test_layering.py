@@ -11,8 +11,9 @@ import pytest
 from scipy.spatial import cKDTree
 
 from fieldgen.errors import BuildError, OptionError
-from fieldgen.material.layering import (ON_LEVEL, chord_oscillation, SNAP_FRACTION, snap_to_levels, extent_levels, layer, max_interpolation_error,
-                               slice_by_levels)
+from fieldgen.material.layering import layer, max_interpolation_error
+from fieldgen.material.levels import ON_LEVEL, SNAP_FRACTION, chord_oscillation, extent_levels, snap_to_levels
+from fieldgen.material.slicing import slice_by_levels
 from fieldgen.meshing.tetmesh import (FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, orient_positive,
                            p1_gradients, tet_volumes)
 from fieldgen.material.modulus import hyperbolic_law, linear_law, table_law_from_points
@@ -383,7 +384,7 @@ def test_vertex_a_hair_from_a_level_makes_no_sliver():
     volumes = tet_volumes(after.points, after.tets)
     assert volumes.min() > 1e-3 * np.median(volumes)
     # without snapping the same cut leaves slivers: the test can fail
-    from fieldgen.material.layering import _slice_once
+    from fieldgen.material.slicing import _slice_once
 
     unsnapped, e = mesh, extent
     for level in levels:

@@ -17,11 +17,14 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
+import fieldgen.material.bisection
 import fieldgen.material.layering
 from fieldgen.io.asset import read_metadata
-from fieldgen.pipeline import BuildOptions, build, options_from_spec
+from fieldgen.options import BuildOptions, options_from_spec
+from fieldgen.pipeline import build
 from fieldgen.cli.main import main
-from fieldgen.material.layering import chord_oscillation, extent_levels, slice_by_levels, snap_to_levels
+from fieldgen.material.levels import balanced_levels, chord_oscillation, extent_levels, snap_to_levels
+from fieldgen.material.slicing import slice_by_levels
 from fieldgen.meshing.tetmesh import tet_volumes
 
 from fieldgen.meshing.tetmesh import boundary_faces_of
@@ -65,7 +68,7 @@ def check_selective(captured, report, out):
         lv = result.levels
         inside = (lv[None, :] > e.min(axis=1)[:, None] + 1e-10) & (lv[None, :] < e.max(axis=1)[:, None] - 1e-10)
         assert not inside.any()
-        bisected, _, _ = fieldgen.material.layering.refine_for_law(mesh, snap_to_levels(extent, lv), law, lv, tol)
+        bisected, _, _ = fieldgen.material.bisection.refine_for_law(mesh, snap_to_levels(extent, lv), law, lv, tol)
         # Not more than bisection's count by more than 5% (the policy takes the slabs without
         # running bisection on; on the skinned CAD parts they are 14-24% fewer, on the small
         # skinned ball below 1.4% more since the skin's cut is snapped, 13% fewer before).
@@ -118,12 +121,12 @@ def test_bisection_gives_up_past_its_tet_limit_and_the_stage_takes_the_slabs():
     extent = 1.0 - mesh.points[:, 2] / SLAB[2]
     law = hyperbolic_law(1e5, 0.8)
     tol = 0.01 * law.max_pressure
-    levels = fieldgen.material.layering.balanced_levels(law, tol)
+    levels = balanced_levels(law, tol)
     snapped = snap_to_levels(extent, levels)
-    full, full_extent, _ = fieldgen.material.layering.refine_for_law(mesh, snapped, law, levels, tol)
+    full, full_extent, _ = fieldgen.material.bisection.refine_for_law(mesh, snapped, law, levels, tol)
     assert full.n_tets > mesh.n_tets
-    assert fieldgen.material.layering.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets - 1) is None
-    same, same_extent, _ = fieldgen.material.layering.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets)
+    assert fieldgen.material.bisection.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets - 1) is None
+    same, same_extent, _ = fieldgen.material.bisection.refine_for_law(mesh, snapped, law, levels, tol, stop_above=full.n_tets)
     assert np.array_equal(same.tets, full.tets) and np.array_equal(same_extent, full_extent)
     result = fieldgen.material.layering.layer(mesh, extent, law)
     assert result.method == ("slabs" if full.n_tets > 2 * mesh.n_tets else "bisection")

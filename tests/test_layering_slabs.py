@@ -1,4 +1,4 @@
-"""Slicing by every level at once (:func:`fieldgen.material.layering.slice_into_slabs`): the slabs between
+"""Slicing by every level at once (:func:`fieldgen.material.slabs.slice_into_slabs`): the slabs between
 consecutive levels of each tet, tetrahedralised by the pulling rule. Checked against closed forms
 (a linear extent on a structured slab), the mesh invariants (volume, conformity, boundary), the
 one-level case of the one-level-at-a-time slicing (the same polytopes and rule: the same tets),
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldgen.material.layering import extent_levels, slice_by_levels, slice_into_slabs, snap_to_levels
+from fieldgen.material.levels import extent_levels, snap_to_levels
+from fieldgen.material.slabs import slice_into_slabs
+from fieldgen.material.slicing import slice_by_levels
 from fieldgen.meshing.tetmesh import boundary_faces_of, tet_volumes
 from fieldgen.material.modulus import hyperbolic_law
 from test_layering import SLAB, face_use_counts, oriented_face_set, slab_mesh

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from scipy.sparse.linalg import spsolve
 
-from fieldgen.pipeline import BuildOptions, build
+from fieldgen.options import BuildOptions
+from fieldgen.pipeline import build
 from fieldgen.material.damping import characteristic_length
 from fieldgen.fe.extent import (assemble, assemble_skfem, dirichlet_values, positive_couplings, solve_extent,
                              upwinded)
 from fieldgen.meshing.tetmesh import FREE
-from fieldgen.meshing.tetgen import refine_zero_tets
+from fieldgen.meshing.refine import refine_zero_tets
 
 from test_extent import A, B, exact_shell_extent, shell_level, slab
 

@@ -1,4 +1,4 @@
-"""One reader per file kind: surface meshes (fieldgen.surface.stage.read_triangles, behind
+"""One reader per file kind: surface meshes (fieldgen.io.surface_readers.read_triangles, behind
 load_surface), assets (fieldgen.io.asset.read_vtu, behind read_asset/read_metadata) and legacy .vtk
 tet meshes (fieldgen.runtime.contact.geometries.read_legacy_vtk_tets). Build and runtime read a file alike."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fieldgen.runtime.contact.geometries import RigidBody, load_body
+from fieldgen.runtime.contact.geometries import RigidGeometry, load_body
 from fieldgen.surface.stage import load_surface
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fieldgen"
@@ -19,7 +19,7 @@ CLI = Path(__file__).resolve().parents[1] / "cli"
 #: the calls that parse a file of each kind, and the one module allowed to make them
 READERS = {
     r"trimesh\.load\w*\(|meshio\.read\(|stl\.mesh|def _read_obj\(|def _read_binary_stl\(|step_to_glb\(":
-        "fieldgen/surface/stage.py",
+        "fieldgen/io/surface_readers.py",
     r"vtkXMLUnstructuredGridReader\(\)": "fieldgen/io/asset.py",
     r"vtkUnstructuredGridReader\(\)|==\s*[\"']POINTS|\.startswith\([\"']POINTS": "fieldgen/runtime/contact/geometries.py",
 }
@@ -38,7 +38,7 @@ def test_each_format_is_parsed_in_one_module(pattern):
 def test_runtime_rigid_body_reads_like_the_builder(meshes, name, units):
     """A closed, outward part: the same vertices and faces (seams merged, in metres) both ways."""
     surface = load_surface(meshes / name, units)
-    body = RigidBody.from_mesh(meshes / name, units)
+    body = RigidGeometry.from_mesh(meshes / name, units)
     assert np.array_equal(body.vertices, surface.vertices)
     assert np.array_equal(body.faces, surface.faces)
 
@@ -62,7 +62,7 @@ STL_FILES = sorted(p.name for p in (Path(__file__).parent / "data" / "meshes").i
 def test_binary_stl_reads_as_trimesh_reads_it(meshes, name):
     """Binary STL is read without trimesh (whose import costs 0.4-0.7 s before TetGen can
     start): the same vertices (float64), faces and groups as trimesh's unprocessed load."""
-    from fieldgen.surface.stage import _read_binary_stl, _read_with_trimesh
+    from fieldgen.io.surface_readers import _read_binary_stl, _read_with_trimesh
 
     ours = _read_binary_stl((meshes / name).read_bytes())
     assert ours is not None, f"{name} is not a binary STL"
@@ -78,7 +78,7 @@ def test_ascii_and_damaged_stl_go_to_trimesh(tmp_path):
     import trimesh
 
     from fieldgen.errors import InputError
-    from fieldgen.surface.stage import _read_binary_stl, read_triangles
+    from fieldgen.io.surface_readers import _read_binary_stl, read_triangles
 
     box = trimesh.creation.box(extents=(0.25, 0.5, 1.0))
     text = tmp_path / "box_ascii.stl"
@@ -198,7 +198,7 @@ def test_a_step_part_is_its_stl_export(meshes):
         other = load_surface(meshes / "featuretype.STEP", units)
         np.testing.assert_allclose(other.vertices, step.vertices, rtol=1e-12, atol=1e-15)
         # the runtime reads it alike (a rigid body in `contact` or a scene)
-        body = RigidBody.from_mesh(meshes / "featuretype.STEP", units)
+        body = RigidGeometry.from_mesh(meshes / "featuretype.STEP", units)
         np.testing.assert_allclose([body.vertices.min(axis=0), body.vertices.max(axis=0)], step.bounds, atol=1e-9)
 
 
@@ -229,10 +229,9 @@ def test_meshio_formats_flat_points_and_missing_packages(tmp_path, monkeypatch):
     """A mesh with 2-D points is read at z = 0 (then refused as not closed), not reshaped into other
     vertices; a reader that needs a package fieldgen does not install (XDMF's h5py) says so."""
     import meshio
-    from meshio import _helpers
 
     from fieldgen.errors import InputError
-    from fieldgen.surface.stage import read_triangles
+    from fieldgen.io.surface_readers import read_triangles
 
     flat = tmp_path / "flat.mesh"                 # medit keeps 2-D points as they are
     meshio.write_points_cells(flat, np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [2.0, 0.0]]),
@@ -247,7 +246,7 @@ def test_meshio_formats_flat_points_and_missing_packages(tmp_path, monkeypatch):
     def needs_h5py(path):
         raise ModuleNotFoundError("No module named 'h5py'")
 
-    monkeypatch.setitem(_helpers.reader_map, "medit", needs_h5py)
+    monkeypatch.setattr(meshio.medit, "read", needs_h5py)
     with pytest.raises(InputError, match=r"flat\.mesh: is a \.mesh file: reading it needs the Python package 'h5py'"):
         read_triangles(flat)
 

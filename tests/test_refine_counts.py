@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from fieldgen.meshing.tetmesh import TET_EDGES, box_grid
-from fieldgen.meshing.tetgen import _row_counts, _tets_touching
+from fieldgen.meshing.refine import _tets_touching
+from fieldgen.meshing.tetmesh import row_counts as _row_counts
 
 
 def test_row_counts_equal_count_nonzero():
@@ -31,7 +32,7 @@ def test_zero_flags_carried_across_splits_equal_a_fresh_search():
     """refine_zero_tets carries "joined to a RIGID vertex" from round to round (splitting edges or
     faces keeps every old edge, whole or split): the flags it gets must equal a search of the whole
     new mesh, also when a split joins a cut-off region to the rigid side."""
-    from fieldgen.meshing.tetgen import _at_zero, _split_edges, _split_faces
+    from fieldgen.meshing.refine import _at_zero, _split_edges, _split_faces
 
     points, tets = box_grid(*(np.linspace(0, 1, 6),) * 3)
     x, y, z = points.T
@@ -83,7 +84,7 @@ def test_star_pairs_give_the_components_of_all_edges_among_kept_vertices():
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from fieldgen.meshing.tetgen import _star_pairs
+    from fieldgen.meshing.refine import _star_pairs
 
     points, tets = box_grid(*(np.linspace(0, 1, 7),) * 3)
     rng = np.random.default_rng(5)
@@ -127,7 +128,8 @@ def test_a_piece_without_a_rigid_face_is_refused_whatever_its_shape():
     import pytest
 
     from fieldgen.errors import InputError
-    from fieldgen.meshing.tetgen import refine_zero_tets, zero_tets
+    from fieldgen.meshing.refine import refine_zero_tets
+    from fieldgen.meshing.tetmesh import zero_tets
 
     lone = np.array([[3.0, 0, 0], [4, 0, 0], [3, 1, 0], [3, 0, 1]])
     grid_points, grid_tets = box_grid(*(np.linspace(3, 4, 4),) * 3)     # has interior vertices

@@ -8,7 +8,7 @@ import pytest
 
 from fieldgen.runtime.scene import primitives as prim
 from fieldgen.runtime.dynamics.rigid_body import MassProperties, RigidBodyState, box_mass_properties
-from fieldgen.runtime.scene.load import Scene, SceneBody, Schedule
+from fieldgen.runtime.dynamics.bodies import Scene, SceneBody, Schedule
 from fieldgen.runtime.dynamics.simulate import simulate
 
 
@@ -95,12 +95,12 @@ def test_square_peg_drops_into_a_hole_with_half_a_millimetre_clearance():
     blind hole 20 mm deep. On convex hulls it would rest on the block's top (the hull covers the
     hole); on the meshes it enters and rests on the hole's bottom, never deeper in any wall or
     the bottom than 1e-5 m."""
-    from fieldgen.runtime.contact.geometries import RigidBody
+    from fieldgen.runtime.contact.geometries import RigidGeometry
     from fieldgen.runtime.contact.pose import rotation_from_rpy
 
     outer, hole, height, depth = 0.06, 0.021, 0.03, 0.02
     V, F = block_with_hole(outer, hole, height, depth)
-    block = RigidBody(V, F, mu_static=0.3, mu_dynamic=0.3, name="block")
+    block = RigidGeometry(V, F, mu_static=0.3, mu_dynamic=0.3, name="block")
     peg = prim.rigid_box([0.02, 0.02, 0.04], mu_static=0.3, name="peg")
     from scipy.spatial.transform import Rotation
 
@@ -259,7 +259,8 @@ def test_ball_pressed_into_the_paddle_stops_at_its_metal_core(tmp_path):
     import trimesh
     from click.testing import CliRunner
 
-    from fieldgen.pipeline import BuildOptions, build, options_from_spec
+    from fieldgen.options import BuildOptions, options_from_spec
+    from fieldgen.pipeline import build
     from fieldgen.cli.main import main
 
     assets = Path(__file__).resolve().parents[1] / "assets"

@@ -22,7 +22,8 @@ from fieldgen.io.asset import read_asset, read_metadata
 from fieldgen.errors import OptionError
 from fieldgen.install import install_hint
 from fieldgen.meshing.tetmesh import FREE, RIGID, tet_volumes
-from fieldgen.surface.stage import load_surface, winding_numbers
+from fieldgen.surface.stage import load_surface
+from fieldgen.surface.topology import winding_numbers
 from fieldgen.validate import validate_asset
 
 
@@ -182,7 +183,7 @@ def test_missing_ftetwild_names_the_extra(monkeypatch):
 
 
 def test_robust_option_parsing():
-    from fieldgen.pipeline import BuildOptions, options_from_mapping
+    from fieldgen.options import BuildOptions, options_from_mapping
 
     assert options_from_mapping({"robust": True}).robust is True
     with pytest.raises(OptionError, match="true or false"):

@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from fieldgen.pipeline import BuildOptions, build, options_from_spec
-from fieldgen.runtime.contact.geometries import RigidBody, load_body
+from fieldgen.options import BuildOptions, options_from_spec
+from fieldgen.pipeline import build
+from fieldgen.runtime.contact.geometries import RigidGeometry, load_body
 from fieldgen.runtime.contact.surface import PassThroughWarning
 from fieldgen.runtime.contact.pose import Pose
 from fieldgen.runtime.contact.wrench import contact
@@ -122,7 +123,7 @@ def test_pass_through_on_the_paddle_core(tmp_path):
     lo, hi = paddle.points.min(axis=0), paddle.points.max(axis=0)
     centre = 0.5 * (lo + hi)
     size = np.array([0.2 * (hi[0] - lo[0]), 0.2 * (hi[1] - lo[1]), hi[2] - lo[2]])
-    box = RigidBody(*box_surface(-size / 2, size / 2), name="box")
+    box = RigidGeometry(*box_surface(-size / 2, size / 2), name="box")
 
     def touch(top):
         X = Pose.from_xyz_rpy(centre[0], centre[1], top - size[2] / 2)

@@ -7,7 +7,7 @@ import pytest
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.meshing.tetmesh import boundary_faces_of, p1_gradients
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody, load_body, read_legacy_vtk_tets
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry, load_body, read_legacy_vtk_tets
 from fieldgen.runtime.contact.bvh import build_bvh, candidate_pairs
 from fieldgen.runtime.contact.pose import Pose
 from test_runtime_meshes import box_grid, box_surface
@@ -17,7 +17,7 @@ def test_drake_vtk_field_matches_the_definition(meshes):
     """The bell pepper (Drake's own hydroelastic mesh): p0 = E·d/max d, d the exact distance to
     the boundary triangles, 0 on the boundary, E at the deepest vertex."""
     body = load_body(meshes / "yellow_bell_pepper_no_stem_low.vtk", modulus=2e5)
-    assert isinstance(body, CompliantBody)
+    assert isinstance(body, CompliantGeometry)
     assert body.tets.shape == (2519, 4) and body.points.shape == (667, 3)
     boundary = boundary_faces_of(body.tets)
     on_boundary = np.unique(boundary)
@@ -76,21 +76,21 @@ def test_rigid_from_mesh_units_and_outward_normals(meshes, tmp_path):
     import trimesh
 
     body = load_body(meshes / "box.STL", units="mm")
-    assert isinstance(body, RigidBody)
+    assert isinstance(body, RigidGeometry)
     mesh = trimesh.Trimesh(body.vertices, body.faces, process=False)
     raw = trimesh.load(meshes / "box.STL", force="mesh")
     assert mesh.volume == pytest.approx(abs(raw.volume) * 1e-9, rel=1e-9) and mesh.volume > 0
     # an inward-wound copy is flipped back
     inverted = tmp_path / "inverted.stl"
     trimesh.Trimesh(raw.vertices, raw.faces[:, ::-1]).export(inverted)
-    flipped = RigidBody.from_mesh(inverted, units="mm")
+    flipped = RigidGeometry.from_mesh(inverted, units="mm")
     assert trimesh.Trimesh(flipped.vertices, flipped.faces).volume > 0
     with pytest.raises(OptionError, match="units"):
-        RigidBody.from_mesh(meshes / "box.STL", units="furlong")
+        RigidGeometry.from_mesh(meshes / "box.STL", units="furlong")
     empty = tmp_path / "empty.obj"
     empty.write_text("# nothing\n")
     with pytest.raises(InputError, match="empty.obj"):
-        RigidBody.from_mesh(empty)
+        RigidGeometry.from_mesh(empty)
 
 
 def test_compliant_body_from_asset_roundtrip(tmp_path):
@@ -107,7 +107,7 @@ def test_compliant_body_from_asset_roundtrip(tmp_path):
     path = tmp_path / "slab.vtu"
     write_asset(path, Asset(points, tets, extent, 3e5 * extent, metadata))
     body = load_body(path)
-    assert isinstance(body, CompliantBody) and body.name == "slab"
+    assert isinstance(body, CompliantGeometry) and body.name == "slab"
     assert (body.modulus, body.dissipation, body.mu_static, body.mu_dynamic) == (3e5, 0.7, 0.8, 0.5)
     assert body.characteristic_length == pytest.approx(H)
     assert len(body.core_faces) == 8 and np.all(body.points[body.core_faces, 2] == 0)
@@ -117,11 +117,11 @@ def test_compliant_body_from_asset_roundtrip(tmp_path):
 def test_body_validation():
     points, tets = box_grid([0, 1], [0, 1], [0, 1])
     with pytest.raises(InputError, match="negative or non-finite"):
-        CompliantBody.from_arrays(points, tets, -points[:, 0])
+        CompliantGeometry.from_arrays(points, tets, -points[:, 0])
     with pytest.raises(InputError, match="pressure must be"):
-        CompliantBody(points, tets, np.zeros(3), np.zeros((len(tets), 3)))
+        CompliantGeometry(points, tets, np.zeros(3), np.zeros((len(tets), 3)))
     with pytest.raises(InputError, match="indices"):
-        RigidBody(np.zeros((3, 3)), np.array([[0, 1, 5]]))
+        RigidGeometry(np.zeros((3, 3)), np.array([[0, 1, 5]]))
 
 
 def test_bvh_finds_every_overlapping_pair():

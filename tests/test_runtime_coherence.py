@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from fieldgen.meshing.tetmesh import tet_volumes
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.bvh import PairCache, build_bvh, motion_bound, sorted_candidate_pairs
-from fieldgen.runtime.contact.bvh import _mapped_boxes  # the box map the traversal uses
+from fieldgen.runtime.contact.bvh import mapped_boxes  # the box map the traversal uses
 from fieldgen.runtime.contact.surface import compute_contact_surface
 from fieldgen.runtime.contact.pose import Pose, as_matrix
 from fieldgen.runtime.contact.wrench import compute_wrench
@@ -42,8 +42,8 @@ def jittered_pad(cells=12, layers=5, seed=0):
     points[inner] += rng.uniform(-0.2, 0.2, (int(inner.sum()), 3)) * spacing
     assert np.all(tet_volumes(points, tets) > 0)
     extent = 1.0 - points[:, 2] / H
-    return CompliantBody.from_arrays(points, tets, M0 * extent, extent=extent, dissipation=5.0,
-                                     mu_static=0.5, name="pad")
+    return CompliantGeometry.from_arrays(points, tets, M0 * extent, extent=extent, dissipation=5.0,
+                                         mu_static=0.5, name="pad")
 
 
 def box_poses(n=60):
@@ -65,7 +65,7 @@ def pad():
 
 @pytest.fixture(scope="module")
 def box():
-    return RigidBody(*box_surface([-0.015] * 3, [0.015] * 3), mu_static=0.6, name="box")
+    return RigidGeometry(*box_surface([-0.015] * 3, [0.015] * 3), mu_static=0.6, name="box")
 
 
 def test_reused_pairs_give_the_direct_surface_and_wrench(pad, box):
@@ -116,8 +116,8 @@ def test_motion_bound_contains_every_moved_box():
         X0 = as_matrix(Pose.from_xyz_rpy(*rng.uniform(-0.05, 0.05, 3), *rng.uniform(-180, 180, 3)))
         X1 = X0 @ as_matrix(Pose.from_xyz_rpy(*rng.uniform(-1e-3, 1e-3, 3), *rng.uniform(-2, 2, 3)))
         bound = motion_bound(X0, X1, reach)
-        c0, h0 = _mapped_boxes(lo, hi, X0)
-        c1, h1 = _mapped_boxes(lo, hi, X1)
+        c0, h0 = mapped_boxes(lo, hi, X0)
+        c1, h1 = mapped_boxes(lo, hi, X1)
         assert np.all(c1 - h1 >= c0 - h0 - bound - 1e-15) and np.all(c1 + h1 <= c0 + h0 + bound + 1e-15)
         # and it is not vacuous: some box moves by more than half the bound
         assert np.max(np.maximum(np.abs((c1 - h1) - (c0 - h0)), np.abs((c1 + h1) - (c0 + h0)))) > 0.5 * bound / 3

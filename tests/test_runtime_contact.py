@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fieldgen.meshing.tetmesh import orient_positive
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.surface import PassThroughWarning, compute_contact_surface
 from fieldgen.runtime.contact.pose import Pose, rotation_from_rpy
 from fieldgen.runtime.contact.wrench import contact
@@ -23,12 +23,12 @@ def foundation():
     """Slab [-0.1, 0.1]² × [0, H], bonded bottom, linear law p0 = M0·e, e = 1 − z/H."""
     points, tets = slab(0.2, H, 10, np.linspace(0, H, 5))
     extent = 1 - points[:, 2] / H
-    return CompliantBody.from_arrays(points, tets, M0 * extent, extent=extent, name="slab")
+    return CompliantGeometry.from_arrays(points, tets, M0 * extent, extent=extent, name="slab")
 
 
 @pytest.fixture(scope="module")
 def box():
-    return RigidBody(*box_surface([-0.03, -0.04, 0.0], [0.03, 0.04, 0.05]), name="box")
+    return RigidGeometry(*box_surface([-0.03, -0.04, 0.0], [0.03, 0.04, 0.05]), name="box")
 
 
 def test_slab_knows_its_core_and_thickness(foundation):
@@ -120,7 +120,7 @@ def drake_cube(E, coordinates):
     cube's boundary (exact for a box: the distance to the nearest face)."""
     points, tets = box_grid(coordinates, coordinates, coordinates)
     d = np.min(0.05 - np.abs(points), axis=1)
-    return CompliantBody.from_arrays(points, tets, E * d / d.max(), name="cube")
+    return CompliantGeometry.from_arrays(points, tets, E * d / d.max(), name="cube")
 
 
 def test_two_drake_cubes_face_to_face():
@@ -142,7 +142,7 @@ def test_two_drake_cubes_face_to_face():
     # +x+y+z) makes the P1 fields lopsided; the mirror-image mesh gives the mirror-image wrench.
     _, wrench = contact(cube, np.eye(4), cube, Pose.from_xyz_rpy(x=0.098))
     points = cube.points * [1, -1, 1]
-    mirror = CompliantBody.from_arrays(points, orient_positive(points, cube.tets), cube.pressure)
+    mirror = CompliantGeometry.from_arrays(points, orient_positive(points, cube.tets), cube.pressure)
     _, mirrored = contact(mirror, np.eye(4), mirror, Pose.from_xyz_rpy(x=0.098))
     assert abs(wrench.force[1]) > 1e-3
     assert np.allclose(mirrored.force, wrench.force * [1, -1, 1], rtol=1e-12, atol=1e-12)
@@ -158,8 +158,8 @@ def test_two_linear_slabs_closed_form(representation):
     Ma, Mb, d = 2e6, 5e5, 0.0031
     pa_pts, pa_tets = box_grid(np.linspace(-0.1, 0.1, 6), np.linspace(-0.1, 0.1, 7), np.linspace(-H, 0, 4))
     pb_pts, pb_tets = box_grid(np.linspace(-0.04, 0.04, 5), np.linspace(-0.03, 0.03, 4), np.linspace(0, H, 3))
-    A = CompliantBody.from_arrays(pa_pts, pa_tets, Ma * (-pa_pts[:, 2]) / H, name="A")
-    B = CompliantBody.from_arrays(pb_pts, pb_tets, Mb * pb_pts[:, 2] / H, name="B")
+    A = CompliantGeometry.from_arrays(pa_pts, pa_tets, Ma * (-pa_pts[:, 2]) / H, name="A")
+    B = CompliantGeometry.from_arrays(pb_pts, pb_tets, Mb * pb_pts[:, 2] / H, name="B")
     G = Pose.from_xyz_rpy(0.5, 0.2, -0.3, 20, -35, 60)
     X_WB = G @ Pose.from_xyz_rpy(0.0123, -0.007, -d, 0, 0, 0)
     surface, wrench = contact(A, G, B, X_WB, representation=representation)
@@ -179,7 +179,7 @@ def test_two_linear_slabs_closed_form(representation):
 def test_equal_gradients_contribute_nothing():
     """Identical linear fields with the same gradient: no equal-pressure plane (D C.2)."""
     pts, tets = box_grid(np.linspace(0, 1, 3), np.linspace(0, 1, 3), np.linspace(0, 1, 3))
-    A = CompliantBody.from_arrays(pts, tets, 1e4 * (1 + pts[:, 0]))
+    A = CompliantGeometry.from_arrays(pts, tets, 1e4 * (1 + pts[:, 0]))
     s = compute_contact_surface(A, np.eye(4), A, Pose.from_xyz_rpy(0.3, 0.2, 0.1))
     assert s.n_faces == 0
 
@@ -202,8 +202,8 @@ def test_compliant_pair_pass_through_warns_and_polygons_stay_small():
     Every polygon of a tet pair has at most 8 vertices (D C.1)."""
     pa, ta = box_grid(np.linspace(-0.1, 0.1, 5), np.linspace(-0.1, 0.1, 5), np.linspace(-H, 0, 4))
     pb, tb = box_grid(np.linspace(-0.05, 0.05, 4), np.linspace(-0.05, 0.05, 4), np.linspace(0, H, 3))
-    A = CompliantBody.from_arrays(pa, ta, M0 * (-pa[:, 2]) / H, name="A")
-    B = CompliantBody.from_arrays(pb, tb, 10 * M0 * pb[:, 2] / H, name="B")
+    A = CompliantGeometry.from_arrays(pa, ta, M0 * (-pa[:, 2]) / H, name="A")
+    B = CompliantGeometry.from_arrays(pb, tb, 10 * M0 * pb[:, 2] / H, name="B")
     assert len(A.core_faces) and len(B.core_faces)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

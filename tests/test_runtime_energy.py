@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.surface import compute_contact_surface
 from fieldgen.runtime.contact.pose import Pose, SpatialVelocity, rotation_from_rpy
 from fieldgen.runtime.contact.wrench import combined_dissipation, combined_friction, compute_wrench, contact
@@ -21,13 +21,13 @@ BOX_LO, BOX_HI = np.array([-0.03, -0.04, 0.0]), np.array([0.03, 0.04, 0.05])
 def foundation():
     points, tets = slab(0.2, H, 10, np.linspace(0, H, 5))
     extent = 1 - points[:, 2] / H
-    return CompliantBody.from_arrays(points, tets, M0 * extent, extent=extent, dissipation=0.5,
-                                     mu_static=0.6, mu_dynamic=0.4, name="slab")
+    return CompliantGeometry.from_arrays(points, tets, M0 * extent, extent=extent, dissipation=0.5,
+                                         mu_static=0.6, mu_dynamic=0.4, name="slab")
 
 
 @pytest.fixture(scope="module")
 def box():
-    return RigidBody(*box_surface(BOX_LO, BOX_HI), mu_static=0.6, mu_dynamic=0.4, name="box")
+    return RigidGeometry(*box_surface(BOX_LO, BOX_HI), mu_static=0.6, mu_dynamic=0.4, name="box")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def drake_cube():
     c = np.linspace(-0.05, 0.05, 11)
     points, tets = box_grid(c, c, c)
     d = np.min(0.05 - np.abs(points), axis=1)
-    return CompliantBody.from_arrays(points, tets, 1e5 * d / d.max(), name="cube")
+    return CompliantGeometry.from_arrays(points, tets, 1e5 * d / d.max(), name="cube")
 
 
 def elastic_energy(pose: Pose) -> float:
@@ -227,7 +227,7 @@ def test_damping_and_friction_directions(foundation, box):
     - sliding +x at 0.05 m/s (>> v_c): bottom and y walls resist with μ·(480 + 12), the leading
       x wall presses 8·(1 + 0.05χ) and the trailing one 8·(1 − 0.05χ)."""
     pose = Pose.from_xyz_rpy(0.0, 0.0, H - 0.002)
-    slick = RigidBody(box.vertices, box.faces, name="slick box")
+    slick = RigidGeometry(box.vertices, box.faces, name="slick box")
     chi, mu = combined_dissipation(foundation, box), combined_friction(foundation, box)
     assert chi == 0.5 and mu == pytest.approx(0.4) and combined_friction(foundation, slick) == 0.0
     surface = compute_contact_surface(foundation, np.eye(4), box, pose, representation="triangle")
@@ -279,9 +279,9 @@ def test_combined_dissipation_formula():
     """χ = (χ_A c_A² + χ_B c_B²)/(c_A + c_B)², c = L/M0 (D C.4): equal bodies keep χ/2·... i.e.
     χ_A = χ_B = χ with c_A = c_B gives χ/2; a much stiffer B (c_B → 0) leaves χ_A."""
     pts, tets = box_grid([0, 1], [0, 1], [0, 1])
-    a = CompliantBody.from_arrays(pts, tets, pts[:, 2] * 1e5, dissipation=2.0, modulus=1e5, characteristic_length=0.1)
-    b = CompliantBody.from_arrays(pts, tets, pts[:, 2] * 1e5, dissipation=2.0, modulus=1e5, characteristic_length=0.1)
+    a = CompliantGeometry.from_arrays(pts, tets, pts[:, 2] * 1e5, dissipation=2.0, modulus=1e5, characteristic_length=0.1)
+    b = CompliantGeometry.from_arrays(pts, tets, pts[:, 2] * 1e5, dissipation=2.0, modulus=1e5, characteristic_length=0.1)
     assert combined_dissipation(a, b) == pytest.approx(1.0)
-    stiff = CompliantBody.from_arrays(pts, tets, pts[:, 2] * 1e5, dissipation=7.0, modulus=1e12,
-                                      characteristic_length=0.1)
+    stiff = CompliantGeometry.from_arrays(pts, tets, pts[:, 2] * 1e5, dissipation=7.0, modulus=1e12,
+                                          characteristic_length=0.1)
     assert combined_dissipation(a, stiff) == pytest.approx(2.0, rel=1e-6)

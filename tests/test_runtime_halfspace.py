@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.pose import Pose
 from fieldgen.runtime.contact.wrench import contact
 from test_runtime_meshes import box_grid, cylinder_surface
@@ -22,7 +22,7 @@ def halfspace_slab(half_width, cells, law, layers=30, grading=2.5):
     levels = np.sort(DEPTH - DEPTH * np.linspace(0, 1, layers + 1) ** grading)
     xy = np.linspace(-half_width, half_width, cells + 1)
     points, tets = box_grid(xy, xy, levels)
-    return CompliantBody.from_arrays(points, tets, law(DEPTH - points[:, 2]), name="halfspace")
+    return CompliantGeometry.from_arrays(points, tets, law(DEPTH - points[:, 2]), name="halfspace")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def hertz_slab():
 @pytest.fixture(scope="module")
 def sphere():
     ico = trimesh.creation.icosphere(subdivisions=6, radius=0.05)
-    return RigidBody(ico.vertices, ico.faces, name="sphere")
+    return RigidGeometry(ico.vertices, ico.faces, name="sphere")
 
 
 @pytest.mark.slow
@@ -60,7 +60,7 @@ def test_flat_punch(depth):
     uncorrected."""
     R = 0.01
     body = halfspace_slab(0.02, 8, lambda h: 2 * E_STAR * h / (np.pi * R), layers=4, grading=1.0)
-    punch = RigidBody(*cylinder_surface(R, 0.02, 128), name="punch")
+    punch = RigidGeometry(*cylinder_surface(R, 0.02, 128), name="punch")
     _, wrench = contact(body, np.eye(4), punch, Pose.from_xyz_rpy(0.0011, -0.0007, DEPTH - depth, 0, 0, 7.0))
     exact = 2 * E_STAR * depth * R
     polygon = 128 / 2 * np.sin(2 * np.pi / 128) / np.pi

@@ -39,8 +39,12 @@ _CITATION = re.compile(r"(?<![\w.])(" + "|".join(KEYS) + r")\s+(" + _TOKEN + r"(
 
 
 def tracked_files() -> list[Path]:
-    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    return [ROOT / name for name in out.decode().split("\0") if name]
+    """The repository's files as the work tree has them: tracked or new (and not ignored), and
+    present (a file deleted but not yet committed is left out)."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                         capture_output=True, check=True).stdout
+    names = dict.fromkeys(name for name in out.decode().split("\0") if name)
+    return [ROOT / name for name in names if (ROOT / name).is_file()]
 
 
 def text_of(path: Path) -> str | None:

@@ -7,7 +7,8 @@ import pytest
 
 from fieldgen.runtime.scene import primitives as prim
 from fieldgen.runtime.dynamics.rigid_body import MassProperties, RigidBodyState, box_mass_properties
-from fieldgen.runtime.scene.load import Scene, SceneBody, Schedule, load_scene
+from fieldgen.runtime.dynamics.bodies import Scene, SceneBody, Schedule
+from fieldgen.runtime.scene.load import load_scene
 from fieldgen.runtime.dynamics.simulate import simulate
 
 G = 9.81
@@ -184,7 +185,7 @@ def test_gripper_example_lifts_the_box_without_slip(tmp_path):
 
     path = Path(__file__).resolve().parent.parent / "assets" / "scenes" / "gripper.toml"
     scene, settings = load_scene(path, cache_dir=tmp_path)      # builds the foam pad asset
-    assert type(scene.body("left_finger").geometry).__name__ == "CompliantBody"
+    assert type(scene.body("left_finger").geometry).__name__ == "CompliantGeometry"
     result = simulate(scene, settings["duration"], settings["dt"], record_every=10)
     box = result.body_names.index("box")
     finger = result.body_names.index("left_finger")

@@ -6,14 +6,18 @@ from __future__ import annotations
 import json
 import warnings
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
+from fieldgen.errors import BuildError
+from fieldgen.runtime.dynamics.contact_wrenches import contact_pairs, contact_wrenches
 from fieldgen.runtime.contact.surface import PassThroughWarning
 from fieldgen.runtime.dynamics.warnings import ContactWarningLog, collecting, warning_kind, watched
 from fieldgen.runtime.scene.load import load_scene
-from fieldgen.runtime.dynamics.simulate import scene_contacts, simulate
+from fieldgen.runtime.dynamics.point_contacts import scene_contacts
+from fieldgen.runtime.dynamics.simulate import simulate
 
 #: A 2 cm slab bonded underneath (its bottom is the rigid core, e = 1). Box "deep" starts 1 mm
 #: below the slab's bottom, so every step's contact reaches the core; box "shallow" rests 5 mm
@@ -112,3 +116,31 @@ def test_continuous_integrator_refuses_the_rigid_pair_before_running(scene_file)
     scene, _ = load_scene(scene_file)
     with pytest.raises(OptionError, match="'deep' and 'shallow'.*--integrator velocity"):
         simulate(scene, 0.002, 1e-3, "continuous")
+
+
+def test_compliant_friction_warns_and_refuses_like_the_other_integrators(tmp_path):
+    """Compliant friction queries contacts exactly as the other integrators do: a body reaching
+    the rigid core is logged once per (pair, kind) as by the velocity integrator's query (not
+    silenced), and the core contact ends the run with the continuous integrator's error."""
+    path = tmp_path / "core.toml"
+    path.write_text(SCENE[:SCENE.index('[[body]]\nname = "shallow"')])     # the slab and "deep" only
+    scene, _ = load_scene(path)
+    states = [b.state for b in scene.bodies]
+    pairs = contact_pairs(scene)
+    logs = {}
+    for name, query in (("velocity", lambda: scene_contacts(scene, states)),
+                        ("regularised", lambda: contact_wrenches(scene, states, pairs)),
+                        ("compliant", lambda: contact_wrenches(scene, states, pairs, np.zeros((len(pairs), 6))))):
+        with collecting(ContactWarningLog()) as log:
+            query()
+        logs[name] = log.as_list()
+    assert [(w["pair"], w["kind"], w["first_time"]) for w in logs["velocity"]] == \
+        [(["slab", "deep"], "pass_through", 0.0)]
+    assert logs["compliant"] == logs["regularised"]
+    assert [(w["pair"], w["kind"], w["first_time"]) for w in logs["compliant"]] == \
+        [(w["pair"], w["kind"], w["first_time"]) for w in logs["velocity"]]
+    with pytest.raises(BuildError, match="rigid core") as regularised:
+        simulate(scene, 0.002, 1e-3, "continuous")
+    with pytest.raises(BuildError, match="rigid core") as compliant:
+        simulate(scene, 0.002, 1e-3, "continuous", friction="compliant")
+    assert str(compliant.value) == str(regularised.value)

@@ -1,4 +1,4 @@
-"""Accuracy-driven sizing and the extent's error estimate (fieldgen.sizing.loops).
+"""Accuracy-driven sizing and the extent's error estimate (fieldgen.sizing, fieldgen.fe.estimate).
 
 The estimate is checked against closed forms (a slab's Poisson extent is a parabola) and, on real
 corpus parts, against the true error measured with a much finer mesh: the coarse asset's extent
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 import logging
 
 import numpy as np
@@ -18,7 +19,8 @@ import trimesh
 from click.testing import CliRunner
 
 from fieldgen.io.asset import read_asset, read_metadata
-from fieldgen.pipeline import BuildOptions, build, make_law
+from fieldgen.options import BuildOptions
+from fieldgen.pipeline import build, make_law
 from fieldgen.cli.main import main
 from fieldgen.material.damping import characteristic_length
 from fieldgen.errors import OptionError
@@ -26,9 +28,13 @@ from fieldgen.fe.extent import solve_extent
 from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, hat_gradients, tet_volumes
 from fieldgen.material.modulus import hyperbolic_law, linear_law
 from fieldgen.surface.stage import load_surface
-from fieldgen.sizing.loops import (MIN_SHRINK, estimate_error, marked_tets, next_near_edge, red_refine,
-                             refined_gradients, two_grid_extent)
-from fieldgen.meshing.tetgen import MeshingOptions, bisected, refine_zero_tets, tetrahedralize
+from fieldgen.fe.estimate import estimate_error, two_grid_extent
+from fieldgen.fe.refinement import red_refine, refined_gradients
+from fieldgen.sizing.accuracy import marked_tets
+from fieldgen.sizing.mesher import MeshedPass
+from fieldgen.sizing.size_field import MIN_SHRINK, next_near_edge
+from fieldgen.meshing.refine import bisected, refine_zero_tets
+from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
 
 
 def run(*args):
@@ -185,7 +191,7 @@ def test_split_edges_is_conforming_splits_every_edge_and_carries_the_boundary_co
     face with its plane's condition, every requested edge gone and its midpoint a vertex, and
     the tets that hold none of the edges untouched. A pair that is not an edge is refused."""
     from fieldgen.errors import BuildError
-    from fieldgen.meshing.tetgen import split_edges
+    from fieldgen.meshing.refine import split_edges
 
     mesh = slab_mesh(0.15, rigid_side=True)
     pairs = np.unique(np.sort(mesh.tets[:, [0, 1, 0, 2, 0, 3, 1, 2, 1, 3, 2, 3]].reshape(-1, 2), axis=1), axis=0)
@@ -218,7 +224,7 @@ def test_split_edges_splits_the_higher_priority_edge_first():
     """One tet, two edges sharing vertex 0: splitting (0, 1) first at m leaves the edge m-2 (the
     later split of (0, 2) at q happens in the half (0, m, 2, 3) only); splitting (0, 2) first
     leaves q-1 instead."""
-    from fieldgen.meshing.tetgen import split_edges
+    from fieldgen.meshing.refine import split_edges
 
     points = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
     mesh = TetMesh(points=points, tets=np.array([[0, 1, 2, 3]]), boundary_faces=boundary_faces_of(np.array([[0, 1, 2, 3]])),
@@ -242,7 +248,7 @@ def test_marked_edges_take_the_most_gain_per_tet_within_the_room():
     """On the Poisson slab (e bends across it only): the edges are taken in order of surplus² x
     volume around / tets around, every one taken ranks above every one left; the tets around them
     fit the room; and with a room of one tet, the single best edge is still taken."""
-    from fieldgen.sizing.loops import marked_edges
+    from fieldgen.sizing.accuracy import marked_edges
 
     mesh = slab_mesh(0.08)
     estimate = estimate_error(mesh, solve_extent(mesh).extent, linear_law(1e5))
@@ -279,8 +285,8 @@ def test_steepest_edge_refinement_beats_bisection_where_the_field_bends_one_way(
     fewer tets than bisecting the tets that hold 95% of the squared error (measured: 18.2k tets
     and 3.8% against 19.1k and 5.2%), and the edges it splits run across the slab (larger |dz| than the
     mesh's edges, on average)."""
-    from fieldgen.sizing.loops import marked_edges
-    from fieldgen.meshing.tetgen import split_edges
+    from fieldgen.sizing.accuracy import marked_edges
+    from fieldgen.meshing.refine import split_edges
 
     mesh = slab_mesh(0.08)
     law = linear_law(1e5)
@@ -320,8 +326,8 @@ def test_bisection_of_a_bonded_cad_part_keeps_its_bonded_face(meshes, caplog):
 def _thinned_slab():
     """A Poisson slab after one steepest-edge pass: tets thinned across it (the meshes on which
     the fine solve needs the most iterations)."""
-    from fieldgen.sizing.loops import marked_edges
-    from fieldgen.meshing.tetgen import split_edges
+    from fieldgen.sizing.accuracy import marked_edges
+    from fieldgen.meshing.refine import split_edges
 
     mesh = slab_mesh(0.05)
     estimate = estimate_error(mesh, solve_extent(mesh).extent, linear_law(1e5))
@@ -337,7 +343,7 @@ def test_the_estimate_at_the_default_tolerance_equals_the_converged_one(meshes, 
     on thinned tets. (At 1e-2, L moved by 0.6% on angle_block.)"""
     import functools
 
-    from fieldgen.sizing import loops as sizing
+    from fieldgen.fe import estimate as sizing
 
     if case == "angle_block":
         surface = load_surface(meshes / "angle_block.STL", "in")
@@ -406,7 +412,7 @@ def test_the_fine_solve_finds_the_difference_next_to_thin_tets_on_a_rigid_face(t
     there thin: stopped at 1e-3 of it, the fine solve stopped at once from the coarse solution
     (the difference the estimate measures came out 55% wrong at 1e-2 thick, zero at 1e-4).
     Stopped at 1e-3 of the starting residual, it is within 1% of the direct solve's."""
-    from fieldgen.sizing.loops import TWO_GRID_LIMIT, _prolongation
+    from fieldgen.fe.estimate import TWO_GRID_LIMIT, _prolongation
 
     mesh = _thin_layers_under_a_tilted_top(thin)
     refined = red_refine(mesh)
@@ -424,7 +430,7 @@ def test_the_fine_solve_keeps_a_start_that_already_solves_it():
     """With a flat top e = 1 - z is linear: given it exactly, the start's residual on the fine
     mesh is rounding and the fine solve keeps the start as it is (asked to cut rounding by 1e-3,
     CG would chase noise). The solved coarse field is that one to its solver's tolerance."""
-    from fieldgen.sizing.loops import _prolongation
+    from fieldgen.fe.estimate import _prolongation
 
     mesh = _thin_layers_under_a_tilted_top(1e-2, tilt=0.0)
     refined = red_refine(mesh)
@@ -578,7 +584,7 @@ def test_estimate_with_a_given_size_warns_above_the_accuracy_asked(meshes, tmp_p
 def test_an_estimate_above_the_accuracy_is_a_warning_that_says_why(meshes, tmp_path, monkeypatch):
     """The sizing may stop above the asked accuracy (its pass limit, its tet budget): the build
     still succeeds, but says so in its warnings and records why in the metadata."""
-    import fieldgen.sizing.loops as sizing
+    import fieldgen.sizing.accuracy as sizing
 
     monkeypatch.setattr(sizing, "ADAPTIVE_PASSES", 0)      # the first, uniform mesh only
     out = tmp_path / "sphere.vtu"
@@ -597,7 +603,8 @@ def test_an_estimate_above_the_accuracy_is_a_warning_that_says_why(meshes, tmp_p
 def test_the_accuracy_warning_gives_every_reason():
     """The tet budget, the pass limit and a mesh sized for the law before a fit are each named;
     a budget stop on a mesh sized for another law names both; within the accuracy, no warning."""
-    from fieldgen.sizing.loops import ErrorEstimate, accuracy_warning
+    from fieldgen.fe.estimate import ErrorEstimate
+    from fieldgen.sizing.warning import accuracy_warning
 
     estimate = ErrorEstimate(extent=0.02, pressure=0.03, characteristic_length=0.001,
                              tet_rms_extent=np.zeros(1), tet_rms_pressure=np.zeros(1))
@@ -617,16 +624,16 @@ def test_the_accuracy_warning_gives_every_reason():
 
 
 def sphere_mesher(meshes):
-    """A ``make_mesh`` for the sizing loops: TetGen on unit_sphere.STL at a uniform edge, no skin."""
+    """A mesher for the sizing loops: TetGen on unit_sphere.STL at a uniform edge, no skin."""
     surface = load_surface(str(meshes / "unit_sphere.STL"), "m")
     markers = np.full(len(surface.faces), FREE)
 
     def make_mesh(edge, background=None, cut=True):
         mesh = refine_zero_tets(tetrahedralize(surface.vertices, surface.faces, markers,
                                                options=MeshingOptions(edge_length=edge)))[0]
-        return mesh, mesh, None, 0
+        return MeshedPass(mesh=mesh, whole=mesh, skin=None, split=0)
 
-    return make_mesh
+    return SimpleNamespace(mesh=make_mesh)
 
 
 def test_a_rim_is_found_where_bonded_faces_meet_free_ones(meshes):
@@ -634,7 +641,7 @@ def test_a_rim_is_found_where_bonded_faces_meet_free_ones(meshes):
     both a FREE and a RIGID face; all free, it has none; nor has a slab whose bonded faces meet
     only insulated sides."""
     from fieldgen.surface.selectors import assign_conditions, parse_selector
-    from fieldgen.sizing.loops import has_rim
+    from fieldgen.sizing.accuracy import has_rim
 
     surface = load_surface(str(meshes / "fandisk.obj"), "m")
     options = MeshingOptions(edge_length=0.3)
@@ -650,7 +657,7 @@ def test_a_rim_is_found_where_bonded_faces_meet_free_ones(meshes):
 
 def test_the_local_sizing_stops_at_its_tet_budget(meshes):
     """With room for less than 1% more tets, the loop stops and says it was the budget."""
-    from fieldgen.sizing.loops import mesh_by_accuracy
+    from fieldgen.sizing.accuracy import mesh_by_accuracy
 
     make_mesh = sphere_mesher(meshes)
     sized = mesh_by_accuracy(make_mesh, linear_law(1e5), 1e-4, 4.19, max_tets=1000)
@@ -662,7 +669,7 @@ def test_the_sizing_keeps_the_pass_of_least_error(meshes, monkeypatch):
     """A pass that comes out worse than an earlier one (here: the second pass's estimate made 10x
     larger) is not the result: the loop returns the better pass's mesh, solution and estimate,
     and says which pass it kept; the history still records every pass."""
-    from fieldgen.sizing import loops as sizing
+    from fieldgen.sizing import accuracy as sizing
 
     make_mesh = sphere_mesher(meshes)
     calls = []
@@ -748,7 +755,7 @@ def test_a_size_field_that_crashes_tetgen_is_tried_again_slightly_scaled():
     which meshed and at what near edge, and when all fail raises one error naming each try.
     Other errors are not retried."""
     from fieldgen.errors import BuildError, MesherCrash
-    from fieldgen.sizing.loops import SIZE_FIELD_RETRIES, mesh_with_size_field
+    from fieldgen.sizing.size_field import SIZE_FIELD_RETRIES, mesh_with_size_field
 
     points = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]])
     sizes = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
@@ -760,7 +767,7 @@ def test_a_size_field_that_crashes_tetgen_is_tried_again_slightly_scaled():
             if len(asked) <= times:
                 raise error(f"crash {len(asked)}")
             return "mesh"
-        return make_mesh
+        return SimpleNamespace(mesh=make_mesh)
 
     def attempt(times, uniform=0.3, error=MesherCrash):
         asked.clear()
@@ -801,7 +808,7 @@ def test_the_skin_sizing_meshes_a_failed_pass_with_a_uniform_edge_and_records_it
     """A unit sphere under a 0.3 skin, two passes, the second pass's size fields all failing (as
     TetGen's did on angle_block): that pass is meshed with a uniform edge, its record says so and
     gives that edge, and the switches recorded are those of the mesh the asset keeps."""
-    import fieldgen.sizing.loops as sizing
+    import fieldgen.sizing.accuracy as sizing
     import fieldgen.meshing.tetgen as tetmesh
     from fieldgen.pipeline import mesh_part
     from fieldgen.errors import MesherCrash
@@ -829,7 +836,7 @@ def test_the_skin_sizing_meshes_a_failed_pass_with_a_uniform_edge_and_records_it
     kept = passes[part.mesher["sizing"]["kept_pass"] - 1]
     assert ("m" not in part.mesher["switches"]) == (kept["meshed_by"] == "uniform edge")
     # Kept the first pass (as when the second comes out worse): its switches, not the last made.
-    monkeypatch.setattr(sizing, "_better", lambda best, candidate: candidate if best is None else best)
+    monkeypatch.setattr(sizing, "better_pass", lambda best, candidate: candidate if best is None else best)
     calls["fields"] = 0
     part = mesh_part(meshes / "unit_sphere.STL", options, law=make_law(options))
     assert part.mesher["sizing"]["kept_pass"] == 1 and part.mesher["switches"].endswith("mQ")
@@ -841,7 +848,7 @@ def test_when_every_mesh_the_skin_sizing_tries_fails_the_error_names_the_file_an
     message that names the input file, each attempt and the fix, and writes nothing."""
     import fieldgen.meshing.tetgen as tetmesh
     from fieldgen.errors import MesherCrash
-    from fieldgen.sizing.loops import SIZE_FIELD_RETRIES
+    from fieldgen.sizing.size_field import SIZE_FIELD_RETRIES
 
     original = tetmesh.tetrahedralize
     calls = []
@@ -896,7 +903,7 @@ def test_the_skins_first_mesh_is_predicted_within_the_budget(meshes):
     (SIZE_FIELD_TETS x Σ V/s³ over the coarse mesh) is checked against TetGen's own count on a
     real part: a 1 mm skin under angle_block at its default first edge (half the skin) would be
     about 400k tets."""
-    from fieldgen.sizing.loops import (depth_graded_sizes, first_near_edge, first_size, mesh_with_size_field,
+    from fieldgen.sizing.size_field import (depth_graded_sizes, first_near_edge, first_size, mesh_with_size_field,
                                  predicted_tets)
     from fieldgen.skin.cut import free_surface_depth
 
@@ -925,7 +932,7 @@ def test_the_skins_first_mesh_is_predicted_within_the_budget(meshes):
         return tetrahedralize(surface.vertices, surface.faces, markers, options=MeshingOptions(),
                               background=background)
 
-    mesh, how, _ = mesh_with_size_field(make_mesh, coarse.points, sizes(near), near=near, uniform_edge=None)
+    mesh, how, _ = mesh_with_size_field(SimpleNamespace(mesh=make_mesh), coarse.points, sizes(near), near=near, uniform_edge=None)
     assert how.startswith("size field")
     predicted = predicted_tets(coarse, used["sizes"])
     assert 0.6 * predicted <= mesh.n_tets <= 1.05 * predicted
@@ -991,7 +998,7 @@ def test_a_mesh_reused_for_another_law_gets_that_laws_pressure_estimate(meshes, 
 # Plate-like parts: a first mesh thin across the plate (docs/model.md §2.10)
 
 def test_plate_axis_finds_plates_only():
-    from fieldgen.sizing.loops import PLATE_RATIO, plate_axis
+    from fieldgen.sizing.plate import PLATE_RATIO, plate_axis
 
     slab = trimesh.creation.box(extents=(0.2, 0.15, 0.01))
     assert plate_axis(slab.vertices, slab.faces).tolist() == [0.0, 0.0, 1.0]
@@ -1043,7 +1050,7 @@ def test_a_plate_sized_by_accuracy_against_the_slab_closed_form(tmp_path, monkey
     """A free slab 0.2 x 0.2 x 0.01 m (Poisson): away from its sides e is the parabola
     4 z (H - z) / H². Sized by accuracy, the plate's first mesh is thin across it, and at the tet
     budget its field is several times closer to the parabola than an isotropic start's."""
-    import fieldgen.sizing.loops as sizing
+    import fieldgen.sizing.plate as sizing
 
     height = 0.01
     path = tmp_path / "slab.stl"
@@ -1079,7 +1086,7 @@ CORPUS_PLATES = [("plate_holes.STL", "mm", [0.0, 0.0, 1.0]), ("plate_8in_col.obj
 
 @pytest.mark.parametrize("name, units, axis", CORPUS_PLATES, ids=[Path(c[0]).name for c in CORPUS_PLATES])
 def test_plate_axis_on_the_corpus(meshes, name, units, axis):
-    from fieldgen.sizing.loops import plate_axis
+    from fieldgen.sizing.plate import plate_axis
 
     surface = load_surface(meshes / name, units)
     found = plate_axis(surface.vertices, surface.faces)

@@ -12,9 +12,10 @@ from click.testing import CliRunner
 
 from fieldgen.cli.main import main
 from fieldgen.io.asset import read_asset, read_metadata
-from fieldgen.pipeline import BuildOptions, build
+from fieldgen.options import BuildOptions
+from fieldgen.pipeline import build
 from fieldgen.errors import OptionError
-from fieldgen.material.layering import SNAP_FRACTION
+from fieldgen.material.levels import SNAP_FRACTION
 from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID, boundary_faces_of, tet_volumes
 from fieldgen.skin.cut import cut_skin
 from fieldgen.validate import validate_asset
@@ -287,7 +288,7 @@ def test_the_cut_is_a_surface_where_the_snap_alone_would_pinch_it(meshes):
     from fieldgen.surface.selectors import assign_conditions
     from fieldgen.skin.cut import CUT_SNAP, snap_to_cut
     from fieldgen.surface.stage import load_surface
-    from fieldgen.material.layering import slice_by_levels
+    from fieldgen.material.slicing import slice_by_levels
     from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
     from fieldgen.io.vtk_data import distance_to_triangles
 
@@ -422,7 +423,7 @@ def test_skin_and_core_are_exclusive(tmp_path):
 def test_example_spec_reads():
     from pathlib import Path
 
-    from fieldgen.pipeline import options_from_spec
+    from fieldgen.options import options_from_spec
 
     spec = Path(__file__).resolve().parents[1] / "assets" / "idler_riser_skin.toml"
     options, input_path, _ = options_from_spec(spec)

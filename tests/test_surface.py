@@ -38,17 +38,12 @@ import trimesh
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.install import install_hint
-from fieldgen.surface.stage import (
-    UNIT_SCALE,
-    Surface,
-    check_core_inside,
-    intersecting_face_pairs,
-    load_surface,
-    read_triangles,
-    repair_surface,
-    surface_defects,
-    winding_numbers,
-)
+from fieldgen.io.surface_readers import read_triangles
+from fieldgen.surface.defects import surface_defects
+from fieldgen.surface.intersections import intersecting_face_pairs
+from fieldgen.surface.repair import repair_surface
+from fieldgen.surface.stage import UNIT_SCALE, Surface, check_core_inside, load_surface
+from fieldgen.surface.topology import winding_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,15 +10,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from fieldgen.pipeline import BuildOptions, _tangential_metadata
+from fieldgen.options import BuildOptions
+from fieldgen.pipeline import _tangential_metadata
 from fieldgen.cli.main import main
 from fieldgen.errors import InputError, OptionError
 from fieldgen.meshing.tetmesh import box_grid
-from fieldgen.runtime.contact.geometries import DEFAULT_TANGENTIAL_DAMPING, CompliantBody
+from fieldgen.runtime.contact.geometries import DEFAULT_TANGENTIAL_DAMPING, CompliantGeometry
 from fieldgen.runtime.scene.primitives import rigid_box
 from fieldgen.runtime.scene.load import load_scene
 from fieldgen.runtime.contact.tangential import combined_tangential
-from fieldgen.runtime.dynamics.compliant_friction import pair_tangential
+from fieldgen.runtime.dynamics.contact_wrenches import pair_tangential
 
 SCENES = Path(__file__).resolve().parent.parent / "assets" / "scenes"
 
@@ -38,7 +39,7 @@ def test_asset_metadata_reaches_the_runtime_body():
     asset = SimpleNamespace(points=points, tets=tets, pressure=1e5 * points[:, 2] / 0.01,
                             extent=points[:, 2] / 0.01, pressure_gradient=None,
                             metadata={"tangential": {"stiffness": 3e3, "damping": 7.0}})
-    body = CompliantBody.from_asset_object(asset)
+    body = CompliantGeometry.from_asset_object(asset)
     assert (body.tangential_stiffness, body.tangential_damping) == (3e3, 7.0)
 
 
@@ -46,7 +47,7 @@ def test_pair_rule_springs_and_dampers_in_series():
     assert combined_tangential(2e3, 10.0, 2e3, 10.0) == (1e3, 5.0)
     assert combined_tangential(1e3, 4.0, 3e3, 12.0) == pytest.approx((750.0, 3.0))
     points, tets = box_grid(*(np.linspace(0, 0.01, 2),) * 3)
-    soft = CompliantBody.from_arrays(points, tets, points[:, 2] * 1e7)
+    soft = CompliantGeometry.from_arrays(points, tets, points[:, 2] * 1e7)
     soft.tangential_stiffness, soft.tangential_damping = 5e3, 2.0
     assert pair_tangential(soft, rigid_box([1, 1, 1])) == (5e3, 2.0)     # rigid: the soft side's
 
@@ -105,7 +106,7 @@ def test_fieldgen_build_stores_and_refuses_tangential_constants(tmp_path):
     meta = read_asset(out).metadata
     assert meta["tangential"] == {"stiffness": 2e3, "damping": 12.0}
     assert meta["units"]["tangential_stiffness"] == "1/m" and meta["units"]["tangential_damping"] == "s/m"
-    body = CompliantBody.from_asset(out)
+    body = CompliantGeometry.from_asset(out)
     assert (body.tangential_stiffness, body.tangential_damping) == (2e3, 12.0)
     bad = CliRunner().invoke(main, ["build", str(cube), "--modulus", "1e5",
                                     "--tangential-stiffness", "0", "-o", str(tmp_path / "bad.vtu")])

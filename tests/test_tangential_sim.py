@@ -11,9 +11,9 @@ import pytest
 from fieldgen.errors import OptionError
 from fieldgen.meshing.tetmesh import box_grid
 from fieldgen.runtime.scene import primitives as prim
-from fieldgen.runtime.contact.geometries import CompliantBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry
 from fieldgen.runtime.dynamics.rigid_body import RigidBodyState, box_mass_properties
-from fieldgen.runtime.scene.load import Scene, SceneBody, Schedule
+from fieldgen.runtime.dynamics.bodies import Scene, SceneBody, Schedule
 from fieldgen.runtime.dynamics.simulate import simulate
 
 E, H, MU, CHI = 1e6, 0.02, 0.5, 50.0
@@ -85,8 +85,8 @@ def layered_box(name):
     a function of height alone, exact on the 2×2×2-cell grid."""
     g = np.linspace(-SIDE / 2, SIDE / 2, 3)
     points, tets = box_grid(g, g, g)
-    body = CompliantBody.from_arrays(points, tets, E * (SIDE / 2 - np.abs(points[:, 2])) / (SIDE / 2),
-                                     dissipation=300.0, mu_static=MU, name=name)
+    body = CompliantGeometry.from_arrays(points, tets, E * (SIDE / 2 - np.abs(points[:, 2])) / (SIDE / 2),
+                                         dissipation=300.0, mu_static=MU, name=name)
     body.tangential_stiffness, body.tangential_damping = 1e4, 100.0
     return body
 

@@ -12,14 +12,10 @@ import trimesh
 from fieldgen.errors import BuildError, InputError, OptionError
 from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, find_faces, tet_volumes
 from fieldgen.meshing.tetmesh import face_keys as _face_keys
-from fieldgen.meshing.tetgen import (
-    MeshingOptions,
-    interior_point,
-    mesh_statistics,
-    refine_zero_tets,
-    tetrahedralize,
-    zero_tets,
-)
+from fieldgen.meshing.refine import refine_zero_tets
+from fieldgen.meshing.statistics import mesh_statistics
+from fieldgen.meshing.tetgen import MeshingOptions, interior_point, tetrahedralize
+from fieldgen.meshing.tetmesh import zero_tets
 
 A, B = 0.02, 0.05
 
@@ -319,7 +315,7 @@ def test_zero_tets_of_a_skinned_ftetwild_teapot_are_lifted_without_multiplying(m
     thin handle and spout, end with tets whose edges all lie on the boundary, and splitting one of
     their faces whose other tet was a zero tet too made a cut-off vertex, around which every tet was
     a zero tet again; the count grew 1.3x a round. Every new vertex must be joined to a rigid one."""
-    import fieldgen.meshing.tetgen as tetmesh
+    import fieldgen.meshing.refine as tetmesh
 
     data = np.load(meshes.parent / "teapot_skin_ftetwild.npz")    # tests/data/README.md
     mesh = TetMesh(data["points"], data["tets"].astype(np.int64), data["boundary_faces"].astype(np.int64),
@@ -330,7 +326,7 @@ def test_zero_tets_of_a_skinned_ftetwild_teapot_are_lifted_without_multiplying(m
     on_rigid[mesh.vertices_with(RIGID)] = True
     on_rigid &= ~on_free
     before = tetmesh._at_zero(mesh.n_points, mesh.tets, on_free, on_rigid)
-    assert (tetmesh._row_counts(before[mesh.tets]) == 4).sum() > 500       # the case this is about
+    assert (tetmesh.row_counts(before[mesh.tets]) == 4).sum() > 500       # the case this is about
 
     def bounded(split):      # a runaway refinement fails at once instead of filling the memory
         def wrapper(points, tets, what):
@@ -342,12 +338,12 @@ def test_zero_tets_of_a_skinned_ftetwild_teapot_are_lifted_without_multiplying(m
     monkeypatch.setattr(tetmesh, "_split_edges", bounded(tetmesh._split_edges))
     monkeypatch.setattr(tetmesh, "_split_faces", bounded(tetmesh._split_faces))
     refined, count = refine_zero_tets(mesh)
-    assert count == (tetmesh._row_counts(before[mesh.tets]) == 4).sum()
+    assert count == (tetmesh.row_counts(before[mesh.tets]) == 4).sum()
     check_refined(mesh, refined)
     flags = tetmesh._at_zero(refined.n_points, refined.tets, np.concatenate(
         [on_free, np.zeros(refined.n_points - mesh.n_points, dtype=bool)]), on_rigid)
     assert not flags[mesh.n_points:].any()                  # no new vertex is cut off from the rigid faces
-    assert not (tetmesh._row_counts(flags[refined.tets]) == 4).any()
+    assert not (tetmesh.row_counts(flags[refined.tets]) == 4).any()
     assert refined.n_tets < 1.2 * mesh.n_tets
 
 

@@ -296,8 +296,8 @@ def coin_polygon_contacts():
     """The M22 V-A coin's first step: its 152-fan bottom on a 1 GPa plane split by a 2 × 2-cell
     slab's tets into ~150 stiff compliant point contacts on one body."""
     from fieldgen.runtime.scene import primitives as prim
-    from fieldgen.runtime.scene.load import Scene, SceneBody
-    from fieldgen.runtime.dynamics.simulate import scene_contacts
+    from fieldgen.runtime.dynamics.bodies import Scene, SceneBody
+    from fieldgen.runtime.dynamics.point_contacts import scene_contacts
 
     r, t, m = 0.01213, 0.00175, 0.00567
     plane = prim.compliant_slab([0.6, 0.6, 0.01], 1e9, cells=(2, 2), layers=1, mu_static=0.2, name="plane")

@@ -10,7 +10,7 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
-from fieldgen.pipeline import BuildOptions, options_from_mapping
+from fieldgen.options import BuildOptions, options_from_mapping
 from fieldgen.cli.main import main
 from fieldgen.errors import OptionError
 from fieldgen.runtime.scene.load import load_scene

@@ -2,7 +2,7 @@
 
 An indentation test: a rigid object is brought along a direction ``u`` until it first touches
 the part, then pushed a depth ``d`` further; the measured force is the reaction along ``−u``.
-Here the part is a :class:`~fieldgen.runtime.contact.geometries.CompliantBody` (a built asset) and the force
+Here the part is a :class:`~fieldgen.runtime.contact.geometries.CompliantGeometry` (a built asset) and the force
 is the runtime's rigid–compliant contact wrench (D 5.0.2; docs/model.md 3.2, 4.5), so the curve is exactly
 what a simulator using the asset would feel.
 
@@ -15,7 +15,7 @@ whose tip is the origin and which is pushed along local −z (its body lies in z
 - ``paraboloid:R`` — ``z = r²/(2R)``, the surface Hertz's formula assumes (D App. B);
 - ``cylinder:R`` — a flat punch of radius R: a regular polygon whose area equals πR² exactly;
 - ``plane`` — a flat box much wider than the part;
-- any other text is a path of a closed surface mesh file (``RigidBody.from_mesh``), kept in
+- any other text is a path of a closed surface mesh file (``RigidGeometry.from_mesh``), kept in
   the orientation it has in the file, its tip the vertex furthest along ``u``.
 
 The first contact is found with the runtime itself: stepping the indenter along ``u`` until the
@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.meshing.tetmesh import boundary_faces_of
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry, check_closed_surface
+from fieldgen.runtime.contact.surface import compute_contact_surface
+from fieldgen.runtime.contact.wrench import contact
 
 KINDS = ("sphere", "paraboloid", "cylinder", "plane")
 GRAMMAR = ("give sphere:R, paraboloid:R, cylinder:R (a flat punch), plane, or the path of a closed "
@@ -247,9 +250,7 @@ def parse_indenter(text: str, *, scale: float = 1.0, reach: float, part_size: fl
         raise OptionError(f"indenter {text!r} is malformed", fix=GRAMMAR)
     if not os.path.isfile(text):
         raise OptionError(f"indenter {text!r} is neither a known shape nor an existing file", fix=GRAMMAR)
-    from fieldgen.runtime.contact.geometries import check_closed_surface
-
-    body = RigidBody.from_mesh(text, units=units)
+    body = RigidGeometry.from_mesh(text, units=units)
     check_closed_surface(body.vertices, body.faces, text)
     return Indenter("mesh", body.vertices, body.faces, source=text, aligned=False)
 
@@ -279,12 +280,12 @@ class Press:
     """An indenter placed against a part: ``tip(d) = touch + d·u``; ``force(d)`` the reaction
     along −u (N) from the runtime's contact wrench; the part sits at the identity pose."""
 
-    part: CompliantBody
+    part: CompliantGeometry
     indenter: Indenter
     direction: np.ndarray
     line_point: np.ndarray
     touch: np.ndarray = field(init=False)            #: tip position at first contact (m)
-    body: RigidBody = field(init=False, repr=False)  #: the indenter posed with its tip at ``touch``
+    body: RigidGeometry = field(init=False, repr=False)  #: the indenter posed with its tip at ``touch``
 
     def __post_init__(self):
         self.direction = unit_direction(self.direction)
@@ -294,7 +295,7 @@ class Press:
         s = find_touch(surface_shell(self.part), self._local, self.indenter.faces, self.line_point,
                        self.direction)
         self.touch = self.line_point + s * self.direction
-        self.body = RigidBody(self._local + self.touch, self.indenter.faces, name=self.indenter.kind)
+        self.body = RigidGeometry(self._local + self.touch, self.indenter.faces, name=self.indenter.kind)
 
     def pose(self, depth: float) -> np.ndarray:
         X = np.eye(4)
@@ -303,44 +304,36 @@ class Press:
 
     def surface(self, depth: float):
         """The runtime's contact surface (polygons) at ``depth`` (part = A, indenter = B)."""
-        from fieldgen.runtime.contact.surface import compute_contact_surface
-
         return compute_contact_surface(self.part, np.eye(4), self.body, self.pose(depth), "polygon")
 
-    def force(self, depth: float, body: CompliantBody | None = None) -> float:
+    def force(self, depth: float, body: CompliantGeometry | None = None) -> float:
         """Reaction on the indenter along −u at ``depth`` (N), for ``body`` (default the part)."""
-        from fieldgen.runtime.contact.wrench import contact
-
         _, wrench = contact(body or self.part, np.eye(4), self.body, self.pose(depth))
         return float(-wrench.force @ self.direction)
 
-    def forces(self, depths, body: CompliantBody | None = None) -> np.ndarray:
+    def forces(self, depths, body: CompliantGeometry | None = None) -> np.ndarray:
         return np.array([self.force(d, body) for d in np.asarray(depths, dtype=np.float64)])
 
 
-def _touching(part: CompliantBody, body: RigidBody, tip: np.ndarray) -> bool:
-    from fieldgen.runtime.contact.surface import compute_contact_surface
-
+def _touching(part: CompliantGeometry, body: RigidGeometry, tip: np.ndarray) -> bool:
     X = np.eye(4)
     X[:3, 3] = tip
     surface = compute_contact_surface(part, np.eye(4), body, X, "polygon")
     return surface.n_faces > 0 and surface.total_area > 0
 
 
-def surface_shell(part: CompliantBody) -> CompliantBody:
+def surface_shell(part: CompliantGeometry) -> CompliantGeometry:
     """The tets of ``part`` that touch its boundary, as a body with a zero field: an indenter
     coming from outside meets one of them first, and queries on them are much cheaper than on a
     finely layered whole part."""
-    from fieldgen.meshing.tetmesh import boundary_faces_of
-
     on_boundary = np.zeros(len(part.points), bool)
     on_boundary[boundary_faces_of(part.tets).ravel()] = True
     tets = part.tets[on_boundary[part.tets].any(axis=1)]
-    return CompliantBody(part.points, tets, np.zeros(len(part.points)), np.zeros((len(tets), 3)),
+    return CompliantGeometry(part.points, tets, np.zeros(len(part.points)), np.zeros((len(tets), 3)),
                          name=part.name)
 
 
-def find_touch(part: CompliantBody, vertices: np.ndarray, faces: np.ndarray, line_point: np.ndarray,
+def find_touch(part: CompliantGeometry, vertices: np.ndarray, faces: np.ndarray, line_point: np.ndarray,
                direction: np.ndarray) -> float:
     """Parameter ``s`` of the first contact: the indenter (tip at the origin of ``vertices``)
     with its tip at ``line_point + s·direction`` touches the part and does not for smaller s.
@@ -358,7 +351,7 @@ def find_touch(part: CompliantBody, vertices: np.ndarray, faces: np.ndarray, lin
     steps = max(8, int(math.ceil(TOUCH_STEPS * (stop - start) / diag)))
     grid = np.linspace(start, stop, steps + 1)
     previous = grid[0]
-    body = RigidBody(vertices, faces, name="indenter")
+    body = RigidGeometry(vertices, faces, name="indenter")
     if _touching(part, body, line_point + previous * u):
         raise InputError("the indenter overlaps the part before it starts moving",
                          fix="check --at and --direction: the indenter is placed outside the part and moved along the direction")

@@ -12,19 +12,18 @@ ones.
 
 Monotone by construction. On meshes with obtuse dihedral angles (TetGen's, always) the Galerkin
 stiffness has positive off-diagonal couplings, and the P1 solution can leave [0, 1] (the discrete
-maximum principle fails: up to 0.016 measured on CAD parts, at the rim where a free face meets a
-bonded one). :func:`solve_extent` therefore solves the Galerkin system first and, only where its
+maximum principle fails, most at the rim where a free face meets a bonded one). :func:`solve_extent` therefore solves the Galerkin system first and, only where its
 solution leaves the bounds, *upwinds* the positive couplings of the edges around the offending
 vertices: the coupling k_ij > 0 becomes -k_ij, its magnitude kept with a diffusive sign
 (artificial diffusion d_ij = 2 k_ij on that edge, added to both diagonals, so rows still sum to
 zero and the operator stays symmetric positive definite). d_ij = k_ij (coupling 0) is the least
 diffusion that gives an M-matrix, but it can cut a vertex off from every neighbour that is off
 the free surface, and such a vertex then sits at e = 0 exactly (found on a CAD part, beside the
-free surface; :func:`fieldgen.meshing.tetgen.refine_zero_tets` assumes the operator couples every edge).
+free surface; :func:`fieldgen.meshing.refine.refine_zero_tets` assumes the operator couples every edge).
 It solves again and repeats while anything is out of bounds.
 With every positive coupling upwinded the operator is an M-matrix, for which the discrete maximum
-principle holds, so the loop ends; on the corpus parts one round of upwinding sufficed, touching
-0.5-10% of the positive couplings. This is algebraic flux correction with a limiter that is 1 (Galerkin, full
+principle holds, so the loop ends; in practice one round, on a few percent of the positive
+couplings (docs/design/extent-and-estimate.md). This is algebraic flux correction with a limiter that is 1 (Galerkin, full
 accuracy) on every edge except those next to a violation, where it is 0 (discrete upwinding).
 A mesh whose Galerkin solution is within bounds (the slab, the shell) is solved exactly as
 before. Nothing is clipped: the returned extent is the solution of the final linear system,
@@ -40,18 +39,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import coo_matrix, diags, triu
 
 from fieldgen.errors import BuildError, InputError
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, hat_gradients
+from fieldgen.surface.components import components
 
 #: Excursions outside [0, 1] this small are the linear solver's rounding, not a maximum-principle
 #: violation: AMG-CG returns values like -1e-29 where the exact discrete solution is 0 (a vertex
 #: whose neighbours all lie on the free surface). They are set to the bound and reported as
 #: ``ExtentSolution.rounding``; anything larger is corrected by upwinding.
 ROUNDING = 1e-12
-#: Unknowns above which AMG-CG is used. Measured on unit_sphere (Poisson, best of 3): at 9.7k
-#: unknowns SuperLU took 1.28 s and AMG-CG 0.17 s, at 2.7k 0.10 and 0.04 s, at 1.1k 0.025 and
-#: 0.019 s (the limit was 10k: small parts paid up to a second for the direct solve).
+#: Unknowns above which AMG-CG is used: below it the direct solve is as fast, above it AMG-CG is
+#: faster (the timings: docs/design/extent-and-estimate.md).
 DIRECT_LIMIT = 2_000
 
 
@@ -98,7 +98,6 @@ def assemble(mesh: TetMesh, problem: str, gradients=None):
     K = U + Uᵀ + diag (the diagonal by bincount): 6 instead of 16 entries per tet to convert
     (at 1M tets the 16-entry COO -> CSR conversion alone took 0.8 s).
     """
-    from scipy.sparse import coo_matrix, diags
 
     n = mesh.n_points
     tets = np.asarray(mesh.tets, dtype=np.int64)
@@ -129,8 +128,9 @@ def assemble(mesh: TetMesh, problem: str, gradients=None):
 
 def assemble_skfem(mesh: TetMesh, problem: str):
     """The same system assembled by scikit-fem (the reference for :func:`assemble`)."""
+    # lazy: scikit-fem is heavy and only the reference assembly and the condensed solve need it
     from skfem import Basis, ElementTetP1, MeshTet, asm
-    from skfem.models.poisson import laplace, unit_load
+    from skfem.models.poisson import laplace, unit_load  # lazy: with skfem, above
 
     skmesh = MeshTet(np.ascontiguousarray(mesh.points.T), np.ascontiguousarray(mesh.tets.T), validate=False)
     basis = Basis(skmesh, ElementTetP1())
@@ -144,6 +144,7 @@ def assemble_skfem(mesh: TetMesh, problem: str):
 
 def _amg_cg(matrix, rhs, *, rtol: float, seed: int, maxiter: int = 500):
     """Smoothed-aggregation AMG preconditioned CG; pyamg's np.random draws are seeded and restored."""
+    # lazy: pyamg is heavy and only a build needs it (warmed while TetGen runs, sizing.mesher)
     import pyamg
 
     state = np.random.get_state()
@@ -161,7 +162,6 @@ def _amg_cg(matrix, rhs, *, rtol: float, seed: int, maxiter: int = 500):
 def positive_couplings(stiffness) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Edges (i < j) whose stiffness coupling k_ij is positive, and k_ij: the anti-diffusive
     couplings that break the M-matrix property (obtuse dihedral angles opposite the edge)."""
-    from scipy.sparse import triu
 
     upper = triu(stiffness, k=1, format="coo")
     positive = upper.data > 0
@@ -179,7 +179,6 @@ def upwinded(stiffness, i: np.ndarray, j: np.ndarray, coupling: np.ndarray):
     """The stiffness with artificial diffusion UPWIND_DIFFUSION * ``coupling`` on edges (i, j):
     positive couplings k_ij become -k_ij; symmetric, rows still summing to zero, an M-matrix
     when every positive coupling is upwinded."""
-    from scipy.sparse import coo_matrix, diags
 
     coupling = UPWIND_DIFFUSION * np.asarray(coupling, dtype=np.float64)
     n = stiffness.shape[0]
@@ -203,12 +202,10 @@ def _positive_where_joined(x: np.ndarray, matrix, dofs: np.ndarray, values: np.n
     The final operator is an M-matrix wherever it was upwinded, so its solution is strictly
     positive at every unknown joined to a source: through the load (Poisson: every unknown), or
     through couplings to an e = 1 vertex (Laplace). Along a thin wall far from its rigid face the
-    exact value falls below the solver's absolute precision (about 1e-16 of e = 1: values of
-    1e-18 were measured in a skin's thin handle) and can come out as 0 or a rounding negative;
+    exact value falls below the solver's absolute precision (about 1e-16 of e = 1;
+    docs/design/extent-and-estimate.md) and can come out as 0 or a rounding negative;
     such a vertex would leave tets at e = 0 at all four vertices, which carry no force. Vertices
     with no such path (cut off behind the free surface) stay at 0."""
-    from scipy.sparse.csgraph import connected_components
-
     fixed = np.zeros(len(x), dtype=bool)
     fixed[dofs] = True
     low = ~fixed & (x <= 0.0)
@@ -221,7 +218,8 @@ def _positive_where_joined(x: np.ndarray, matrix, dofs: np.ndarray, values: np.n
         rigid = np.zeros(len(x), dtype=bool)
         rigid[dofs[values > 0.5]] = True
         index = np.flatnonzero(~fixed | rigid)
-        _, label = connected_components(matrix[index][:, index], directed=False)
+        coupled = matrix[index][:, index].tocoo()
+        _, label = components(len(index), np.stack([coupled.row, coupled.col], axis=1))
         lifted = np.zeros(label.max() + 1, dtype=bool)
         lifted[label[rigid[index]]] = True
         joined = np.zeros(len(x), dtype=bool)
@@ -243,7 +241,7 @@ def solve_extent(mesh: TetMesh, *, rtol: float = 1e-10, seed: int = 0,
     of bounds. ``direct_limit``: systems with more unknowns use AMG-CG (0 forces AMG).
     Raises BuildError if the relative residual of the condensed system exceeds ``rtol``.
     """
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # lazy: only a solve needs it (warmed while TetGen runs)
 
     problem, dofs, values = dirichlet_values(mesh)
     with threadpool_limits(1):
@@ -288,8 +286,9 @@ def solve_extent(mesh: TetMesh, *, rtol: float = 1e-10, seed: int = 0,
 
 def _solve_dirichlet(stiffness, load, dofs, values, *, rtol: float, seed: int, direct_limit: int):
     """Solve with e = ``values`` on ``dofs``; returns (e at all vertices, solver, iterations, residual)."""
+    # lazy: scipy.sparse.linalg and scikit-fem only for the direct solve of small meshes
     from scipy.sparse.linalg import spsolve
-    from skfem import condense
+    from skfem import condense  # lazy: as above
 
     x = np.zeros(stiffness.shape[0])
     x[dofs] = values

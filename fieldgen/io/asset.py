@@ -33,16 +33,16 @@ import numpy as np
 
 from fieldgen import __version__
 from fieldgen.errors import BuildError, InputError
-from fieldgen.meshing.tetmesh import boundary_faces_of as boundary_faces, min_dihedral_angles, p1_gradients, tet_volumes
+from fieldgen.meshing.statistics import mesh_counts
+from fieldgen.meshing.tetmesh import min_dihedral_angles, p1_gradients
 
 SCHEMA = "fieldgen.pressure_field/1"
 METADATA_ARRAY = "fieldgen_metadata"
 VTK_TETRA = 10
 #: vtk's LZ4 level for the written arrays (9: its smallest output, no slower than 1 here).
-#: Measured on a 509k-tet asset: inline base64 + zlib level 1 (the format before) wrote in
-#: 1.1-1.6 s and read back in 0.6-0.7 s at 33.2 MB; raw appended + LZ4 writes in 0.07-0.09 s,
-#: reads in 0.03-0.06 s at 29.3 MB (float64 fields barely compress: zlib's raw file is 24.9 MB
-#: but takes 0.9 s to write). ParaView reads LZ4 since 5.6; vtk's reader reads both.
+#: Raw appended + LZ4 writes and reads many times faster than inline base64 + zlib (the format
+#: before) at about the same size: float64 fields barely compress. ParaView reads LZ4 since 5.6;
+#: vtk's reader reads both.
 LZ4_LEVEL = 9
 #: How the arrays are encoded, recorded in batch cache keys: a change of encoding changes every
 #: asset's bytes, so assets written the old way are rebuilt rather than kept as cached.
@@ -161,9 +161,9 @@ class _VtkErrors:
     """
 
     def __init__(self, algorithm) -> None:
-        from vtkmodules.util import vtkConstants
-        from vtkmodules.util.misc import calldata_type
-        from vtkmodules.vtkCommonCore import vtkObject
+        from vtkmodules.util import vtkConstants  # lazy: heavy (VTK)
+        from vtkmodules.util.misc import calldata_type  # lazy: heavy (VTK)
+        from vtkmodules.vtkCommonCore import vtkObject  # lazy: heavy (VTK)
 
         self.messages: list[str] = []
 
@@ -192,8 +192,8 @@ class _VtkErrors:
 
 
 def _vtk_array(values: np.ndarray, name: str, unit: str):
-    from vtkmodules.util.numpy_support import numpy_to_vtk
-    from vtkmodules.vtkCommonCore import vtkDataArray
+    from vtkmodules.util.numpy_support import numpy_to_vtk  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonCore import vtkDataArray  # lazy: heavy (VTK)
 
     array = numpy_to_vtk(np.ascontiguousarray(values, dtype=np.float64), deep=True)
     array.SetName(name)
@@ -203,9 +203,9 @@ def _vtk_array(values: np.ndarray, name: str, unit: str):
 
 def _grid(asset: Asset, metadata_json: str, metadata: dict):
     """Build the vtkUnstructuredGrid of an asset whose derived arrays are filled in."""
-    from vtkmodules.util.numpy_support import numpy_to_vtk
-    from vtkmodules.vtkCommonCore import vtkDataArray, vtkPoints, vtkStringArray
-    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkUnstructuredGrid
+    from vtkmodules.util.numpy_support import numpy_to_vtk  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonCore import vtkDataArray, vtkPoints, vtkStringArray  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkUnstructuredGrid  # lazy: heavy (VTK)
 
     grid = vtkUnstructuredGrid()
     points = vtkPoints()
@@ -271,23 +271,6 @@ def metadata_json(metadata: dict) -> str:
                       allow_nan=False, default=_json_default)
 
 
-def mesh_statistics(points: np.ndarray, tets: np.ndarray, min_dihedral_angle: np.ndarray, *,
-                    volumes: np.ndarray | None = None, n_boundary_faces: int | None = None) -> dict:
-    """Counts, volume (m³) and smallest dihedral angle (deg) recorded in ``metadata['mesh']``.
-
-    ``volumes`` (signed, per tet) and ``n_boundary_faces`` when the caller has them (the build).
-    """
-    if n_boundary_faces is None:
-        n_boundary_faces = len(boundary_faces(tets))
-    return {
-        "n_points": int(len(points)),
-        "n_tets": int(len(tets)),
-        "n_boundary_faces": int(n_boundary_faces),
-        "volume": float(np.sum(tet_volumes(points, tets) if volumes is None else volumes)),
-        "min_dihedral_angle": float(np.min(min_dihedral_angle)) if len(tets) else 0.0,
-    }
-
-
 def _complete_metadata(asset: Asset, path: str, statistics: dict | None = None) -> dict:
     """Caller's metadata plus schema, units, tool and the mesh statistics (see module doc)."""
     if not isinstance(asset.metadata, dict):
@@ -311,7 +294,7 @@ def _complete_metadata(asset: Asset, path: str, statistics: dict | None = None) 
     metadata["tool"] = {"name": "fieldgen", "version": __version__}
     mesh = dict(metadata.get("mesh") or {})
     mesh.update(statistics if statistics is not None
-                else mesh_statistics(asset.points, asset.tets, asset.min_dihedral_angle))
+                else mesh_counts(asset.points, asset.tets, asset.min_dihedral_angle))
     metadata["mesh"] = mesh
     return metadata
 
@@ -359,11 +342,11 @@ def write_asset(path, asset: Asset, *, statistics: dict | None = None) -> None:
 
     Computes ``pressure_gradient`` (D 5.0.1) and ``min_dihedral_angle`` when None, and
     completes the metadata (schema, units, tool, mesh statistics). ``statistics``: the
-    :func:`mesh_statistics` of these arrays when the caller has them (the build, whose
+    :func:`~fieldgen.meshing.statistics.mesh_counts` of these arrays when the caller has them (the build, whose
     validation then recomputes them from the file). BuildError on an asset
     that cannot be written as the contract says; nothing is left behind on any error.
     """
-    from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridWriter
+    from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridWriter  # lazy: heavy (VTK)
 
     where = os.fspath(path)
     asset = _checked_arrays(asset, where)
@@ -444,15 +427,15 @@ def _sniff(path: str) -> None:
 
 
 def _numpy(array) -> np.ndarray:
-    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy  # lazy: heavy (VTK)
 
     return np.array(vtk_to_numpy(array), copy=True)
 
 
 def read_vtu(path) -> RawVtu:
     """Read any VTK XML UnstructuredGrid file with vtk; InputError if vtk cannot read it."""
-    from vtkmodules.vtkCommonCore import vtkDataArray
-    from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridReader
+    from vtkmodules.vtkCommonCore import vtkDataArray  # lazy: heavy (VTK)
+    from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridReader  # lazy: heavy (VTK)
 
     where = os.fspath(path)
     _sniff(where)

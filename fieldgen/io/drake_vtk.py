@@ -23,6 +23,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from fieldgen.errors import BuildError
+from fieldgen.io.asset import atomic_output
 from fieldgen.meshing.tetmesh import boundary_faces_of, tet_volumes
 
 VTK_TETRA = 10
@@ -169,8 +170,6 @@ def write_drake_files(asset, vtk_path, *, name: str | None = None) -> dict:
     reproduce (nonlinear law, rigid core, bonded or insulated faces). BuildError if Drake could not load the mesh
     (no interior vertex, a non-positive volume).
     """
-    from fieldgen.io.asset import atomic_output
-
     vtk_path = Path(os.fspath(vtk_path))
     if vtk_path.suffix.lower() != ".vtk":
         raise BuildError(f"the Drake mesh file has suffix {vtk_path.suffix or '(none)'!r}; Drake "

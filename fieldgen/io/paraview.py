@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen import __version__
+from fieldgen.io.asset import atomic_output, read_asset
 
 AXES = "xyz"
 #: Colour map of every script (the same as ``inspect --png``).
@@ -300,8 +301,6 @@ def asset_script(asset_path, asset=None, *, cut: str = "x") -> str:
         raise ValueError(f"cut must be one of x, y, z, not {cut!r}")
     path = os.path.abspath(os.fspath(asset_path))
     if asset is None:
-        from fieldgen.io.asset import read_asset
-
         asset = read_asset(path)
     low, high = asset.points.min(axis=0), asset.points.max(axis=0)
     pressure = np.asarray(asset.pressure, dtype=np.float64)
@@ -400,8 +399,6 @@ def contact_script(contact_path, view: ContactView, *, bodies_path=None, times=(
 
 def write_script(path, text: str) -> str:
     """Write a script atomically; return the path."""
-    from fieldgen.io.asset import atomic_output
-
     with atomic_output(path) as temporary:
         with open(temporary, "w", encoding="utf-8") as stream:
             stream.write(text)

@@ -16,7 +16,7 @@ from fieldgen.errors import BuildError
 
 def named_array(values, name: str, components: str | None = None):
     """A float64 ``vtkDataArray`` named ``name``; ``components`` (e.g. "XYZ") names its columns."""
-    from vtkmodules.util.numpy_support import numpy_to_vtk
+    from vtkmodules.util.numpy_support import numpy_to_vtk  # lazy: heavy (VTK)
 
     array = numpy_to_vtk(np.ascontiguousarray(values, dtype=np.float64), deep=True)
     array.SetName(name)
@@ -28,9 +28,9 @@ def named_array(values, name: str, components: str | None = None):
 def polygons(points, offsets, connectivity):
     """A ``vtkPolyData`` of polygons: ``points`` (n, 3); polygon k is
     ``connectivity[offsets[k]:offsets[k + 1]]`` (VTK's offsets/connectivity layout)."""
-    from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
-    from vtkmodules.vtkCommonCore import vtkPoints
-    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
+    from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonCore import vtkPoints  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData  # lazy: heavy (VTK)
 
     data = vtkPolyData()
     corners = vtkPoints()
@@ -56,11 +56,11 @@ def distance_to_triangles(points: np.ndarray, vertices: np.ndarray, faces: np.nd
     rounding (tests/test_vtk_data.py) and was 30x faster on a CAD part's 143k vertices than the
     k-nearest-triangles search in numpy it replaced (0.7 s against 23 s). Each point's value is
     computed on its own, so the result does not depend on VTK's thread count."""
-    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
-    from vtkmodules.vtkCommonCore import vtkDoubleArray
+    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonCore import vtkDoubleArray  # lazy: heavy (VTK)
 
     points = np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, 3))
-    field = _distance_field(vertices, faces)
+    field = distance_field(vertices, faces)
     if not len(points):
         return np.zeros(0)
     values = vtkDoubleArray()
@@ -74,7 +74,7 @@ def closest_points_on_triangles(points: np.ndarray, vertices: np.ndarray, faces:
     point, so this asks one point at a time: about 7 µs each for points near the surface, meant
     for thousands of points, not millions."""
     points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    field = _distance_field(vertices, faces)
+    field = distance_field(vertices, faces)
     closest = np.empty_like(points)
     distance = np.empty(len(points))
     found = [0.0, 0.0, 0.0]
@@ -84,9 +84,9 @@ def closest_points_on_triangles(points: np.ndarray, vertices: np.ndarray, faces:
     return closest, distance
 
 
-def _distance_field(vertices, faces):
+def distance_field(vertices, faces):
     """VTK's distance to the triangles ``faces`` over ``vertices``; BuildError if there are none."""
-    from vtkmodules.vtkFiltersCore import vtkImplicitPolyDataDistance
+    from vtkmodules.vtkFiltersCore import vtkImplicitPolyDataDistance  # lazy: heavy (VTK)
 
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     if not len(faces):

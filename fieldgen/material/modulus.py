@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
+from fieldgen.tables import read_number_pairs
 
 KINDS = ("linear", "hyperbolic", "table")
 UNIT = "Pa"
@@ -52,9 +53,7 @@ class ModulusLaw:
         if self.kind != "table":
             raise OptionError(f"a {self.kind} law has no table to interpolate",
                               fix="call interpolator() only on a table law")
-        # Imported here: scipy.interpolate takes 0.5 s to import, and the build makes its law
-        # before TetGen runs, when nothing else overlaps the import (a table law is rare).
-        from scipy.interpolate import PchipInterpolator
+        from scipy.interpolate import PchipInterpolator  # lazy: slow to import, and only a table law needs it
 
         return PchipInterpolator(np.asarray(self.table_extent), np.asarray(self.table_pressure),
                                  extrapolate=False)
@@ -79,6 +78,13 @@ class ModulusLaw:
                 "extent": [float(x) for x in self.table_extent],
                 "pressure": [float(x) for x in self.table_pressure],
                 "interpolation": "pchip", "unit": UNIT}
+
+
+def is_linear(law: ModulusLaw) -> bool:
+    """Whether ``p0`` is linear in the extent (``linear``, or ``hyperbolic`` with ``k = 0``): the
+    runtime's linear interpolation then reproduces it exactly and layering has nothing to do
+    (docs/model.md §2.4)."""
+    return law.kind == "linear" or (law.kind == "hyperbolic" and law.k == 0.0)
 
 
 def _finite_number(value, what: str) -> float:
@@ -167,8 +173,6 @@ def table_law(path) -> ModulusLaw:
 
     InputError naming the file, the row (line number) and the fix on any defect.
     """
-    from fieldgen.tables import read_number_pairs
-
     pairs, rows, _ = read_number_pairs(path, "extent, pressure",
                                        fix="make every data row two numbers: extent (0..1), pressure in Pa")
     extent, pressure = pairs[:, 0], pairs[:, 1]
@@ -211,6 +215,15 @@ def law_from_metadata(meta: dict, *, path=None) -> ModulusLaw:
         raise InputError(f"the table's modulus {meta['modulus']} Pa differs from its p0(1) = "
                          f"{law.modulus} Pa", path=where, fix="store modulus = the last pressure")
     return law
+
+
+def scaled_law(law: ModulusLaw, s: float) -> ModulusLaw:
+    """``law`` with every pressure times ``s`` (its shape kept)."""
+    if law.kind == "linear":
+        return linear_law(law.modulus * s)
+    if law.kind == "hyperbolic":
+        return hyperbolic_law(law.modulus * s, law.k)
+    return table_law_from_points(law.table_extent, np.asarray(law.table_pressure) * s)
 
 
 def same_shape(a, b) -> bool:

@@ -12,14 +12,19 @@ are not reproducible bit for bit (their metadata says ``deterministic: false``).
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from fieldgen.meshing.process import child_env, scratch_folder
 from fieldgen.errors import BuildError, OptionError
 from fieldgen.install import install_hint
+from fieldgen.io.vtk_data import distance_to_triangles
+from fieldgen.meshing.process import child_env, die_with_starter, run_child, scratch_folder
 from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
 
 #: fTetWild's default target edge length, as a fraction of the bounding-box diagonal.
@@ -63,7 +68,7 @@ def default_threads() -> int:
 def import_pytetwild(path: str | None = None):
     """The pytetwild module, or OptionError naming the install command."""
     try:
-        import pytetwild
+        import pytetwild  # lazy: optional extra 'robust'
     except ImportError as error:
         raise OptionError(f"--robust needs fTetWild, which is not installed ({error})", path=path,
                           fix=f"install the optional mesher with {install_hint('robust')}") from None
@@ -73,10 +78,6 @@ def import_pytetwild(path: str | None = None):
 def _ftetwild_worker(folder: str) -> None:
     """Child-process side: read ``input.npz`` in ``folder``, run fTetWild there (its log on
     stdout), write ``output.npz`` or ``error.txt``."""
-    import json
-
-    from fieldgen.meshing.process import die_with_starter
-
     die_with_starter()                # killed with the build that started it
     pytetwild = import_pytetwild()
     data = np.load(os.path.join(folder, "input.npz"))
@@ -91,41 +92,33 @@ def _ftetwild_worker(folder: str) -> None:
     np.savez(os.path.join(folder, "output.npz"), points=np.asarray(points), tets=np.asarray(tets))
 
 
+class _LogRelay:
+    """fTetWild's log lines as progress messages, keeping the last few for an error message."""
+
+    def __init__(self, progress=None):
+        self.progress = progress
+        self.start = time.monotonic()
+        self.tail: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        line = line.rstrip()
+        if not line:
+            return
+        self.tail = (self.tail + [line])[-5:]
+        if self.progress is not None:
+            # spdlog's "[date time] [float-tetwild] [info] " prefix carries nothing new.
+            text = re.sub(r"^(\[[^\]]*\] ){3}", "", line)
+            self.progress.message(f"fTetWild [{time.monotonic() - self.start:6.1f} s] {text[-160:]}")
+
+
 def _run_ftetwild(vertices, faces, kwargs: dict, *, path, progress=None, timeout: float = 7200.0):
     """Run fTetWild in a child process (in a scratch folder: it writes files into the current
     one), relaying its log lines as progress; return its points and tets."""
-    import json
-    import re
-    import subprocess
-    import sys
-    import time
-
     with scratch_folder("fieldgen-ftetwild-") as folder:
         np.savez(os.path.join(folder, "input.npz"), vertices=vertices, faces=faces,
                  kwargs=np.array(json.dumps(kwargs)))
-        child = subprocess.Popen([sys.executable, "-u", "-m", "fieldgen.meshing.ftetwild", folder], cwd=folder,
-                                 env=child_env(),
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True, errors="replace")
-        start = time.monotonic()
-        tail: list[str] = []
-        try:
-            for line in child.stdout:
-                line = line.rstrip()
-                if not line:
-                    continue
-                tail = (tail + [line])[-5:]
-                if progress is not None:
-                    # spdlog's "[date time] [float-tetwild] [info] " prefix carries nothing new.
-                    text = re.sub(r"^(\[[^\]]*\] ){3}", "", line)
-                    progress.message(f"fTetWild [{time.monotonic() - start:6.1f} s] {text[-160:]}")
-                if time.monotonic() - start > timeout:
-                    raise subprocess.TimeoutExpired(child.args, timeout)
-            code = child.wait()
-        except BaseException:
-            child.kill()
-            child.wait()
-            raise
+        relay = _LogRelay(progress)
+        code = run_child("fieldgen.meshing.ftetwild", folder, timeout=timeout, env=child_env(), on_line=relay)
         error_path = os.path.join(folder, "error.txt")
         if os.path.exists(error_path):
             with open(error_path) as handle:
@@ -133,7 +126,7 @@ def _run_ftetwild(vertices, faces, kwargs: dict, *, path, progress=None, timeout
             raise BuildError(f"fTetWild could not mesh the surface ({failure})", path=path,
                              fix="check that the surface encloses a volume")
         if code != 0 or not os.path.exists(os.path.join(folder, "output.npz")):
-            raise BuildError(f"fTetWild crashed (exit code {code}): {' | '.join(tail)}", path=path,
+            raise BuildError(f"fTetWild crashed (exit code {code}): {' | '.join(relay.tail)}", path=path,
                              fix="check that the surface encloses a volume, or mesh coarser (--edge-length)")
         with np.load(os.path.join(folder, "output.npz")) as out:
             return np.array(out["points"], dtype=np.float64), np.array(out["tets"], dtype=np.int64)
@@ -182,10 +175,8 @@ def classify_boundary(points: np.ndarray, faces: np.ndarray, surface_vertices: n
     the answer; otherwise the centroids' distance to the faces of each condition comes from
     VTK (:func:`fieldgen.io.vtk_data.distance_to_triangles`, one call per condition) and the nearest
     condition wins, the smaller code on an exact tie (FREE before RIGID before INSULATED). On a
-    CAD part's 60k boundary faces this took 15 s as a nearest-face search in numpy.
+    CAD part's boundary faces a nearest-face search in numpy was much slower.
     """
-    from fieldgen.io.vtk_data import distance_to_triangles
-
     codes = np.asarray(surface_markers, dtype=np.int64).ravel()
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     kinds = np.unique(codes)
@@ -218,6 +209,4 @@ def robust_tetrahedralize(vertices: np.ndarray, faces: np.ndarray, markers: np.n
 
 
 if __name__ == "__main__":  # the fTetWild child process, see _run_ftetwild
-    import sys
-
     _ftetwild_worker(sys.argv[1])

@@ -11,13 +11,17 @@ processes before making a new one.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 _PR_SET_PDEATHSIG = 1
 
@@ -30,8 +34,6 @@ def die_with_parent(signum: int = signal.SIGKILL, parent: int | None = None) -> 
     Linux this does nothing and returns True.
     """
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, int(signum))
     except (OSError, AttributeError):  # pragma: no cover - not Linux
@@ -134,3 +136,45 @@ def scratch_folder(prefix: str) -> Iterator[str]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_child(module: str, folder: str, *, timeout: float, env: dict[str, str] | None = None,
+              log: str | None = None, on_line: Callable[[str], None] | None = None,
+              while_waiting: Callable[[], None] | None = None) -> int:
+    """Run ``python -m module folder`` in ``folder`` (a mesher's child process, which reads its
+    input from there and writes its output there) and return its exit code.
+
+    Its standard output and error go to the file ``log``, or, with ``on_line``, line by line
+    (unbuffered) to ``on_line``. ``while_waiting()`` runs in this process meanwhile. After
+    ``timeout`` seconds (with ``on_line``: checked as each line arrives) the child is killed and
+    ``subprocess.TimeoutExpired`` raised; on any exception here the child is killed first.
+    """
+    env = child_env() if env is None else env
+    if on_line is None:
+        with open(log or os.devnull, "wb") as sink:
+            child = subprocess.Popen([sys.executable, "-m", module, folder], cwd=folder, env=env,
+                                     stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
+            return _waited(child, timeout, while_waiting)
+    child = subprocess.Popen([sys.executable, "-u", "-m", module, folder], cwd=folder, env=env,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, errors="replace")
+    return _waited(child, timeout, while_waiting, on_line)
+
+
+def _waited(child: subprocess.Popen, timeout: float, while_waiting=None, on_line=None) -> int:
+    """``child``'s exit code, its lines (if piped) given to ``on_line``; killed on any exception."""
+    start = time.monotonic()
+    try:
+        if while_waiting is not None:
+            while_waiting()
+        if on_line is None:
+            return child.wait(timeout=timeout)
+        for line in child.stdout:
+            on_line(line)
+            if time.monotonic() - start > timeout:
+                raise subprocess.TimeoutExpired(child.args, timeout)
+        return child.wait()
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise

@@ -229,3 +229,21 @@ def box_grid(xs, ys, zs) -> tuple[np.ndarray, np.ndarray]:
             path.append(corner.copy())
         tets.append(np.stack([index[i + c[0], j + c[1], k + c[2]] for c in path], axis=1))
     return points, orient_positive(points, np.concatenate(tets, axis=0))
+
+
+def row_counts(flags: np.ndarray) -> np.ndarray:
+    """Number of True entries in each row of a (t, 4) bool array.
+
+    numpy's per-row reductions over 4 columns are slow, and this is called many times per
+    refinement; read as one uint32 per row, one multiply sums the four 0/1 bytes into the top
+    byte (no carries: the sum is at most 4), whatever the byte order.
+    """
+    words = np.ascontiguousarray(flags, dtype=np.bool_).view(np.uint32).ravel()
+    return (words * np.uint32(0x01010101)) >> np.uint32(24)
+
+
+def zero_tets(mesh: TetMesh) -> np.ndarray:
+    """Indices of tets whose four vertices all lie on FREE faces (e = 0 on the whole tet)."""
+    on_free = np.zeros(mesh.n_points, dtype=bool)
+    on_free[mesh.vertices_with(FREE)] = True
+    return np.flatnonzero(row_counts(on_free[mesh.tets]) == 4)

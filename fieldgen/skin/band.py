@@ -4,7 +4,7 @@ A stiffening law needs the tets thin in ``e`` where it bends, which under a skin
 rigid interior (D 5.1.2: "I mesh objects so that they have layers"). There ``e`` is about
 ``1 − s/T`` at a distance ``s`` from the interior, so prisms grown out of the interior's surface,
 with their layers at the distances ``(1 − e_k) T`` of the law's extent levels ``e_k``
-(:func:`fieldgen.material.layering.balanced_levels`), are already layered: the layering stage has little to
+(:func:`fieldgen.material.levels.balanced_levels`), are already layered: the layering stage has little to
 add. Farther than about 0.6 ``T`` from the interior the levels are wide and plain tets suffice.
 
 1. The interior is the rounded one of :mod:`fieldgen.skin.interior`; its surface's vertex normals are
@@ -33,9 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen.errors import BuildError
-from fieldgen.skin.interior import self_intersecting
+from fieldgen.io.vtk_data import distance_to_triangles, triangles
+from fieldgen.meshing import tetgen
 from fieldgen.meshing.tetmesh import RIGID, TetMesh, boundary_faces_of, find_faces, orient_positive, tet_volumes
-from fieldgen.surface.stage import signed_volume
+from fieldgen.skin.cut import SkinResult
+from fieldgen.skin.interior import EDGE, self_intersecting
+from fieldgen.surface.topology import signed_volume
 
 #: The band's top, x the skin thickness, above the interior: the tets outside it span levels wide
 #: enough for their size (docs/model.md §2.4).
@@ -49,8 +52,8 @@ MAX_LAYER = 0.2
 #: Each round the limiter lowers the columns of a bad prism to this fraction; at most LIMITER_ROUNDS.
 LOWERING = 0.7
 LIMITER_ROUNDS = 30
-#: Seconds TetGen may take outside the band (2-5 s on the corpus parts; it once ran on past five
-#: minutes on a finer interior): past it the build cuts the skin instead.
+#: Seconds TetGen may take outside the band (it usually takes seconds, but can run on for minutes
+#: on a finer interior): past it the build cuts the skin instead (docs/design/skin.md).
 OUTER_TIMEOUT = 120.0
 #: TetGen runs outside the band at most this many times (each after lowering the columns under
 #: the prisms its split of the top turned inside out).
@@ -59,14 +62,12 @@ MESH_ATTEMPTS = 4
 
 #: The band's first mesh is kept to about this many prism tets: under a thin skin over a large
 #: part the interior's surface is remeshed coarser, and the outside with it (the accuracy warning
-#: then says how far the field is). angle_block and idler_riser under 2 mm: 174k and 264k;
-#: featuretype (127 mm across) 1.0M (its build: 1.62M tets in the asset, 1.48%, 130 s; cut out
-#: of a whole-part mesh at the tet budget: 9.6%). Remeshed 2.4 times coarser its interior crossed itself in thin walls.
+#: then says how far the field is; docs/design/skin.md has the sizes of the corpus parts' bands).
 MAX_PRISM_TETS = 900_000
-#: A first mesh larger than this is given up for the cut, whose sizing keeps to its tet budget:
-#: plate_holes (203 x 305 mm) under a 2 mm skin had 3.1M tets and took 419 s (0.76%).
+#: A first mesh larger than this is given up for the cut, whose sizing keeps to its tet budget
+#: (docs/design/skin.md).
 MAX_TETS = 1_500_000
-#: TetGen splits some of the top's triangles: prism tets per triangle and layer, measured 3 x 1.2-1.3.
+#: TetGen splits some of the top's triangles: prism tets per triangle and layer, 3 and some more.
 PRISMS_PER_TRIANGLE = 3.0 * 1.3
 
 
@@ -74,12 +75,9 @@ def check_size(surface_area: float, thickness: float, heights: np.ndarray) -> No
     """BandError when the band's prisms alone would pass ``MAX_TETS``, foreseen before anything is
     made: the interior's surface is about as large as the part's (smaller under convex faces, a
     little larger under concave ones), and is meshed with edges of about
-    the skin's thickness (fieldgen.skin.interior.EDGE). plate_holes (203 x 305 mm) under a 2 mm skin:
-    about 1.8M; its grid alone would have 12M nodes."""
-    from fieldgen.skin.interior import EDGE
-
-    triangles = surface_area / (math.sqrt(3.0) / 4.0 * (EDGE * thickness) ** 2)
-    foreseen = PRISMS_PER_TRIANGLE * (len(heights) - 1) * triangles
+    the skin's thickness (fieldgen.skin.interior.EDGE)."""
+    n_triangles = surface_area / (math.sqrt(3.0) / 4.0 * (EDGE * thickness) ** 2)
+    foreseen = PRISMS_PER_TRIANGLE * (len(heights) - 1) * n_triangles
     if foreseen > MAX_TETS:
         raise BandError(f"the band would have about {foreseen:,.0f} prism tets, more than {MAX_TETS:,} (a thin skin "
                         "over a large part)", fix="give a thicker --skin, or an --edge-length to mesh the cut skin yourself")
@@ -120,9 +118,6 @@ class BandSkin:
     max_depth: float             # the part's deepest point below the free faces (on the interior's grid)
 
     def __call__(self, mesh: TetMesh):
-        from fieldgen.skin.cut import SkinResult
-        from fieldgen.io.vtk_data import distance_to_triangles
-
         depth = distance_to_triangles(mesh.points, *self.free_surface)
         volume = float(tet_volumes(mesh.points, mesh.tets).sum())
         return SkinResult(mesh=mesh, depth=depth, thickness=self.thickness, max_depth=self.max_depth,
@@ -203,10 +198,8 @@ def limited_columns(vertices: np.ndarray, faces: np.ndarray, normals: np.ndarray
 
 def _locate(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For points on the triangles: the triangle each lies in and its barycentric weights there."""
-    from vtkmodules.vtkCommonCore import reference
-    from vtkmodules.vtkCommonDataModel import vtkStaticCellLocator
-
-    from fieldgen.io.vtk_data import triangles
+    from vtkmodules.vtkCommonCore import reference  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonDataModel import vtkStaticCellLocator  # lazy: heavy (VTK)
 
     locator = vtkStaticCellLocator()
     locator.SetDataSet(triangles(vertices, faces))
@@ -233,13 +226,11 @@ def band_skin(surface_vertices, surface_faces, markers, interior, heights: np.nd
     (:class:`fieldgen.skin.interior.Interior`) meshed as a band of prisms at ``heights`` (m) over the
     interior and TetGen's tets (edge ``outer_edge`` m) outside it (module docstring). The interior's
     faces are RIGID; the outer faces keep their markers."""
-    from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
-
     v, f = interior.vertices, interior.faces
     heights = np.asarray(heights, dtype=np.float64)
     k = len(heights) - 1
     # The first mesh's size, foreseen: the prisms, and TetGen's tets outside the band (about 42
-    # per cube of the edge: TetGen's mean tet is a fifth of a regular one, fieldgen.sizing.loops.first_size).
+    # per cube of the edge: TetGen's mean tet is a fifth of a regular one, fieldgen.sizing.size_field.first_size).
     outside = (signed_volume(surface_vertices, surface_faces) - signed_volume(v, f)
                - interior.area * heights[-1])
     foreseen = PRISMS_PER_TRIANGLE * k * len(f) + 5 * 6 * np.sqrt(2.0) * max(outside, 0.0) / outer_edge ** 3
@@ -252,9 +243,10 @@ def band_skin(surface_vertices, surface_faces, markers, interior, heights: np.nd
         levels, scale = limited_columns(v, f, interior.normals, heights, scale)
         top = levels[-1]
         try:
-            outer = tetrahedralize(surface_vertices, surface_faces, markers, core_vertices=top, core_faces=f,
-                                   options=MeshingOptions(edge_length=outer_edge, radius_edge=outer_radius_edge),
-                                   timeout=OUTER_TIMEOUT)
+            outer = tetgen.tetrahedralize(surface_vertices, surface_faces, markers, core_vertices=top, core_faces=f,
+                                          options=tetgen.MeshingOptions(edge_length=outer_edge,
+                                                                        radius_edge=outer_radius_edge),
+                                          timeout=OUTER_TIMEOUT)
         except BuildError as error:
             raise BandError(f"TetGen could not mesh outside the band: {error.defect}",
                             fix="report the part; the build cut the skin instead") from None

@@ -9,7 +9,7 @@ deeper than that is rigid. The skin is cut out of a tet mesh of the whole part:
    the thickness are moved onto it (:func:`snap_to_cut`), so that the cut passes through them
    rather than slicing their tets into slivers close to them;
 3. the depth, a P1 field, is cut conformingly at ``depth = thickness`` with
-   :func:`fieldgen.material.layering.slice_by_levels`;
+   :func:`fieldgen.material.slicing.slice_by_levels`;
 4. tets deeper than the thickness are dropped; the faces this uncovers (on ``depth =
    thickness``) are marked RIGID (e = 1), the outer faces keep their condition. Where both ends
    of an edge were snapped and the tets around it alternate between the sides, two kept pieces
@@ -18,15 +18,11 @@ deeper than that is rigid. The skin is cut out of a tet mesh of the whole part:
 5. the cut's vertices are moved onto the exact depth (:func:`place_cut_at_depth`; the snapped
    ones are there already). The distance to a surface is not linear along an edge (it is
    concave inside a convex region, with a kink where two faces are equally near), so the cut of
-   its P1 interpolant lies deeper than the thickness where tets are coarse. Measured on
-   angle_block and idler_riser (2 mm skin, their accuracy-sized meshes), with both moves: the
-   99th percentile of the cut vertices' depth 1.000 x the thickness (1.07-1.12 x for the P1 cut
-   alone), the largest 1.08-1.26 x (1.27-1.36 x), 63-76 of 16k vertices held short where a
-   move would flatten a tet (3-5 % without the snap), and 0.1-0.5 % of the skin's tets with a
-   dihedral angle below 5° (3.1-3.4 % without it). Each move keeps a fifth of the volume of
-   the tets around it, so a tet moved by both steps keeps at least 0.04 of it (the smallest
-   measured kept 0.21). Vertices where the cut meets a bonded or insulated face stay on that
-   face; ``SkinResult.cut_depth`` records the range.
+   its P1 interpolant lies deeper than the thickness where tets are coarse (docs/design/skin.md
+   has what both moves achieve on the corpus parts). Each move keeps a fifth of the volume of
+   the tets around it, so a tet moved by both steps keeps at least 0.04 of it. Vertices where
+   the cut meets a bonded or insulated face stay on that face; ``SkinResult.cut_depth`` records
+   the range.
 
 Where the part is thinner than twice the skin, nothing is deeper than the thickness and the skin
 meets itself; ``SkinResult.volume_fraction`` says how much of the part is skin.
@@ -39,8 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen.errors import OptionError
-from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, boundary_faces_of, find_faces, mesh_edges, tet_volumes
 from fieldgen.io.vtk_data import closest_points_on_triangles, distance_to_triangles
+from fieldgen.material.slicing import slice_by_levels
+from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, boundary_faces_of, find_faces, mesh_edges, tet_volumes
+from fieldgen.units import length_scale
 
 #: The skin cut clips depths at this multiple of the skin thickness: deeper than the skin, only
 #: "deeper" matters (those tets are dropped), and ``SkinResult.max_depth`` reports the clip.
@@ -55,9 +53,8 @@ HALVINGS = 6
 KEEP_VOLUME = 0.2
 
 #: Before the cut, a vertex inside the part whose depth is within this fraction of its mean edge
-#: length of the thickness is moved onto the exact depth (:func:`snap_to_cut`). On a uniform 1 mm
-#: mesh of angle_block under a 2 mm skin, 0.2 held 38 vertices and left 0.17 % of the tets below
-#: 5°; 0.3 and 0.4 held 68 and 229 and left 0.55 % and 1.9 %.
+#: length of the thickness is moved onto the exact depth (:func:`snap_to_cut`); larger fractions
+#: hold more vertices short and leave more flat tets (docs/design/skin.md).
 CUT_SNAP = 0.2
 #: Rounds of the cut that leave out the snapped vertices on edges where the cut is not a surface
 #: (:func:`cut_skin`); after them the cut is made without the snap.
@@ -143,8 +140,6 @@ def cut_skin(mesh: TetMesh, thickness: float, *,
     ``SkinResult.max_depth`` is exact when below the cap, else the cap. ``snap``: see
     :func:`snap_to_cut` (0: none).
     """
-    from fieldgen.material.layering import slice_by_levels
-
     thickness = float(thickness)
     if not (np.isfinite(thickness) and thickness > 0):
         raise OptionError(f"the skin thickness must be a positive length, got {thickness / scale:g} {units}",
@@ -309,8 +304,6 @@ def skin_warnings(skin: SkinResult, units: str) -> list[str]:
     """A skin that fills nearly the whole part (walls thinner than twice the skin nearly
     everywhere) leaves a rigid interior of scraps, on which the whole Laplace field hangs (D 5.1.1):
     L, and the damping through it, change with every scrap the mesh happens to keep."""
-    from fieldgen.units import length_scale
-
     if skin.volume_fraction <= FILLS_PART:
         return []
     scale = length_scale(units)

@@ -35,17 +35,20 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from rtree import index
 
 from fieldgen.errors import BuildError
-from fieldgen.io.vtk_data import closest_points_on_triangles
+from fieldgen.io.vtk_data import distance_field, closest_points_on_triangles, distance_to_triangles
+from fieldgen.surface.components import vertex_pieces
+from fieldgen.surface.topology import compacted, edge_use, face_areas
 
 #: The interior's creases are rounded with radius ROUNDING x the skin thickness, and rigid sheets
 #: thinner than twice that are skin (module docstring).
 ROUNDING = 0.25
 #: Grid spacing of the depth field, x the skin thickness.
 GRID = 0.2
-#: The depth grid's nodes at most (about 100 bytes each in its arrays): featuretype (127 mm
-#: across) under a 2 mm skin has 4.4M; a 200 mm cube under 3 mm would have 37M.
+#: The depth grid's nodes at most (about 100 bytes each in its arrays): a 200 mm cube under a
+#: 3 mm skin would have 37M.
 MAX_GRID_NODES = 8_000_000
 #: The grid's origin is this fraction of its spacing off the part's box (see _depth_grid).
 GRID_SHIFT = 0.318
@@ -55,7 +58,7 @@ HAUSDORFF = 0.15
 #: A piece of the interior of area A is remeshed with edges of at most PIECE_EDGE x sqrt(A).
 PIECE_EDGE = 0.2
 #: Times the surface is remeshed with half the edge when it crosses itself (a thin wall of the
-#: interior, thinner than the triangles: angle_block under 1 mm, idler_riser under 0.1 in).
+#: interior, thinner than the triangles).
 REFINEMENTS = 2
 #: Rounds of averaging the vertex normals over their neighbours (the columns' directions).
 NORMAL_SMOOTHING = 5
@@ -79,8 +82,6 @@ class Interior:
 
     @property
     def area(self) -> float:
-        from fieldgen.surface.stage import face_areas
-
         return float(face_areas(self.vertices, self.faces).sum())
 
 
@@ -110,8 +111,6 @@ def rounded_interior(vertices: np.ndarray, faces: np.ndarray, thickness: float, 
     points = _grid_points(origin, shape, g)
     near = (depth >= T - 2 * g) & (depth <= T + rho + 2 * g)
     signed = T + rho - depth
-    from fieldgen.io.vtk_data import distance_to_triangles
-
     signed[near] = distance_to_triangles(points[near], sigma_v, sigma_f) * np.where(depth[near] > T + rho, -1.0, 1.0)
     raw_v, raw_f = _iso_surface(signed, origin, g, shape, rho)
     raw_v, raw_f = _large_pieces(raw_v, raw_f, 2.0 * math.pi * rho * rho)
@@ -158,13 +157,11 @@ def _grid_points(origin, shape, g):
 
 def _signed_depth(points, vertices, faces):
     """Distance to the closed surface, positive inside (VTK's signed distance is negative there)."""
-    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
-    from vtkmodules.vtkCommonCore import vtkDoubleArray
-
-    from fieldgen.io.vtk_data import _distance_field
+    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonCore import vtkDoubleArray  # lazy: heavy (VTK)
 
     values = vtkDoubleArray()
-    _distance_field(vertices, faces).FunctionValue(numpy_to_vtk(np.ascontiguousarray(points), deep=True), values)
+    distance_field(vertices, faces).FunctionValue(numpy_to_vtk(np.ascontiguousarray(points), deep=True), values)
     return -vtk_to_numpy(values).astype(np.float64)
 
 
@@ -172,12 +169,11 @@ def _depth_grid(vertices, faces, g, *, low, high):
     """Signed depth on a grid of spacing ``g`` over the surface's box (two cells of margin):
     exact where it may lie in [low, high], else interpolated from a grid four times coarser (its
     error is below that grid's cell diagonal, depth being 1-Lipschitz)."""
-    from scipy.ndimage import map_coordinates
+    from scipy.ndimage import map_coordinates  # lazy: heavy, and only the band skin needs it
 
     # The grid is shifted off the part's own coordinates by an odd fraction of its spacing: CAD
     # faces at round coordinates put the iso-surfaces through the nodes otherwise, and the
-    # degenerate triangles there made MMGS refine (12k triangles on angle_block under exactly 2 mm,
-    # 7.7-8.1k under 1.99-2.01 mm).
+    # degenerate triangles there make MMGS refine (docs/design/skin.md).
     lo = vertices.min(axis=0) - (2 + GRID_SHIFT) * g
     hi = vertices.max(axis=0) + 2 * g
     shape = tuple(int(math.ceil((hi[i] - lo[i]) / g)) + 1 for i in range(3))
@@ -199,9 +195,9 @@ def _depth_grid(vertices, faces, g, *, low, high):
 def _iso_surface(values, origin, g, shape, level):
     """The iso-surface ``values = level`` of a grid field (VTK's flying edges), cleaned: duplicate
     points merged, degenerate triangles dropped."""
-    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
-    from vtkmodules.vtkCommonDataModel import vtkImageData
-    from vtkmodules.vtkFiltersCore import vtkFlyingEdges3D
+    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonDataModel import vtkImageData  # lazy: heavy (VTK)
+    from vtkmodules.vtkFiltersCore import vtkFlyingEdges3D  # lazy: heavy (VTK)
 
     image = vtkImageData()
     image.SetDimensions(*shape)
@@ -237,31 +233,12 @@ def _cleaned(points, triangles):
     triangles = rank[inverse.ravel()[triangles]]
     keep = (triangles[:, 0] != triangles[:, 1]) & (triangles[:, 1] != triangles[:, 2]) & \
            (triangles[:, 2] != triangles[:, 0])
-    return _compacted(points, triangles[keep])
-
-
-def _compacted(points, triangles):
-    used = np.unique(triangles)
-    remap = np.full(len(points), -1, dtype=np.int64)
-    remap[used] = np.arange(len(used))
-    return points[used], remap[triangles]
-
-
-def _pieces(n, triangles):
-    """Each of the ``n`` points' connected piece of ``triangles`` (through shared vertices)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    edges = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
-    graph = coo_matrix((np.ones(len(edges), dtype=np.int8), (edges[:, 0], edges[:, 1])), shape=(n, n))
-    return connected_components(graph, directed=False)[1]
+    return compacted(points, triangles[keep])
 
 
 def _piece_areas(points, triangles):
     """Each point's connected piece (through shared vertices) and each piece's area."""
-    from fieldgen.surface.stage import face_areas
-
-    label = _pieces(len(points), triangles)
+    label = vertex_pieces(len(points), triangles)
     area = face_areas(points, triangles)
     return label, np.bincount(label[triangles[:, 0]], weights=area, minlength=label.max() + 1)
 
@@ -272,7 +249,7 @@ def _large_pieces(points, triangles, min_area):
         return points, triangles
     label, area = _piece_areas(points, triangles)
     keep = area[label[triangles[:, 0]]] >= min_area
-    return _compacted(points, triangles[keep])
+    return compacted(points, triangles[keep])
 
 
 def _onto_rounded(points, sigma_v, sigma_f, rho):
@@ -287,7 +264,7 @@ def _onto_rounded(points, sigma_v, sigma_f, rho):
 def _remeshed(points, triangles, edge, hausdorff):
     """MMGS's isotropic remeshing (``mmgpy``) at ``edge``, within ``hausdorff`` of the surface."""
     try:
-        import mmgpy
+        import mmgpy  # lazy: heavy, and only the band skin remeshes
     except ImportError as error:   # pragma: no cover - a declared dependency
         raise InteriorError(f"the interior's surface needs the package mmgpy ({error})",
                             fix="pip install mmgpy (fieldgen's dependencies include it)") from None
@@ -316,16 +293,16 @@ def _remeshed(points, triangles, edge, hausdorff):
 
 def _outward(points, triangles):
     """Wound consistently and out of the interior (each closed piece of positive volume)."""
-    import trimesh
+    import trimesh  # lazy: heavy, and only the band skin needs its winding repair
 
     mesh = trimesh.Trimesh(points, triangles, process=False)
     trimesh.repair.fix_winding(mesh)
-    if not mesh.is_watertight:        # every edge in two triangles: every piece closed
+    out = np.array(mesh.faces, dtype=np.int64)
+    if not edge_use(out).closed:        # every edge in two triangles: every piece closed
         raise InteriorError("the interior's surface is not closed after remeshing",
                             fix="report the part; the build cut the skin instead")
-    out = np.array(mesh.faces, dtype=np.int64)
     # Each piece's signed volume: negative pieces are flipped.
-    label = _pieces(len(points), out)[out[:, 0]]
+    label = vertex_pieces(len(points), out)[out[:, 0]]
     v = points[out]
     signed = np.einsum("ij,ij->i", v[:, 0], np.cross(v[:, 1], v[:, 2])) / 6.0
     flip = np.bincount(label, weights=signed)[label] < 0
@@ -385,8 +362,6 @@ def _smoothed(normals, triangles, rounds):
 def self_intersecting(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     """Indices of the triangles that an edge of another triangle (sharing no vertex with it)
     passes through: candidates by an R-tree of their boxes, then a segment-triangle test."""
-    from rtree import index
-
     boxes_lo = vertices[faces].min(axis=1)
     boxes_hi = vertices[faces].max(axis=1)
     pad = 1e-12 * float(np.ptp(vertices, axis=0).max())

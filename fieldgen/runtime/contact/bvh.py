@@ -128,8 +128,8 @@ def candidate_pairs(bvh_a: BVH, bvh_b: BVH, X_AB: np.ndarray) -> np.ndarray:
     """(m, 2) int64 pairs (element of A, element of B) whose boxes overlap, B posed at X_AB in A's frame.
 
     The smaller tree is the one whose boxes are mapped (once per query, all of them) into the
-    other's frame, so the larger tree is traversed as built: a 3k-tet pad against a 12-triangle
-    box maps 12 + nodes boxes, not one per visited node pair. The pair set is a superset of
+    other's frame, so the larger tree is traversed as built: a fine mesh against a box of a few
+    triangles maps the box's few boxes and nodes, not one per visited node pair. The pair set is a superset of
     the truly overlapping pairs either way; its order depends only on the inputs."""
     X_AB = np.ascontiguousarray(X_AB, dtype=np.float64)
     if bvh_a.n_nodes == 0 or bvh_b.n_nodes == 0 or bvh_a.order.size == 0 or bvh_b.order.size == 0:
@@ -171,8 +171,8 @@ def _roots_within(alo, ahi, blo, bhi, X, margin):
 def _query(big: BVH, small: BVH, X, grow: float = 0.0):
     """(big's element, small's element) pairs, small posed at X in big's frame, its boxes grown
     by ``grow`` on every side."""
-    node_c, node_h = _mapped_boxes(small.lower, small.upper, X)
-    elem_c, elem_h = _mapped_boxes(small.element_lower, small.element_upper, X)
+    node_c, node_h = mapped_boxes(small.lower, small.upper, X)
+    elem_c, elem_h = mapped_boxes(small.element_lower, small.element_upper, X)
     if grow > 0.0:
         node_h += grow
         elem_h += grow
@@ -183,7 +183,7 @@ def _query(big: BVH, small: BVH, X, grow: float = 0.0):
 
 
 @nb.njit(cache=True)
-def _mapped_boxes(lo, hi, X):
+def mapped_boxes(lo, hi, X):
     """Centre and half-size, in the other frame, of boxes (lo, hi) mapped by X (conservative
     box of the rotated box: half-size through |R|)."""
     n = lo.shape[0]
@@ -324,7 +324,7 @@ def default_margin(bvh: BVH) -> float:
 def motion_bound(X_old: np.ndarray, X_new: np.ndarray, reach: float) -> float:
     """How far (per axis) any box of a tree whose boxes lie within ``reach`` of its origin on
     every axis (max |coordinate|) can move, centre and conservative half-size together, when
-    its pose changes from ``X_old`` to ``X_new``: |Δt|∞ + ‖ΔR‖∞·reach (``_mapped_boxes`` maps a
+    its pose changes from ``X_old`` to ``X_new``: |Δt|∞ + ‖ΔR‖∞·reach (``mapped_boxes`` maps a
     box to centre R c + t and half-size |R| h, and |c_j| + h_j ≤ reach)."""
     dR = np.abs(X_new[:3, :3] - X_old[:3, :3]).sum(axis=1).max()
     return float(np.abs(X_new[:3, 3] - X_old[:3, 3]).max() + dR * reach)
@@ -364,7 +364,7 @@ def sorted_candidate_pairs(bvh_a: BVH, bvh_b: BVH, X_AB: np.ndarray, cache: Pair
             cache.traversals += 1
         else:
             cache.reuses += 1
-        elem_c, elem_h = _mapped_boxes(small.element_lower, small.element_upper, X)
+        elem_c, elem_h = mapped_boxes(small.element_lower, small.element_upper, X)
         pairs = _overlapping(cache.pairs, big.lower, big.upper, big.element_lower, big.element_upper,
                              elem_c, elem_h)
     return np.ascontiguousarray(pairs[:, ::-1]) if swap else pairs

@@ -18,7 +18,16 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-MAX_POLYGON = 16  # 8 is the geometric bound (a tet slice <= 4, +1 per clipping face); slack for ties
+from fieldgen.runtime.contact.polygon_output import (
+    MAX_POLYGON,
+    append_face,
+    grow,
+    grow_rows,
+    new_faces,
+    polygon_area_centroid,
+    trimmed_faces,
+)
+
 _FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]], dtype=np.int64)
 
 
@@ -93,96 +102,6 @@ def _zero_face_mask(pressure, tet):
     return mask
 
 
-@nb.njit(cache=True, inline="always")
-def _polygon_area_centroid(poly, n, nrm, c):
-    """Area (projected on the unit normal), returned, and area centroid, written to ``c``
-    (the vertex mean when the area is not positive), by a fan from vertex 0."""
-    area = 0.0
-    cx = 0.0
-    cy = 0.0
-    cz = 0.0
-    for k in range(1, n - 1):
-        ux = poly[k, 0] - poly[0, 0]
-        uy = poly[k, 1] - poly[0, 1]
-        uz = poly[k, 2] - poly[0, 2]
-        vx = poly[k + 1, 0] - poly[0, 0]
-        vy = poly[k + 1, 1] - poly[0, 1]
-        vz = poly[k + 1, 2] - poly[0, 2]
-        a = 0.5 * ((uy * vz - uz * vy) * nrm[0] + (uz * vx - ux * vz) * nrm[1] + (ux * vy - uy * vx) * nrm[2])
-        area += a
-        cx += a * (poly[0, 0] + poly[k, 0] + poly[k + 1, 0]) / 3.0
-        cy += a * (poly[0, 1] + poly[k, 1] + poly[k + 1, 1]) / 3.0
-        cz += a * (poly[0, 2] + poly[k, 2] + poly[k + 1, 2]) / 3.0
-    if area > 0.0:
-        c[0] = cx / area
-        c[1] = cy / area
-        c[2] = cz / area
-    else:
-        for i in range(3):
-            c[i] = 0.0
-            for k in range(n):
-                c[i] += poly[k, i]
-            c[i] /= max(n, 1)
-    return area
-
-
-@nb.njit(cache=True)
-def _grow2(a, need):
-    if need <= a.shape[0]:
-        return a
-    b = np.empty((max(need, 2 * a.shape[0]), a.shape[1]), a.dtype)
-    b[:a.shape[0]] = a
-    return b
-
-
-@nb.njit(cache=True)
-def _grow1(a, need):
-    if need <= a.shape[0]:
-        return a
-    b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
-    b[:a.shape[0]] = a
-    return b
-
-
-@nb.njit(cache=True)
-def _new_faces(m):
-    """Output arrays of a polygon kernel with ``m`` candidate pairs (they grow if need be):
-    vertices, vertex pressures, offsets, normals, areas, centroids, centroid pressures, source pair."""
-    cap = max(m, 4)
-    return (np.empty((max(4 * m, 16), 3)), np.empty(max(4 * m, 16)), np.zeros(cap + 1, np.int64),
-            np.empty((cap, 3)), np.empty(cap), np.empty((cap, 3)), np.empty(cap), np.empty(cap, np.int64))
-
-
-@nb.njit(cache=True)
-def _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf):
-    """The kernel's answer: its output arrays cut to ``nv`` vertices and ``nf`` faces."""
-    return (verts[:nv].copy(), vpress[:nv].copy(), offsets[:nf + 1].copy(), normals[:nf].copy(),
-            areas[:nf].copy(), cents[:nf].copy(), cpress[:nf].copy(), src[:nf].copy())
-
-
-@nb.njit(cache=True, inline="always")
-def _append_face(poly, n, nrm, area, cen, x0, p0, grad, k, verts, vpress, offsets, normals, cents,
-                 areas, cpress, src, nv, nf):
-    """Append polygon ``poly[:n]`` as face ``nf``: its vertices with the field ``p0 + grad·(x − x0)``
-    (linear in the tet it lies in, D 5.0.1), normal, area, centroid and centroid pressure."""
-    verts = _grow2(verts, nv + n)
-    vpress = _grow1(vpress, nv + n)
-    for i in range(n):
-        for c in range(3):
-            verts[nv + i, c] = poly[i, c]
-        vpress[nv + i] = p0 + grad[0] * (poly[i, 0] - x0[0]) + grad[1] * (poly[i, 1] - x0[1]) + grad[2] * (
-            poly[i, 2] - x0[2])
-    nv += n
-    offsets[nf + 1] = nv
-    for c in range(3):
-        normals[nf, c] = nrm[c]
-        cents[nf, c] = cen[c]
-    areas[nf] = area
-    cpress[nf] = p0 + grad[0] * (cen[0] - x0[0]) + grad[1] * (cen[1] - x0[1]) + grad[2] * (cen[2] - x0[2])
-    src[nf] = k
-    return verts, vpress, nv, nf + 1
-
-
 @nb.njit(cache=True)
 def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
     """Equal-pressure polygons of tet pairs (D C.1): slice tet a by the plane p_b = p_a, then
@@ -190,9 +109,12 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
     p_b = p_a >= 0 inside tet a, so that clip is redundant, and skipping it is D 5.0.2's
     duplicate-clip rule (clip a shared p0 = 0 boundary once, by tet A). Pairs whose gradients
     differ by no more than ``eps_rel``·(|∇p_a| + |∇p_b|) have no plane (D C.2) and are skipped.
-    Drake's face rule has its own kernel (:mod:`fieldgen.runtime.contact.drake_arithmetic`)."""
+    Drake's face rule has its own kernel (:mod:`fieldgen.runtime.contact.drake_arithmetic`).
+
+    One function on purpose: split into numba helpers (inlined or called), this hot loop ran
+    measurably slower (docs/design/runtime.md)."""
     m = pairs.shape[0]
-    verts, vpress, offsets, normals, areas, cents, cpress, src = _new_faces(m)
+    verts, vpress, offsets, normals, areas, cents, cpress, src = new_faces(m)
     nv = 0
     nf = 0
     poly = np.empty((MAX_POLYGON, 3))
@@ -302,13 +224,13 @@ def tet_tet_polygons(pairs, PA, TA, pA, gA, PB, TB, pB, gB, eps_rel):
         n = _clip_by_tet(poly, n, tmp, PB, tb, _zero_face_mask(pB, tb))
         if n < 3:
             continue
-        area = _polygon_area_centroid(poly, n, nrm, cen)
+        area = polygon_area_centroid(poly, n, nrm, cen)
         if not area > 0.0:
             continue
-        verts, vpress, nv, nf = _append_face(poly, n, nrm, area, cen, PA[ta[0]], pA[ta[0]], gA[a], k,
+        verts, vpress, nv, nf = append_face(poly, n, nrm, area, cen, PA[ta[0]], pA[ta[0]], gA[a], k,
                                              verts, vpress, offsets, normals, cents, areas, cpress,
                                              src, nv, nf)
-    return _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
+    return trimmed_faces(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
 
 
 @nb.njit(cache=True, inline="always")
@@ -342,6 +264,49 @@ def _triangle_planes(PS, SF, unit_normals, f, out):
         out[f, 6 + 3 * k] = uy * ez - uz * ey
         out[f, 7 + 3 * k] = uz * ex - ux * ez
         out[f, 8 + 3 * k] = ux * ey - uy * ex
+
+
+@nb.njit(cache=True, inline="always")
+def _walk_slice(poly, npos, b0, b1, b2, x0, y0, z0, d0, x1, y1, z1, d1, x2, y2, z2, d2, x3, y3, z3, d3):
+    """The slice of a tet by a plane it crosses (vertices (x_i, y_i, z_i) at signed distances
+    d_i, ``b_i`` = d_i > 0, ``npos`` of them positive, none zero): its 3 or 4 points in
+    ``poly``, in the order of a walk around the slice; returns the count."""
+    if npos == 2:
+        # the two vertices above (p, q) and below (r, s): the slice walks p-r, p-s, q-s, q-r
+        if b0 == b1:       # {0,1} vs {2,3}
+            _slice_point(poly, 0, x0, y0, z0, d0, x2, y2, z2, d2)
+            _slice_point(poly, 1, x0, y0, z0, d0, x3, y3, z3, d3)
+            _slice_point(poly, 2, x1, y1, z1, d1, x3, y3, z3, d3)
+            _slice_point(poly, 3, x1, y1, z1, d1, x2, y2, z2, d2)
+        elif b0 == b2:     # {0,2} vs {1,3}
+            _slice_point(poly, 0, x0, y0, z0, d0, x1, y1, z1, d1)
+            _slice_point(poly, 1, x0, y0, z0, d0, x3, y3, z3, d3)
+            _slice_point(poly, 2, x2, y2, z2, d2, x3, y3, z3, d3)
+            _slice_point(poly, 3, x2, y2, z2, d2, x1, y1, z1, d1)
+        else:              # {0,3} vs {1,2}
+            _slice_point(poly, 0, x0, y0, z0, d0, x1, y1, z1, d1)
+            _slice_point(poly, 1, x0, y0, z0, d0, x2, y2, z2, d2)
+            _slice_point(poly, 2, x3, y3, z3, d3, x2, y2, z2, d2)
+            _slice_point(poly, 3, x3, y3, z3, d3, x1, y1, z1, d1)
+        return 4
+    lone_up = npos == 1
+    if b0 == lone_up:
+        _slice_point(poly, 0, x0, y0, z0, d0, x1, y1, z1, d1)
+        _slice_point(poly, 1, x0, y0, z0, d0, x2, y2, z2, d2)
+        _slice_point(poly, 2, x0, y0, z0, d0, x3, y3, z3, d3)
+    elif b1 == lone_up:
+        _slice_point(poly, 0, x1, y1, z1, d1, x0, y0, z0, d0)
+        _slice_point(poly, 1, x1, y1, z1, d1, x2, y2, z2, d2)
+        _slice_point(poly, 2, x1, y1, z1, d1, x3, y3, z3, d3)
+    elif b2 == lone_up:
+        _slice_point(poly, 0, x2, y2, z2, d2, x0, y0, z0, d0)
+        _slice_point(poly, 1, x2, y2, z2, d2, x1, y1, z1, d1)
+        _slice_point(poly, 2, x2, y2, z2, d2, x3, y3, z3, d3)
+    else:
+        _slice_point(poly, 0, x3, y3, z3, d3, x0, y0, z0, d0)
+        _slice_point(poly, 1, x3, y3, z3, d3, x1, y1, z1, d1)
+        _slice_point(poly, 2, x3, y3, z3, d3, x2, y2, z2, d2)
+    return 3
 
 
 @nb.njit(cache=True, inline="always")
@@ -407,42 +372,7 @@ def _slice_inside_triangle(PT, TT, t_, PS, SF, f, C, poly):
             inside = False
     if not inside:
         return -1
-    if npos == 2:
-        # the two vertices above (p, q) and below (r, s): the slice walks p-r, p-s, q-s, q-r
-        if b0 == b1:       # {0,1} vs {2,3}
-            _slice_point(poly, 0, x0, y0, z0, d0, x2, y2, z2, d2)
-            _slice_point(poly, 1, x0, y0, z0, d0, x3, y3, z3, d3)
-            _slice_point(poly, 2, x1, y1, z1, d1, x3, y3, z3, d3)
-            _slice_point(poly, 3, x1, y1, z1, d1, x2, y2, z2, d2)
-        elif b0 == b2:     # {0,2} vs {1,3}
-            _slice_point(poly, 0, x0, y0, z0, d0, x1, y1, z1, d1)
-            _slice_point(poly, 1, x0, y0, z0, d0, x3, y3, z3, d3)
-            _slice_point(poly, 2, x2, y2, z2, d2, x3, y3, z3, d3)
-            _slice_point(poly, 3, x2, y2, z2, d2, x1, y1, z1, d1)
-        else:              # {0,3} vs {1,2}
-            _slice_point(poly, 0, x0, y0, z0, d0, x1, y1, z1, d1)
-            _slice_point(poly, 1, x0, y0, z0, d0, x2, y2, z2, d2)
-            _slice_point(poly, 2, x3, y3, z3, d3, x2, y2, z2, d2)
-            _slice_point(poly, 3, x3, y3, z3, d3, x1, y1, z1, d1)
-        return 4
-    lone_up = npos == 1
-    if b0 == lone_up:
-        _slice_point(poly, 0, x0, y0, z0, d0, x1, y1, z1, d1)
-        _slice_point(poly, 1, x0, y0, z0, d0, x2, y2, z2, d2)
-        _slice_point(poly, 2, x0, y0, z0, d0, x3, y3, z3, d3)
-    elif b1 == lone_up:
-        _slice_point(poly, 0, x1, y1, z1, d1, x0, y0, z0, d0)
-        _slice_point(poly, 1, x1, y1, z1, d1, x2, y2, z2, d2)
-        _slice_point(poly, 2, x1, y1, z1, d1, x3, y3, z3, d3)
-    elif b2 == lone_up:
-        _slice_point(poly, 0, x2, y2, z2, d2, x0, y0, z0, d0)
-        _slice_point(poly, 1, x2, y2, z2, d2, x1, y1, z1, d1)
-        _slice_point(poly, 2, x2, y2, z2, d2, x3, y3, z3, d3)
-    else:
-        _slice_point(poly, 0, x3, y3, z3, d3, x0, y0, z0, d0)
-        _slice_point(poly, 1, x3, y3, z3, d3, x1, y1, z1, d1)
-        _slice_point(poly, 2, x3, y3, z3, d3, x2, y2, z2, d2)
-    return 3
+    return _walk_slice(poly, npos, b0, b1, b2, x0, y0, z0, d0, x1, y1, z1, d1, x2, y2, z2, d2, x3, y3, z3, d3)
 
 
 @nb.njit(cache=True, inline="always")
@@ -470,9 +400,11 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
     (normal (b − a) × (c − a) of the face's vertices a, b, c) serve both the separation test
     (the triangle wholly outside one plane: no overlap) and Sutherland–Hodgman. Both give
     triangle ∩ tet; they differ by round-off. Arrays are read by scalar index (no per-pair
-    views or allocations): a step of the full-resolution gripper has ~3000 pairs per pad."""
+    views or allocations): this runs for every candidate pair of every step. One function on
+    purpose: split into numba helpers (inlined or called), this hot loop ran measurably slower
+    (docs/design/runtime.md)."""
     m = pairs.shape[0]
-    verts, vpress, offsets, normals, areas, cents, cpress, src = _new_faces(m)
+    verts, vpress, offsets, normals, areas, cents, cpress, src = new_faces(m)
     nv = 0
     nf = 0
     poly = np.empty((MAX_POLYGON, 3))
@@ -571,7 +503,7 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
         nrm[0] = turn * nrx
         nrm[1] = turn * nry
         nrm[2] = turn * nrz
-        area = _polygon_area_centroid(poly, n, nrm, cen)
+        area = polygon_area_centroid(poly, n, nrm, cen)
         cx = cen[0]
         cy = cen[1]
         cz = cen[2]
@@ -584,8 +516,8 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
         z0 = PT[i0, 2]
         p0 = p[i0]
         if nv + n > verts.shape[0]:
-            verts = _grow2(verts, nv + n)
-            vpress = _grow1(vpress, nv + n)
+            verts = grow_rows(verts, nv + n)
+            vpress = grow(vpress, nv + n)
         for i in range(n):
             r = n - 1 - i if flip else i
             for c in range(3):
@@ -603,7 +535,7 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
         cpress[nf] = p0 + gx * (cx - x0) + gy * (cy - y0) + gz * (cz - z0)
         src[nf] = k
         nf += 1
-    return _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
+    return trimmed_faces(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
 
 
 @nb.njit(cache=True)

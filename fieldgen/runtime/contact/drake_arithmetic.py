@@ -22,22 +22,26 @@ without fused multiply-adds (numba does not contract ``a*b + c``):
 
 Sums of three products are evaluated as ``(a0*b0 + a1*b1) + a2*b2`` and rotations act row by
 row, which is how Eigen evaluates Drake's fixed-size expressions. These are facts of Drake's
-code, reimplemented here; no code is shared with it.
+code, reimplemented here; no code is shared with it. The kernels keep the structure of Drake's
+functions (long ones included) so that each step can be checked against Drake's source.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
+from fractions import Fraction
 
 import numba as nb
 import numpy as np
 
-from fieldgen.runtime.contact.clip import _append_face, _new_faces, _polygon_area_centroid, _trimmed
+from fieldgen.runtime.contact.polygon_output import (MAX_POLYGON, append_face, new_faces, polygon_area_centroid,
+                                                     trimmed_faces)
 
 COS_ALPHA = math.cos(5.0 * math.pi / 8.0)   # Drake's threshold angle between normal and gradient
 NEAR2 = 1e-14 * 1e-14                        # vertices closer than 1e-14 m are merged
 DEGENERATE_VOLUME = float(np.finfo(float).eps)
-MAX_POLYGON = 16
 
 # Marching tetrahedra. Row `code` (bit i set: vertex i strictly above the plane) lists the cut
 # edges as (start, end) vertex pairs, in the cyclic order that winds the slice right-handed
@@ -337,7 +341,7 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, uA, PB, TB, gB, mB, nB, uB, X_MN, X_
     counter-clockwise about the normal from A into B; pressures are p_A interpolated with the
     world-frame gradients ``grad_a_W``."""
     m = pairs.shape[0]
-    verts, vpress, offsets, normals, areas, cents, cpress, src = _new_faces(m)
+    verts, vpress, offsets, normals, areas, cents, cpress, src = new_faces(m)
     nv = 0
     nf = 0
     R = X_MN[:3, :3]
@@ -473,20 +477,20 @@ def tet_tet_polygons(pairs, PA, TA, gA, mA, uA, PB, TB, gB, mB, nB, uB, X_MN, X_
         nrm[0] = x
         nrm[1] = y
         nrm[2] = z
-        area = _polygon_area_centroid(world, n, nrm, cen)
+        area = polygon_area_centroid(world, n, nrm, cen)
         area = max(area, 0.0)
         v = PA[ta[0]]
         x, y, z = _rotate(X_WM, v[0], v[1], v[2])
         x0[0] = X_WM[0, 3] + x
         x0[1] = X_WM[1, 3] + y
         x0[2] = X_WM[2, 3] + z
-        verts, vpress, nv, nf = _append_face(world, n, nrm, area, cen, x0, pressure_a[ta[0]], grad_a_W[a],
+        verts, vpress, nv, nf = append_face(world, n, nrm, area, cen, x0, pressure_a[ta[0]], grad_a_W[a],
                                              k, verts, vpress, offsets, normals, cents, areas, cpress, src, nv, nf)
-    return _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
+    return trimmed_faces(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
 
 
 def body_tet_data(body):
-    """:func:`tet_data` of a CompliantBody, computed once and kept on the body."""
+    """:func:`tet_data` of a CompliantGeometry, computed once and kept on the body."""
     if "drake_tet_data" not in body.derived:
         body.derived["drake_tet_data"] = tet_data(body.points, body.tets, body.pressure)
     return body.derived["drake_tet_data"]
@@ -513,9 +517,6 @@ def relative_transform(X_WA: np.ndarray, X_WB: np.ndarray) -> np.ndarray:
 
 def _libm_fma():
     """Correctly rounded a·b + c: the C library's fma, else exact rational arithmetic."""
-    import ctypes
-    import ctypes.util
-
     try:
         libm = ctypes.CDLL(ctypes.util.find_library("m") or None)
         f = libm.fma
@@ -523,8 +524,6 @@ def _libm_fma():
         f.argtypes = (ctypes.c_double, ctypes.c_double, ctypes.c_double)
         return lambda a, b, c: f(float(a), float(b), float(c))
     except (OSError, AttributeError):
-        from fractions import Fraction
-
         return lambda a, b, c: float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
 
 
@@ -612,7 +611,7 @@ def tri_tet_polygons(pairs, PT, TT, uT, PS, SF, normals_S, X_MN, X_WM, sign, pre
     reported normal is ``sign``·``normals_W`` (world), and the polygon winds about it. Returns
     the arrays of :func:`fieldgen.runtime.contact.clip.tri_tet_polygons`."""
     m = pairs.shape[0]
-    verts, vpress, offsets, normals, areas, cents, cpress, src = _new_faces(m)
+    verts, vpress, offsets, normals, areas, cents, cpress, src = new_faces(m)
     nv = 0
     nf = 0
     R = X_MN[:3, :3]
@@ -710,20 +709,20 @@ def tri_tet_polygons(pairs, PT, TT, uT, PS, SF, normals_S, X_MN, X_WM, sign, pre
             world[i, 2] = X_WM[2, 3] + z
         for c in range(3):
             nrm[c] = sign * normals_W[f, c]
-        area = _polygon_area_centroid(world, n, nrm, cen)
+        area = polygon_area_centroid(world, n, nrm, cen)
         area = max(area, 0.0)
         v = PT[TT[t, 0]]
         x, y, z = _rotate(X_WM, v[0], v[1], v[2])
         x0[0] = X_WM[0, 3] + x
         x0[1] = X_WM[1, 3] + y
         x0[2] = X_WM[2, 3] + z
-        verts, vpress, nv, nf = _append_face(world, n, nrm, area, cen, x0, pressure[TT[t, 0]], grad_W[t],
+        verts, vpress, nv, nf = append_face(world, n, nrm, area, cen, x0, pressure[TT[t, 0]], grad_W[t],
                                              k, verts, vpress, offsets, normals, cents, areas, cpress, src, nv, nf)
-    return _trimmed(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
+    return trimmed_faces(verts, vpress, offsets, normals, areas, cents, cpress, src, nv, nf)
 
 
 def body_triangle_normals(body):
-    """:func:`triangle_normals` of a RigidBody, computed once and kept on the body."""
+    """:func:`triangle_normals` of a RigidGeometry, computed once and kept on the body."""
     if "drake_triangle_normals" not in body.derived:
         body.derived["drake_triangle_normals"] = triangle_normals(body.vertices, body.faces)
     return body.derived["drake_triangle_normals"]

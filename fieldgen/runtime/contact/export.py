@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
+from fieldgen.io.asset import atomic_output
+from fieldgen.io.vtk_data import named_array, polygons
 from fieldgen.runtime.contact.surface import ContactSurface
 from fieldgen.runtime.contact.pose import SpatialVelocity, as_spatial_velocity
 from fieldgen.runtime.contact.wrench import DEFAULT_STICTION_VELOCITY, combined_dissipation, combined_friction
@@ -51,21 +53,18 @@ def surface_tractions(surface: ContactSurface, body_a, body_b, *, V_WA: SpatialV
 
 
 def _polydata(surface: ContactSurface, traction: np.ndarray):
-    from fieldgen.io.vtk_data import named_array as array
-    from fieldgen.io.vtk_data import polygons
-
     data = polygons(np.reshape(surface.vertices, (-1, 3)), surface.face_offsets, surface.face_vertices)
     data.GetPoints().GetData().SetName("points")
     pd = data.GetPointData()
-    pd.AddArray(array(surface.vertex_pressure, "pressure"))
+    pd.AddArray(named_array(surface.vertex_pressure, "pressure"))
     pd.SetActiveScalars("pressure")
     cd = data.GetCellData()
-    cd.AddArray(array(surface.normals, "normal", "XYZ"))
+    cd.AddArray(named_array(surface.normals, "normal", "XYZ"))
     cd.SetActiveNormals("normal")
-    cd.AddArray(array(traction, "traction", "XYZ"))
+    cd.AddArray(named_array(traction, "traction", "XYZ"))
     cd.SetActiveVectors("traction")
-    cd.AddArray(array(surface.areas, "area"))
-    cd.AddArray(array(surface.centroid_pressure, "pressure"))
+    cd.AddArray(named_array(surface.areas, "area"))
+    cd.AddArray(named_array(surface.centroid_pressure, "pressure"))
     return data
 
 
@@ -77,11 +76,10 @@ def write_contact_surface(path, surface: ContactSurface, body_a=None, body_b=Non
     The traction uses the pair's χ and μ when both bodies are given, else p0·n̂ alone.
     Returns the path written; an empty surface gives a valid file with no cells.
     """
+    # lazy: vtk is heavy, needed only to write the file
     from vtkmodules.vtkCommonDataModel import vtkUnstructuredGrid
     from vtkmodules.vtkFiltersCore import vtkAppendFilter
     from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter, vtkXMLUnstructuredGridWriter
-
-    from fieldgen.io.asset import atomic_output
 
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:

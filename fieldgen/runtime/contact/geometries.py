@@ -17,16 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
+from fieldgen.io.asset import read_asset
 from fieldgen.meshing.tetmesh import boundary_faces_of, p1_gradients, tet_volumes
 from fieldgen.runtime.contact.bvh import BVH, build_bvh
 from fieldgen.runtime.contact.drake_arithmetic import distance_field as drake_distance_field
+from fieldgen.surface.topology import edge_use
+from fieldgen.material.tangential import DEFAULT_TANGENTIAL_DAMPING, DEFAULT_TANGENTIAL_STIFFNESS
 from fieldgen.units import length_scale
 
 CORE_EXTENT = 1.0 - 1e-9   #: a vertex with e >= this lies on the rigid core
-#: tangential compliance (D 6.2.3) when an asset gives none: k = K̄ p, c = C̄ p; a point slides
-#: after a stretch μ/K̄ (50 µm at μ = 0.5) and the spring's time constant is C̄/K̄ = 1 ms
-DEFAULT_TANGENTIAL_STIFFNESS = 1.0e4      # K̄, 1/m
-DEFAULT_TANGENTIAL_DAMPING = 10.0         # C̄, s/m
 
 
 
@@ -39,7 +38,7 @@ def characteristic_length_of(points: np.ndarray, tets: np.ndarray, extent: np.nd
 
 
 @dataclass(eq=False)
-class CompliantBody:
+class CompliantGeometry:
     """A compliant object: a tet mesh with a piecewise-linear pressure field p0 (D 5.0.1).
 
     points (n, 3) m; tets (t, 4) int64 VTK-positive; pressure (n,) Pa at the vertices;
@@ -101,7 +100,7 @@ class CompliantBody:
     def from_arrays(cls, points, tets, pressure, *, extent=None, dissipation: float = 0.0,
                     mu_static: float = 0.0, mu_dynamic: float | None = None,
                     characteristic_length: float | None = None, modulus: float | None = None,
-                    name: str = "compliant") -> "CompliantBody":
+                    name: str = "compliant") -> "CompliantGeometry":
         """Body from vertex arrays; the gradient is p1_gradients of ``pressure``.
 
         ``extent`` defaults to p0/max p0 (monotone laws reach e = 1 at the largest pressure);
@@ -124,14 +123,12 @@ class CompliantBody:
                    float(characteristic_length), float(pmax if modulus is None else modulus), name, core)
 
     @classmethod
-    def from_asset(cls, path, *, name: str | None = None) -> "CompliantBody":
+    def from_asset(cls, path, *, name: str | None = None) -> "CompliantGeometry":
         """Body from a fieldgen asset (.vtu) through ``fieldgen.io.asset.read_asset``."""
-        from fieldgen.io.asset import read_asset  # written by the asset stage
-
         return cls.from_asset_object(read_asset(path), path=path, name=name)
 
     @classmethod
-    def from_asset_object(cls, asset, *, path=None, name: str | None = None) -> "CompliantBody":
+    def from_asset_object(cls, asset, *, path=None, name: str | None = None) -> "CompliantGeometry":
         """Body from an Asset (points, tets, extent, pressure, pressure_gradient, metadata)."""
         meta = dict(getattr(asset, "metadata", {}) or {})
         friction = meta.get("friction", {}) or {}
@@ -163,7 +160,7 @@ class CompliantBody:
 
     @classmethod
     def from_drake_vtk(cls, path, modulus: float, *, dissipation: float = 0.0, mu_static: float = 0.0,
-                       mu_dynamic: float | None = None, name: str | None = None) -> "CompliantBody":
+                       mu_dynamic: float | None = None, name: str | None = None) -> "CompliantGeometry":
         """Body from a legacy .vtk tet mesh with Drake's field p0 = E·d/max d (d: distance of each
         vertex to the mesh's boundary surface; point data in the file is ignored, as Drake does)."""
         if not (np.isfinite(modulus) and modulus > 0):
@@ -187,7 +184,7 @@ class CompliantBody:
 
 
 @dataclass(eq=False)
-class RigidBody:
+class RigidGeometry:
     """A rigid object: a triangle surface mesh, faces wound so normals point out (body frame, m)."""
 
     vertices: np.ndarray
@@ -221,13 +218,15 @@ class RigidBody:
 
     @classmethod
     def from_mesh(cls, path, units: str = "m", *, mu_static: float = 0.0, mu_dynamic: float | None = None,
-                  name: str | None = None) -> "RigidBody":
-        """Rigid body from a surface mesh file, read by :func:`fieldgen.surface.stage.read_triangles` (the
+                  name: str | None = None) -> "RigidGeometry":
+        """Rigid body from a surface mesh file, read by :func:`fieldgen.io.surface_readers.read_triangles` (the
         one surface reader) in ``units`` (:data:`fieldgen.units.LENGTH_UNITS`); seams merged as the
         builder merges them, degenerate faces dropped, and a closed mesh wound inward as a whole is
         flipped so normals point out (each shell keeps its own winding otherwise: overlapping
         shells stay solid). Closedness is checked by :func:`load_body`."""
-        from fieldgen.surface.stage import MERGE_TOLERANCE, merge_close_vertices, read_triangles
+        # lazy: the surface readers and repairs, needed only for rigid surface meshes
+        from fieldgen.io.surface_readers import read_triangles
+        from fieldgen.surface.repair import MERGE_TOLERANCE, merge_close_vertices  # lazy: likewise
 
         scale = length_scale(units, path=path)
         vertices, faces, _, _ = read_triangles(path, units=units)
@@ -246,7 +245,7 @@ class RigidBody:
                    float(mu_static), float(mu_static if mu_dynamic is None else mu_dynamic), name or Path(path).stem)
 
 
-def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs) -> CompliantBody | RigidBody:
+def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs) -> CompliantGeometry | RigidGeometry:
     """.vtu -> fieldgen asset; .vtk -> Drake-compatible compliant mesh (``modulus`` required);
     anything else -> rigid surface in ``units``, which must be closed (:func:`check_closed_surface`)."""
     path = Path(path)
@@ -254,14 +253,14 @@ def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs)
         raise InputError("file not found", path=path, fix="Check the path")
     suffix = path.suffix.lower()
     if suffix == ".vtu":
-        return CompliantBody.from_asset(path, **kwargs)
+        return CompliantGeometry.from_asset(path, **kwargs)
     if suffix == ".vtk":
         if modulus is None:
             raise OptionError("a legacy .vtk tet mesh has no pressure field of its own; the Drake-compatible "
                               "field p0 = E·d/max d needs the modulus E", path=path,
                               fix="Pass modulus= in pascals (e.g. 1e5)")
-        return CompliantBody.from_drake_vtk(path, modulus, **kwargs)
-    body = RigidBody.from_mesh(path, units=units, **kwargs)
+        return CompliantGeometry.from_drake_vtk(path, modulus, **kwargs)
+    body = RigidGeometry.from_mesh(path, units=units, **kwargs)
     check_closed_surface(body.vertices, body.faces, path)
     return body
 
@@ -269,12 +268,8 @@ def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs)
 def open_edges(faces: np.ndarray) -> tuple[int, int]:
     """(boundary, defective) edge counts of a triangle mesh: edges used by one face, and edges
     used by more than two faces or twice in the same direction (inconsistent winding)."""
-    faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
-    directed = np.stack([faces, np.roll(faces, -1, axis=1)], axis=2).reshape(-1, 2)
-    undirected = np.sort(directed, axis=1)
-    _, uses = np.unique(undirected, axis=0, return_counts=True)
-    _, same_way = np.unique(directed, axis=0, return_counts=True)
-    return int(np.sum(uses == 1)), int(np.sum(uses > 2) + np.sum(same_way > 1))
+    use = edge_use(faces)
+    return use.open, use.overused + use.repeated
 
 
 def check_closed_surface(vertices: np.ndarray, faces: np.ndarray, path=None) -> None:
@@ -295,8 +290,8 @@ def check_closed_surface(vertices: np.ndarray, faces: np.ndarray, path=None) -> 
 def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
     """Points and tets of a legacy .vtk unstructured grid, with Drake's checks: only tets,
     every tet of positive volume (InputError otherwise, never a process exit)."""
-    import vtk
-    from vtk.util.numpy_support import vtk_to_numpy
+    import vtk  # lazy: vtk is heavy, needed only for legacy .vtk files
+    from vtk.util.numpy_support import vtk_to_numpy  # lazy: as vtk
 
     path = Path(path)
     if not path.is_file():
@@ -342,7 +337,7 @@ def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
 
 def _cell_types(grid) -> np.ndarray:
     """Cell type codes of a vtkUnstructuredGrid (API renamed in VTK 9.6)."""
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtk.util.numpy_support import vtk_to_numpy  # lazy: vtk is heavy, needed only for legacy .vtk files
 
     getter = grid.GetCellTypes if hasattr(grid, "GetCellTypes") else grid.GetCellTypesArray
     return np.asarray(vtk_to_numpy(getter()), dtype=np.int64)

@@ -55,6 +55,12 @@ class Pose:
         return Pose.from_matrix(self.matrix @ as_matrix(other))
 
 
+def cross3(a, b) -> np.ndarray:
+    """a × b of two 3-vectors: the products and differences of ``np.cross`` (bit-identical)
+    without its overhead for a single pair."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 def as_matrix(pose) -> np.ndarray:
     """A (4, 4) float64 copy of ``pose`` (a Pose, a 4x4 array, or None for the identity)."""
     if pose is None:

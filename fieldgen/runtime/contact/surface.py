@@ -43,7 +43,7 @@ import numpy as np
 
 from fieldgen.runtime.contact import clip as clip
 from fieldgen.runtime.contact import drake_arithmetic as drake_arithmetic
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.bvh import PairCache, sorted_candidate_pairs
 from fieldgen.runtime.contact.pose import as_matrix
 
@@ -145,70 +145,101 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     drake = face_rule == "drake"
     XA, XB = as_matrix(X_WA), as_matrix(X_WB)
     name_a, name_b = getattr(body_a, "name", "A"), getattr(body_b, "name", "B")
-    a_soft, b_soft = isinstance(body_a, CompliantBody), isinstance(body_b, CompliantBody)
+    a_soft, b_soft = isinstance(body_a, CompliantGeometry), isinstance(body_b, CompliantGeometry)
     for body in (body_a, body_b):
-        if not isinstance(body, (CompliantBody, RigidBody)):
-            raise TypeError(f"bodies must be CompliantBody or RigidBody, got {type(body).__name__}")
+        if not isinstance(body, (CompliantGeometry, RigidGeometry)):
+            raise TypeError(f"bodies must be CompliantGeometry or RigidGeometry, got {type(body).__name__}")
     if not a_soft and not b_soft:
         return empty_surface(representation, XA, XB, name_a, name_b)
-    if a_soft:
-        X_AB = relative_pose(XA, XB)
-        pairs = sorted_candidate_pairs(body_a.bvh, body_b.bvh, X_AB,
-                                       _pair_cache(body_a, body_b) if reuse_pairs else None)
-    else:       # (triangle of A, tet of B) pairs come from B's side: no column swaps on the way
-        X_BA = relative_pose(XB, XA)
-        swapped = sorted_candidate_pairs(body_b.bvh, body_a.bvh, X_BA,
-                                         _pair_cache(body_b, body_a) if reuse_pairs else None)
-        pairs = swapped[:, ::-1]
+    pairs, tet_first = _candidate_pairs(body_a, XA, body_b, XB, reuse_pairs)
     if len(pairs) == 0:
         return empty_surface(representation, XA, XB, name_a, name_b)
-    if a_soft and b_soft and drake:     # Drake's arithmetic in A's frame (drake_arithmetic)
-        _, gA = _posed_tets(XA, body_a, pairs[:, 0])
-        dA, dB = drake_arithmetic.body_tet_data(body_a), drake_arithmetic.body_tet_data(body_b)
-        out = drake_arithmetic.tet_tet_polygons(pairs, body_a.points, body_a.tets, dA[0], dA[1], dA[3],
-                                                body_b.points, body_b.tets, dB[0], dB[1], dB[2], dB[3],
-                                                drake_arithmetic.relative_transform(XA, XB), XA,
-                                                body_a.pressure, gA)
-        src = out[7]
-        el_a, el_b = pairs[src, 0], pairs[src, 1]
-        grad_a, grad_b = gA[el_a], _rotate(XB, body_b.gradient[el_b])
-    elif a_soft and b_soft:
-        PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
-        PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
-        out = clip.tet_tet_polygons(pairs, PA, body_a.tets, body_a.pressure, gA,
-                                    PB, body_b.tets, body_b.pressure, gB, GRADIENT_EPS)
-        src = out[7]
-        el_a, el_b = pairs[src, 0], pairs[src, 1]
-        grad_a, grad_b = gA[el_a], gB[el_b]
-    elif drake:     # one compliant body: Drake's arithmetic in its frame (drake_arithmetic)
-        soft, X_S, rigid, X_R = (body_a, XA, body_b, XB) if a_soft else (body_b, XB, body_a, XA)
-        tet_tri = pairs if a_soft else swapped
-        _, gS = _posed_tets(X_S, soft, tet_tri[:, 0])
-        out = drake_arithmetic.tri_tet_polygons(
-            tet_tri, soft.points, soft.tets, drake_arithmetic.body_tet_data(soft)[3], rigid.vertices, rigid.faces,
-            drake_arithmetic.body_triangle_normals(rigid), drake_arithmetic.relative_transform(X_S, X_R), X_S,
-            -1.0 if a_soft else 1.0, soft.pressure, gS, _rotate(X_R, rigid.face_normals))
-        src = out[7]
-        el_a, el_b = pairs[src, 0], pairs[src, 1]
-        nan = np.full((len(src), 3), np.nan)
-        grad_a, grad_b = (gS[el_a], nan) if a_soft else (nan, gS[el_b])
+    if a_soft and b_soft:
+        polygons = _drake_tet_tet if drake else _tet_tet
+        out, grad_a, grad_b = polygons(body_a, XA, body_b, XB, pairs)
     else:
-        # compliant–rigid: clip in the compliant body's frame (the rigid surface's few vertices
-        # are posed there, not the tets), then pose the polygons in the world
-        soft, rigid, X_WS, X_SR, sign, tet_pairs = ((body_a, body_b, XA, X_AB, -1.0, pairs) if a_soft else
-                                                    (body_b, body_a, XB, X_BA, 1.0, swapped))
-        out = clip.tri_tet_polygons(tet_pairs, soft.points, soft.tets, _transform(X_SR, rigid.vertices),
-                                    rigid.faces, _rotate(X_SR, rigid.face_normals), sign, soft.pressure,
-                                    soft.gradient)
-        out = (_transform(X_WS, out[0]), out[1], out[2], _rotate(X_WS, out[3])) + out[4:5] + \
-            (_transform(X_WS, out[5]),) + out[6:]
-        src = out[7]
-        el_a, el_b = pairs[src, 0], pairs[src, 1]
-        grad = _rotate(X_WS, soft.gradient[tet_pairs[src, 0]])
-        nan = np.full((len(src), 3), np.nan)
-        grad_a, grad_b = (grad, nan) if a_soft else (nan, grad)
+        polygons = _drake_tri_tet if drake else _tri_tet
+        out, grad_a, grad_b = polygons(body_a, XA, body_b, XB, pairs, tet_first)
+    src = out[7]
+    el_a, el_b = pairs[src, 0], pairs[src, 1]
+    _warn_pass_through(body_a, el_a, body_b, el_b, out[1], out[2])
+    return _surface(representation, out, grad_a, grad_b, el_a, el_b, XA, XB, name_a, name_b)
+
+
+def _candidate_pairs(body_a, XA, body_b, XB, reuse_pairs: bool):
+    """Broad phase: the (element of A, element of B) pairs, sorted, and the same pairs with the
+    compliant body's tet first (the pairs themselves when A is compliant). With a rigid A the
+    (triangle of A, tet of B) pairs come from B's side: no column swaps on the way."""
+    if isinstance(body_a, CompliantGeometry):
+        pairs = sorted_candidate_pairs(body_a.bvh, body_b.bvh, relative_pose(XA, XB),
+                                       _pair_cache(body_a, body_b) if reuse_pairs else None)
+        return pairs, pairs
+    swapped = sorted_candidate_pairs(body_b.bvh, body_a.bvh, relative_pose(XB, XA),
+                                     _pair_cache(body_b, body_a) if reuse_pairs else None)
+    return swapped[:, ::-1], swapped
+
+
+def _drake_tet_tet(body_a, XA, body_b, XB, pairs):
+    """Compliant–compliant polygons with Drake's arithmetic in A's frame (drake_arithmetic):
+    the kernel's output and the world gradients of A and B per polygon."""
+    _, gA = _posed_tets(XA, body_a, pairs[:, 0])
+    dA, dB = drake_arithmetic.body_tet_data(body_a), drake_arithmetic.body_tet_data(body_b)
+    out = drake_arithmetic.tet_tet_polygons(pairs, body_a.points, body_a.tets, dA[0], dA[1], dA[3],
+                                            body_b.points, body_b.tets, dB[0], dB[1], dB[2], dB[3],
+                                            drake_arithmetic.relative_transform(XA, XB), XA,
+                                            body_a.pressure, gA)
+    src = out[7]
+    return out, gA[pairs[src, 0]], _rotate(XB, body_b.gradient[pairs[src, 1]])
+
+
+def _tet_tet(body_a, XA, body_b, XB, pairs):
+    """Compliant–compliant equal-pressure polygons in the world (D C.1)."""
+    PA, gA = _posed_tets(XA, body_a, pairs[:, 0])
+    PB, gB = _posed_tets(XB, body_b, pairs[:, 1])
+    out = clip.tet_tet_polygons(pairs, PA, body_a.tets, body_a.pressure, gA,
+                                PB, body_b.tets, body_b.pressure, gB, GRADIENT_EPS)
+    src = out[7]
+    return out, gA[pairs[src, 0]], gB[pairs[src, 1]]
+
+
+def _drake_tri_tet(body_a, XA, body_b, XB, pairs, tet_tri):
+    """One compliant body: Drake's arithmetic in its frame (drake_arithmetic); the rigid side's
+    gradient is NaN."""
+    a_soft = isinstance(body_a, CompliantGeometry)
+    soft, X_S, rigid, X_R = (body_a, XA, body_b, XB) if a_soft else (body_b, XB, body_a, XA)
+    _, gS = _posed_tets(X_S, soft, tet_tri[:, 0])
+    out = drake_arithmetic.tri_tet_polygons(
+        tet_tri, soft.points, soft.tets, drake_arithmetic.body_tet_data(soft)[3], rigid.vertices, rigid.faces,
+        drake_arithmetic.body_triangle_normals(rigid), drake_arithmetic.relative_transform(X_S, X_R), X_S,
+        -1.0 if a_soft else 1.0, soft.pressure, gS, _rotate(X_R, rigid.face_normals))
+    src = out[7]
+    el_a, el_b = pairs[src, 0], pairs[src, 1]
+    nan = np.full((len(src), 3), np.nan)
+    return (out,) + ((gS[el_a], nan) if a_soft else (nan, gS[el_b]))
+
+
+def _tri_tet(body_a, XA, body_b, XB, pairs, tet_pairs):
+    """Compliant–rigid: clip in the compliant body's frame (the rigid surface's few vertices are
+    posed there, not the tets), then pose the polygons in the world; the rigid side's gradient
+    is NaN."""
+    a_soft = isinstance(body_a, CompliantGeometry)
+    soft, rigid, X_WS, X_WR, sign = (body_a, body_b, XA, XB, -1.0) if a_soft else (body_b, body_a, XB, XA, 1.0)
+    X_SR = relative_pose(X_WS, X_WR)
+    out = clip.tri_tet_polygons(tet_pairs, soft.points, soft.tets, _transform(X_SR, rigid.vertices),
+                                rigid.faces, _rotate(X_SR, rigid.face_normals), sign, soft.pressure,
+                                soft.gradient)
+    out = (_transform(X_WS, out[0]), out[1], out[2], _rotate(X_WS, out[3])) + out[4:5] + \
+        (_transform(X_WS, out[5]),) + out[6:]
+    src = out[7]
+    grad = _rotate(X_WS, soft.gradient[tet_pairs[src, 0]])
+    nan = np.full((len(src), 3), np.nan)
+    return (out,) + ((grad, nan) if a_soft else (nan, grad))
+
+
+def _surface(representation, out, grad_a, grad_b, el_a, el_b, XA, XB, name_a, name_b) -> ContactSurface:
+    """The polygons of a kernel's output as a ContactSurface: as they are, or as centroid fans
+    (D 5.0.3) in the triangle representation."""
     verts, vpress, offsets, normals, areas, cents, cpress, _ = out
-    _warn_pass_through(body_a, el_a, body_b, el_b, vpress, offsets)
     if representation == "polygon":
         return ContactSurface("polygon", verts, offsets, np.arange(len(verts), dtype=np.int64), normals, areas,
                               cents, vpress, cpress, grad_a, grad_b, el_a, el_b, XA, XB, name_a, name_b)
@@ -220,7 +251,7 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
                           grad_a[owner], grad_b[owner], el_a[owner], el_b[owner], XA, XB, name_a, name_b)
 
 
-def _pair_cache(body: CompliantBody, other) -> PairCache:
+def _pair_cache(body: CompliantGeometry, other) -> PairCache:
     """The broad-phase cache of ``body`` (whose tree is queried first) against ``other``."""
     caches = body.derived.setdefault("pair_caches", {})
     entry = caches.get(id(other))
@@ -230,10 +261,10 @@ def _pair_cache(body: CompliantBody, other) -> PairCache:
     return entry[1]
 
 
-def _posed_tets(X, body: CompliantBody, elements: np.ndarray):
+def _posed_tets(X, body: CompliantGeometry, elements: np.ndarray):
     """World vertices and gradients of ``body`` at pose ``X``, computed only for the tets in
-    ``elements`` (rows of other vertices and tets are left unset and never read): a 130k-tet
-    pad touches a few hundred tets per step. Same arithmetic per row as posing all."""
+    ``elements`` (rows of other vertices and tets are left unset and never read): a fine mesh
+    touches few of its tets per step. Same arithmetic per row as posing all."""
     if 4 * len(elements) >= len(body.tets):
         return _transform(X, body.points), _rotate(X, body.gradient)
     return _pose_subset(np.ascontiguousarray(X, dtype=np.float64), body.points, body.tets, body.gradient,
@@ -308,7 +339,7 @@ def _warn_pass_through(body_a, el_a, body_b, el_b, vertex_pressure, offsets) -> 
         return
     face_max = None
     for body, elements, other in ((body_a, el_a, body_b), (body_b, el_b, body_a)):
-        if not isinstance(body, CompliantBody) or not np.isfinite(body.core_pressure):
+        if not isinstance(body, CompliantGeometry) or not np.isfinite(body.core_pressure):
             continue
         near_core = body.core_tets[elements]
         if not near_core.any():          # the usual case: skip the per-face maxima

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from fieldgen.runtime.contact.pose import cross3
 from fieldgen.runtime.contact.surface import ContactSurface
 #: eigenvalues of K̄ below this fraction of its largest are its null space
 NULL_SPACE_TOLERANCE = 1e-12
@@ -92,11 +93,6 @@ def point_friction(stretch, *, tangential_velocity, pressure, mu: float, stiffne
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = v_t - np.where(sliding[..., None], excess / c[..., None], 0.0)
     return t_f, rate, sliding, t_s
-
-
-def _cross(a, b) -> np.ndarray:
-    """a × b of two 3-vectors (np.cross costs ~10x more at this size)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 # --------------------------------------------------------------------------- quadrature
@@ -259,7 +255,7 @@ def friction_wrench(surface: ContactSurface | Quadrature, state=None, *, linear_
     S = scaling.scale
     deformation = (scaling.inv_sqrt_bar @ s) / S                       # Δ = S⁻¹ K̄^{−1/2} s
     spring = -S * (scaling.sqrt_bar @ s)                               # f_Δ = −K Δ
-    V = np.concatenate([omega, v_ref + _cross(omega, centre - ref)])  # twist about c
+    V = np.concatenate([omega, v_ref + cross3(omega, centre - ref)])  # twist about c
     out = _tractions(points, weights, pressures, normals, centre, deformation, V, float(mu), float(stiffness),
                      float(damping))
     force, torque_c, e, slide_weight, n_sliding = out[0:3], out[3:6], out[6:12], out[12], int(out[13])
@@ -277,7 +273,7 @@ def friction_wrench(surface: ContactSurface | Quadrature, state=None, *, linear_
         raise ValueError("with zero tangential damping (τ = 0) the unloaded part of the spring would relax "
                          "instantly; give a positive damping")
     energy = 0.5 * float(s @ s)
-    return TangentialResult(force, torque_c + _cross(centre, force), torque_c, centre, spring[3:], spring[:3],
+    return TangentialResult(force, torque_c + cross3(centre, force), torque_c, centre, spring[3:], spring[:3],
                             rate, energy, float(slide_weight / total), "slide" if n_sliding else "stick",
                             deformation, K, tau, energy_rate=float(s @ rate))
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from fieldgen.runtime.contact.geometries import CompliantBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry
 from fieldgen.runtime.contact.surface import ContactSurface, compute_contact_surface
 from fieldgen.runtime.contact.pose import SpatialVelocity, as_matrix, as_spatial_velocity
 
@@ -75,7 +75,7 @@ class ContactWrench:
 
 def combined_dissipation(body_a, body_b) -> float:
     """χ of the pair (D 5.2.2, C.4)."""
-    a_soft, b_soft = isinstance(body_a, CompliantBody), isinstance(body_b, CompliantBody)
+    a_soft, b_soft = isinstance(body_a, CompliantGeometry), isinstance(body_b, CompliantGeometry)
     if a_soft and b_soft:
         ca = body_a.characteristic_length / body_a.modulus
         cb = body_b.characteristic_length / body_b.modulus

@@ -117,79 +117,93 @@ def lemke(M: np.ndarray, q: np.ndarray, *, max_pivots: int | None = None,
     # Tableau rows: x_B + ... ; columns [w (n) | z (n) | z0 (1)], constraint
     # I w - M z - e z0 = q. T holds B^-1 [I, -M, -e], rhs holds B^-1 q.
     T = np.hstack([np.eye(n), -M, -np.ones((n, 1))])
+    A = T.copy()                            # original constraint matrix [I, -M, -e]
     rhs = q.copy()
     zero_rhs = 1e-14 * float(np.abs(q).max())
     basis = np.arange(n)                    # variable index basic in each row
     z0_index = 2 * n
-
-    def complement(var: int) -> int:
-        return var + n if var < n else var - n
-
-    def pivot(row: int, col: int) -> None:
-        nonlocal rhs
-        p = T[row, col]
-        T[row] /= p
-        rhs[row] /= p
-        factor = T[:, col].copy()
-        factor[row] = 0.0
-        T[:] -= np.outer(factor, T[row])
-        rhs -= factor * rhs[row]
-        rhs[np.abs(rhs) <= zero_rhs] = 0.0   # round-off on degenerate rows: exact ties
-        basis[row] = col
-
-    A = T.copy()                            # original constraint matrix [I, -M, -e]
-
-    def point() -> tuple[np.ndarray, np.ndarray]:
-        # re-solve the final basis from the original data: removes pivoting round-off
-        values = rhs
-        try:
-            values = np.linalg.solve(A[:, basis], q)
-            if not np.all(np.isfinite(values)) or np.abs(values - rhs).max() > 1e-6 * (
-                    1.0 + np.abs(rhs).max()):
-                values = rhs
-        except np.linalg.LinAlgError:
-            pass
-        x = np.zeros(2 * n + 1)
-        x[basis] = np.maximum(values, 0.0)
-        z = x[n:2 * n]
-        return z, M @ z + q
-
     # z0 enters; the row of the most negative q leaves. Among ties the lexicographic
     # rule takes the last row, which keeps every row of [rhs, B^-1] lexico-positive.
     row = int(np.flatnonzero(q <= q.min() + 1e-12 * max(1.0, abs(q.min())))[-1])
     leaving = int(basis[row])
-    pivot(row, z0_index)
+    _pivot(T, rhs, basis, row, z0_index, zero_rhs)
     pivots = 1
-    entering = complement(leaving)
+    entering = _complement(leaving, n)
     while True:
         if pivots >= max_pivots:
-            z, w = point()
+            z, w = _basic_point(A, basis, rhs, M, q)
             return LCPResult(z=z, w=w, status=MAX_ITERATIONS, pivots=pivots)
         col = T[:, entering]
         threshold = tol * max(1.0, float(np.abs(col).max()))
         candidates = np.flatnonzero(col > threshold)
         if len(candidates) == 0:
-            # unbounded ray: entering = t, basic x_B = rhs - t col (never decreasing)
-            direction = np.zeros(2 * n + 1)
-            direction[entering] = 1.0
-            direction[basis] = np.maximum(-col, 0.0)
-            z_h = direction[n:2 * n]
-            ray = LCPRay(z=z_h, w=direction[:n], z0=float(direction[z0_index]))
-            z, w = point()
-            return LCPResult(z=z, w=w, status=RAY, pivots=pivots, ray=ray)
-        # prefer z0 leaving when it ties for the minimum ratio (terminates early)
-        row = _lexicographic_leaving(T, rhs, col, candidates, n)
-        z0_row = np.flatnonzero(basis == z0_index)
-        if len(z0_row) and z0_row[0] in candidates:
-            r0 = int(z0_row[0])
-            if rhs[r0] / col[r0] <= rhs[row] / col[row] + 1e-12 * max(1.0, abs(rhs[row] / col[row])):
-                row = r0
+            z, w = _basic_point(A, basis, rhs, M, q)
+            return LCPResult(z=z, w=w, status=RAY, pivots=pivots, ray=_ray(basis, col, entering, n))
+        row = _leaving_row(T, rhs, col, candidates, basis, z0_index, n)
         leaving = int(basis[row])
-        pivot(row, entering)
+        _pivot(T, rhs, basis, row, entering, zero_rhs)
         pivots += 1
         if leaving == z0_index:
-            z, w = point()
+            z, w = _basic_point(A, basis, rhs, M, q)
             residual = natural_residual(z, w)
             ok = residual <= residual_tol * residual_scale(M, q, z)
             return LCPResult(z=z, w=w, status=SOLUTION if ok else INACCURATE, pivots=pivots, residual=residual)
-        entering = complement(leaving)
+        entering = _complement(leaving, n)
+
+
+def _complement(var: int, n: int) -> int:
+    """The complementary variable of ``var`` (w_i <-> z_i)."""
+    return var + n if var < n else var - n
+
+
+def _pivot(T: np.ndarray, rhs: np.ndarray, basis: np.ndarray, row: int, col: int, zero_rhs: float) -> None:
+    """Pivot the tableau (``T``, ``rhs``, ``basis``, in place) on ``(row, col)``."""
+    p = T[row, col]
+    T[row] /= p
+    rhs[row] /= p
+    factor = T[:, col].copy()
+    factor[row] = 0.0
+    T[:] -= np.outer(factor, T[row])
+    rhs -= factor * rhs[row]
+    rhs[np.abs(rhs) <= zero_rhs] = 0.0   # round-off on degenerate rows: exact ties
+    basis[row] = col
+
+
+def _leaving_row(T, rhs, col, candidates, basis, z0_index: int, n: int) -> int:
+    """The lexicographic minimum-ratio row, or z0's row when it ties for the minimum ratio
+    (then the method terminates early)."""
+    row = _lexicographic_leaving(T, rhs, col, candidates, n)
+    z0_row = np.flatnonzero(basis == z0_index)
+    if len(z0_row) and z0_row[0] in candidates:
+        r0 = int(z0_row[0])
+        if rhs[r0] / col[r0] <= rhs[row] / col[row] + 1e-12 * max(1.0, abs(rhs[row] / col[row])):
+            row = r0
+    return row
+
+
+def _ray(basis: np.ndarray, col: np.ndarray, entering: int, n: int) -> LCPRay:
+    """The unbounded ray of a column with no positive entry: entering = t, basic
+    x_B = rhs − t col (never decreasing)."""
+    direction = np.zeros(2 * n + 1)
+    direction[entering] = 1.0
+    direction[basis] = np.maximum(-col, 0.0)
+    z_h = direction[n:2 * n]
+    return LCPRay(z=z_h, w=direction[:n], z0=float(direction[2 * n]))
+
+
+def _basic_point(A: np.ndarray, basis: np.ndarray, rhs: np.ndarray, M: np.ndarray,
+                 q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(z, w) of the basis, re-solved from the original data ``A`` (removes pivoting round-off)."""
+    n = q.shape[0]
+    values = rhs
+    try:
+        values = np.linalg.solve(A[:, basis], q)
+        if not np.all(np.isfinite(values)) or np.abs(values - rhs).max() > 1e-6 * (
+                1.0 + np.abs(rhs).max()):
+            values = rhs
+    except np.linalg.LinAlgError:
+        pass
+    x = np.zeros(2 * n + 1)
+    x[basis] = np.maximum(values, 0.0)
+    z = x[n:2 * n]
+    return z, M @ z + q

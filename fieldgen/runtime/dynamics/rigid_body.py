@@ -20,6 +20,7 @@ import numba as nb
 import numpy as np
 
 from fieldgen.errors import InputError
+from fieldgen.surface.topology import edge_use
 
 
 @dataclass
@@ -226,10 +227,8 @@ def _integrate_pose(position, quaternion, velocity, angular_velocity, dt):
 
 def _check_closed(faces: np.ndarray, path: str | None) -> None:
     """Every directed edge must be matched by its reverse (closed, consistently wound)."""
-    edges = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
-    forward = {tuple(e) for e in edges.tolist()}
-    unmatched = sum(1 for a, b in forward if (b, a) not in forward)
-    duplicated = len(edges) - len(forward)
+    use = edge_use(faces)
+    unmatched, duplicated = use.unmatched, use.duplicates
     if unmatched or duplicated:
         raise InputError(
             f"surface is not closed and consistently wound: {unmatched} edges without a "

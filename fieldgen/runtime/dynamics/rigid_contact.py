@@ -41,8 +41,9 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial import ConvexHull
 
-from fieldgen.runtime.contact.geometries import RigidBody
+from fieldgen.runtime.contact.geometries import RigidGeometry
 from fieldgen.runtime.contact.bvh import BVH, build_bvh, candidate_pairs, roots_within
 
 SUPPORT_COS = -0.5          #: vertex cone leniency: neighbours may rise 60° toward the other body
@@ -71,7 +72,7 @@ class MeshFeatures:
     edge_bvh: BVH               # over the convex edges (element k: convex_edges[k])
 
 
-def mesh_features(body: RigidBody) -> MeshFeatures:
+def mesh_features(body: RigidGeometry) -> MeshFeatures:
     """The :class:`MeshFeatures` of ``body`` (computed once, kept in ``body.derived``)."""
     if "mesh_features" in body.derived:
         return body.derived["mesh_features"]
@@ -115,10 +116,8 @@ def mesh_features(body: RigidBody) -> MeshFeatures:
     return features
 
 
-def convex_hull_body(body: RigidBody) -> RigidBody:
+def convex_hull_body(body: RigidGeometry) -> RigidGeometry:
     """The convex hull of a rigid mesh as a rigid body (same friction and name), outward wound."""
-    from scipy.spatial import ConvexHull
-
     hull = ConvexHull(body.vertices)
     used = np.unique(hull.simplices)
     remap = np.full(len(body.vertices), -1, np.int64)
@@ -129,10 +128,10 @@ def convex_hull_body(body: RigidBody) -> RigidBody:
     outward = np.einsum("fk,fk->f", np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]),
                         hull.equations[:, :3]) < 0
     faces[outward] = faces[outward][:, ::-1]
-    return RigidBody(V, faces, body.mu_static, body.mu_dynamic, body.name)
+    return RigidGeometry(V, faces, body.mu_static, body.mu_dynamic, body.name)
 
 
-def core_body(body) -> RigidBody | None:
+def core_body(body) -> RigidGeometry | None:
     """The rigid core of a compliant body as a rigid surface (its boundary faces at e = 1,
     wound the other way: their normals point out of the core, into the compliant material),
     or None when it has none (or ``body`` is not compliant). Kept in ``body.derived``."""
@@ -142,8 +141,8 @@ def core_body(body) -> RigidBody | None:
     if "core" in body.derived:
         return body.derived["core"]
     used, local = np.unique(faces, return_inverse=True)    # only the core's own vertices: posing
-    core = RigidBody(body.points[used], local.reshape(faces.shape)[:, ::-1].copy(),   # them is per step
-                     body.mu_static, body.mu_dynamic, f"{body.name} core")
+    core = RigidGeometry(body.points[used], local.reshape(faces.shape)[:, ::-1].copy(),   # them is per step
+                         body.mu_static, body.mu_dynamic, f"{body.name} core")
     body.derived["core"] = core
     return core
 
@@ -294,7 +293,7 @@ def _vertex_vertex(VA, fa, va, VB, fb, vb, margin):
     return 0.5 * (pa[idx] + pb[idx]), n[idx], d[idx]
 
 
-def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: np.ndarray,
+def mesh_contacts(geom_a: RigidGeometry, X_WA: np.ndarray, geom_b: RigidGeometry, X_WB: np.ndarray,
                   margin: float, *, depth: float | None = None):
     """Point contacts between two rigid meshes posed at ``X_WA``, ``X_WB`` (see the module doc):
     (position (m, 3), normal from A into B (m, 3), signed distance φ0 (m,)), world frame."""
@@ -308,53 +307,54 @@ def mesh_contacts(geom_a: RigidBody, X_WA: np.ndarray, geom_b: RigidBody, X_WB: 
     if not roots_within(geom_a.bvh, geom_b.bvh, X_AB, reach):   # the usual case for a rigid core:
         return empty                                             # far away, pose nothing
 
-    def pairs(bvh_a, bvh_b, grow):
-        return candidate_pairs(_grown(bvh_a, grow), bvh_b, X_AB)
-
-    if len(pairs(geom_a.bvh, geom_b.bvh, reach)) == 0:
+    if len(_grown_pairs(geom_a.bvh, geom_b.bvh, reach, X_AB)) == 0:
         return empty        # every feature lies on a face: no faces within reach, no contact
     RA, RB = X_WA[:3, :3], X_WB[:3, :3]
     VA = geom_a.vertices @ RA.T + X_WA[:3, 3]
     VB = geom_b.vertices @ RB.T + X_WB[:3, 3]
     NA, NB = geom_a.face_normals @ RA.T, geom_b.face_normals @ RB.T
     FA, FB = geom_a.faces, geom_b.faces
-    out_p, out_n, out_d = [empty[0]], [empty[1]], [empty[2]]
-
-    def add(p, n, d):
-        out_p.append(p), out_n.append(n), out_d.append(d)
-
-    def deduplicated(p, n, d, vid):
-        """One contact per vertex and normal (a vertex over the shared edge of two coplanar faces)."""
-        if not len(d):
-            return p, n, d
-        key = np.column_stack([vid, np.round(n * 1e6)])
-        _, keep = np.unique(key, axis=0, return_index=True)
-        keep.sort()
-        return p[keep], n[keep], d[keep]
-
     # Each kind of feature pair comes straight from its own two trees (faces, surface vertices,
     # convex edges), A's boxes grown by the reach: every candidate pair appears once, and their
     # number follows the features within reach of each other, not (faces in reach)² as pairs
     # of faces expanded to their vertices and edges would.
     # B's vertices on A's faces (normal: A's face normal), A's vertices on B's faces (−B's)
-    vf = pairs(geom_a.bvh, fb.vertex_bvh, reach)
-    add(*deduplicated(*_vertex_face(VB, fb, fb.surface_vertices[vf[:, 1]], VA, FA, NA, vf[:, 0], margin, depth)))
-    fv = pairs(fa.vertex_bvh, geom_b.bvh, reach)
+    vf = _grown_pairs(geom_a.bvh, fb.vertex_bvh, reach, X_AB)
+    found = [empty, _deduplicated(*_vertex_face(VB, fb, fb.surface_vertices[vf[:, 1]], VA, FA, NA, vf[:, 0],
+                                                margin, depth))]
+    fv = _grown_pairs(fa.vertex_bvh, geom_b.bvh, reach, X_AB)
     p, n, d, vid = _vertex_face(VA, fa, fa.surface_vertices[fv[:, 0]], VB, FB, NB, fv[:, 1], margin, depth)
-    add(*deduplicated(p, -n, d, vid))
+    found.append(_deduplicated(p, -n, d, vid))
     # convex edges across convex edges
-    ee = pairs(fa.edge_bvh, fb.edge_bvh, reach)
-    add(*_edge_edge(VA, RA, fa, fa.convex_edges[ee[:, 0]], VB, RB, fb, fb.convex_edges[ee[:, 1]], margin, depth))
+    ee = _grown_pairs(fa.edge_bvh, fb.edge_bvh, reach, X_AB)
+    found.append(_edge_edge(VA, RA, fa, fa.convex_edges[ee[:, 0]], VB, RB, fb, fb.convex_edges[ee[:, 1]], margin,
+                            depth))
     # vertices still apart from convex edges: B's vertex near A's edge, A's vertex near B's edge
-    ve = pairs(fa.edge_bvh, fb.vertex_bvh, margin)
-    add(*_vertex_edge(VB, fb, fb.surface_vertices[ve[:, 1]], VA, RA, fa, fa.convex_edges[ve[:, 0]], margin))
-    ev = pairs(fa.vertex_bvh, fb.edge_bvh, margin)
+    ve = _grown_pairs(fa.edge_bvh, fb.vertex_bvh, margin, X_AB)
+    found.append(_vertex_edge(VB, fb, fb.surface_vertices[ve[:, 1]], VA, RA, fa, fa.convex_edges[ve[:, 0]], margin))
+    ev = _grown_pairs(fa.vertex_bvh, fb.edge_bvh, margin, X_AB)
     p, n, d = _vertex_edge(VA, fa, fa.surface_vertices[ev[:, 0]], VB, RB, fb, fb.convex_edges[ev[:, 1]], margin)
-    add(p, -n, d)
+    found.append((p, -n, d))
     # vertices still apart from vertices (a pole of one rounded mesh over a pole of another)
-    vv = pairs(fa.vertex_bvh, fb.vertex_bvh, margin)
-    add(*_vertex_vertex(VA, fa, fa.surface_vertices[vv[:, 0]], VB, fb, fb.surface_vertices[vv[:, 1]], margin))
-    return np.vstack(out_p), np.vstack(out_n), np.concatenate(out_d)
+    vv = _grown_pairs(fa.vertex_bvh, fb.vertex_bvh, margin, X_AB)
+    found.append(_vertex_vertex(VA, fa, fa.surface_vertices[vv[:, 0]], VB, fb, fb.surface_vertices[vv[:, 1]], margin))
+    return (np.vstack([f[0] for f in found]), np.vstack([f[1] for f in found]),
+            np.concatenate([f[2] for f in found]))
+
+
+def _grown_pairs(bvh_a: BVH, bvh_b: BVH, grow: float, X_AB: np.ndarray) -> np.ndarray:
+    """Candidate pairs of the two trees with A's boxes grown by ``grow``."""
+    return candidate_pairs(_grown(bvh_a, grow), bvh_b, X_AB)
+
+
+def _deduplicated(p, n, d, vid):
+    """One contact per vertex and normal (a vertex over the shared edge of two coplanar faces)."""
+    if not len(d):
+        return p, n, d
+    key = np.column_stack([vid, np.round(n * 1e6)])
+    _, keep = np.unique(key, axis=0, return_index=True)
+    keep.sort()
+    return p[keep], n[keep], d[keep]
 
 
 def contact_margin(speed_bound: float, dt: float, scale: float) -> float:

@@ -411,31 +411,11 @@ def contact_force_lcp(states: list[RigidBodyState], masses: list[MassProperties]
         external_wrenches, dtype=np.float64).reshape(n, 6)
     inv_I = [np.linalg.inv(world_inertia(m, s.quaternion)) for s, m in zip(states, masses)]
 
-    def body_kinematics(body, point):
-        """(velocity of material point, its acceleration with zero contact force)."""
-        if body == WORLD:
-            return np.zeros(3), np.zeros(3), np.zeros(3)
-        s, m = states[body], masses[body]
-        r = point - s.position
-        w = s.angular_velocity
-        lin = g + ext[body, :3] / m.mass
-        alpha = inv_I[body] @ (ext[body, 3:] + gyroscopic_torque(s, m))
-        acc = lin + np.cross(alpha, r) + np.cross(w, np.cross(w, r))
-        return s.velocity + np.cross(w, r), acc, w
-
-    def response(body, point, force, at):
-        """Acceleration of material point ``at`` of ``body`` from a unit force at ``point``."""
-        if body == WORLD:
-            return np.zeros(3)
-        s, m = states[body], masses[body]
-        alpha = inv_I[body] @ np.cross(point - s.position, force)
-        return force / m.mass + np.cross(alpha, at - s.position)
-
     directions = []
     b = np.zeros(n_c)
     for i, c in enumerate(contacts):
-        va, aa, wa = body_kinematics(c.body_a, c.position)
-        vb, ab, _ = body_kinematics(c.body_b, c.position)
+        va, aa, wa = _free_point_motion(states, masses, inv_I, g, ext, c.body_a, c.position)
+        vb, ab, _ = _free_point_motion(states, masses, inv_I, g, ext, c.body_b, c.position)
         v_rel = vb - va
         n_dot = np.cross(wa, c.normal)
         b[i] = c.normal @ (ab - aa) + 2.0 * n_dot @ v_rel
@@ -451,6 +431,27 @@ def contact_force_lcp(states: list[RigidBodyState], masses: list[MassProperties]
             for body, sign in ((cj.body_b, 1.0), (cj.body_a, -1.0)):
                 for other, osign in ((ci.body_b, 1.0), (ci.body_a, -1.0)):
                     if body == other and body != WORLD:
-                        acc += sign * osign * response(body, cj.position, force, ci.position)
+                        acc += sign * osign * _unit_force_response(states[body], masses[body], inv_I[body],
+                                                                   cj.position, force, ci.position)
             A[i, j] = ci.normal @ acc
     return A, b
+
+
+def _free_point_motion(states, masses, inv_I, g, ext, body, point):
+    """(velocity of the material point of ``body`` at ``point``, its acceleration with zero
+    contact force, the body's angular velocity); zeros for the world."""
+    if body == WORLD:
+        return np.zeros(3), np.zeros(3), np.zeros(3)
+    s, m = states[body], masses[body]
+    r = point - s.position
+    w = s.angular_velocity
+    lin = g + ext[body, :3] / m.mass
+    alpha = inv_I[body] @ (ext[body, 3:] + gyroscopic_torque(s, m))
+    acc = lin + np.cross(alpha, r) + np.cross(w, np.cross(w, r))
+    return s.velocity + np.cross(w, r), acc, w
+
+
+def _unit_force_response(state, mass, inv_I, point, force, at):
+    """Acceleration of the material point ``at`` of a body from a unit ``force`` at ``point``."""
+    alpha = inv_I @ np.cross(point - state.position, force)
+    return force / mass.mass + np.cross(alpha, at - state.position)

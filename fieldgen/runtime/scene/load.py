@@ -1,18 +1,7 @@
 """Scenes for ``fieldgen simulate``: rigid bodies with contact geometry, gravity and loads.
 
-A :class:`Scene` is plain data: a list of :class:`SceneBody` and the gravity vector. Each
-body has a contact ``geometry`` (a runtime :class:`CompliantBody` or :class:`RigidBody`, in
-its own mesh frame), a ``kind``:
-
-- ``"dynamic"``: moves under gravity, contact and external wrenches; needs ``mass``;
-- ``"fixed"``: never moves (the world);
-- ``"kinematic"``: moves with a prescribed twist ``motion`` (a :class:`Schedule` of
-  ``[v, ω]``), unaffected by forces (a gripper finger driven by a position controller).
-
-States follow ``rigid_body``: ``position`` is the centre of mass in the world (for fixed
-and kinematic bodies the mesh origin), the quaternion maps body to world, velocities are
-world-frame. ``wrench`` is an external ``[force, torque about the centre of mass]``
-schedule (world) on a dynamic body.
+The scene is the plain data of :mod:`fieldgen.runtime.dynamics.bodies` (bodies, kinds,
+states, schedules); this module reads it from a TOML file.
 
 TOML (``load_scene``)::
 
@@ -43,10 +32,8 @@ TOML (``load_scene``)::
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,120 +44,19 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from scipy.spatial.transform import Rotation
+
 from fieldgen.errors import InputError, OptionError
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody, load_body
+from fieldgen.io.surface_readers import STEP_SUFFIXES
+from fieldgen.meshing.tetmesh import boundary_faces_of
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry, load_body
 from fieldgen.runtime.contact.pose import rotation_from_rpy
+from fieldgen.runtime.contact.surface import FACE_RULES
+from fieldgen.runtime.dynamics.bodies import Scene, SceneBody, Schedule
 from fieldgen.runtime.dynamics.rigid_body import MassProperties, RigidBodyState, mass_properties_from_mesh
+from fieldgen.runtime.dynamics.rigid_contact import convex_hull_body
+from fieldgen.runtime.scene import primitives as prim
 from fieldgen.runtime.scene.schema import SceneError, check_scene_table
-
-KINDS = ("dynamic", "fixed", "kinematic")
-
-
-@dataclass
-class Schedule:
-    """A piecewise-constant 6-vector of time: ``values[i]`` holds from ``times[i]`` on
-    (before ``times[0]``: zero)."""
-
-    times: np.ndarray
-    values: np.ndarray
-
-    def __post_init__(self):
-        self.times = np.asarray(self.times, dtype=np.float64).reshape(-1)
-        self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.times), 6)
-        if len(self.times) and np.any(np.diff(self.times) < 0):
-            raise OptionError(f"schedule times must increase, got {self.times.tolist()}",
-                              fix="sort the rows of the schedule by time")
-
-    @classmethod
-    def constant(cls, value) -> "Schedule":
-        return cls(np.zeros(1), np.asarray(value, dtype=np.float64).reshape(1, 6))
-
-    @classmethod
-    def from_rows(cls, rows, *, path=None, what="schedule") -> "Schedule":
-        table = np.asarray(rows, dtype=np.float64)
-        if table.ndim == 1 and table.size == 6:
-            return cls.constant(table)
-        if table.ndim != 2 or table.shape[1] != 7:
-            raise InputError(f"{what} must be 6 numbers or rows [t, x, y, z, rx, ry, rz]; got shape "
-                             f"{table.shape}", path=path, fix="write e.g. [[0, 0, 0, 1, 0, 0, 0]]")
-        return cls(table[:, 0], table[:, 1:])
-
-    def __call__(self, t: float) -> np.ndarray:
-        i = int(np.searchsorted(self.times, t, side="right")) - 1
-        return np.zeros(6) if i < 0 else self.values[i].copy()
-
-    def breakpoints(self) -> np.ndarray:
-        return self.times.copy()
-
-
-@dataclass
-class SceneBody:
-    """One body of a scene (see the module docstring for the fields)."""
-
-    name: str
-    geometry: CompliantBody | RigidBody
-    kind: str = "dynamic"
-    mass: MassProperties | None = None
-    state: RigidBodyState = field(default_factory=RigidBodyState)
-    wrench: Schedule | None = None
-    motion: Schedule | None = None
-
-    def __post_init__(self):
-        if self.kind not in KINDS:
-            raise OptionError(f"body {self.name!r} has kind {self.kind!r}", fix=f"use one of {KINDS}")
-        if self.kind == "dynamic":
-            if self.mass is None or not self.mass.mass > 0:
-                raise OptionError(f"dynamic body {self.name!r} has no positive mass",
-                                  fix="give mass (and inertia) or a density")
-        else:
-            self.mass = None
-        if self.kind == "kinematic" and self.motion is None:
-            self.motion = Schedule.constant(np.concatenate([self.state.velocity, self.state.angular_velocity]))
-
-    @property
-    def centre_of_mass(self) -> np.ndarray:
-        """Centre of mass in the mesh frame (the mesh origin for fixed/kinematic bodies)."""
-        return np.zeros(3) if self.mass is None else self.mass.centre_of_mass
-
-    def pose(self, state: RigidBodyState | None = None) -> np.ndarray:
-        """X_WB (4, 4) of the mesh frame: ``x_W = R x_B + (p − R c)``."""
-        s = self.state if state is None else state
-        R = s.rotation
-        X = np.empty((4, 4))
-        X[:3, :3] = R
-        X[:3, 3] = s.position if self.mass is None else s.position - R @ self.mass.centre_of_mass
-        X[3] = (0.0, 0.0, 0.0, 1.0)
-        return X
-
-
-@dataclass
-class Scene:
-    """Bodies and gravity; ``name`` labels outputs. ``face_rule`` is the contact surfaces'
-    face rule: ``"all"`` (every polygon, the default) or ``"drake"`` (Drake's 5π/8 filters; see
-    :func:`fieldgen.runtime.contact.surface.compute_contact_surface`)."""
-
-    bodies: list[SceneBody]
-    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
-    name: str = "scene"
-    face_rule: str = "all"
-
-    def __post_init__(self):
-        from fieldgen.runtime.contact.surface import FACE_RULES
-
-        if self.face_rule not in FACE_RULES:
-            raise OptionError(f"face_rule {self.face_rule!r} is not one of {FACE_RULES}",
-                              fix='use face_rule = "all" (every polygon) or "drake" (Drake\'s rule)')
-        self.gravity = np.asarray(self.gravity, dtype=np.float64).reshape(3)
-        names = [b.name for b in self.bodies]
-        duplicated = sorted({n for n in names if names.count(n) > 1})
-        if duplicated:
-            raise OptionError(f"body names must be unique; repeated: {duplicated}", fix="rename the bodies")
-
-    def body(self, name: str) -> SceneBody:
-        for b in self.bodies:
-            if b.name == name:
-                return b
-        raise KeyError(name)
 
 
 # --------------------------------------------------------------------------- TOML
@@ -198,7 +84,9 @@ def default_cache_dir() -> Path:
 def _cached_build(spec: Path, cache_dir: Path) -> Path:
     """Build the asset a ``fieldgen build`` spec describes, once: cached by the spec's bytes and
     its input's bytes (the spec names its input relative to itself)."""
-    from fieldgen.pipeline import build, file_sha256, options_from_spec
+    # lazy: the build pipeline and its options, needed only for build = geometries
+    from fieldgen.options import options_from_spec
+    from fieldgen.pipeline import build, file_sha256  # lazy: as above
 
     options, input_name, _ = options_from_spec(spec)
     if input_name is None:
@@ -213,10 +101,8 @@ def _cached_build(spec: Path, cache_dir: Path) -> Path:
 
 
 def geometry_from_table(table: dict, *, base_dir: Path, path=None, name: str = "body",
-                        cache_dir: Path | None = None) -> CompliantBody | RigidBody:
+                        cache_dir: Path | None = None) -> CompliantGeometry | RigidGeometry:
     """Contact geometry from a scene's ``geometry`` table (see the module docstring)."""
-    from fieldgen.runtime.scene import primitives as prim
-
     friction = {k: table[k] for k in ("mu_static", "mu_dynamic") if k in table}
     if "asset" in table:
         return load_body(base_dir / table["asset"], name=name)
@@ -230,8 +116,6 @@ def geometry_from_table(table: dict, *, base_dir: Path, path=None, name: str = "
         return load_body(base_dir / table["vtk"], modulus=float(table["modulus"]), name=name,
                          dissipation=float(table.get("dissipation", 0.0)), **friction)
     if "mesh" in table:
-        from fieldgen.surface.stage import STEP_SUFFIXES
-
         if "units" in table and Path(table["mesh"]).suffix.lower() in STEP_SUFFIXES:
             raise OptionError(f"body {name!r}: units = {table['units']!r} for {table['mesh']}, a STEP file, which "
                               "names its own unit and is read true to size", path=path,
@@ -265,10 +149,8 @@ def geometry_from_table(table: dict, *, base_dir: Path, path=None, name: str = "
 
 
 def _surface_for_mass(geometry) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(geometry, RigidBody):
+    if isinstance(geometry, RigidGeometry):
         return geometry.vertices, geometry.faces
-    from fieldgen.meshing.tetmesh import boundary_faces_of
-
     return geometry.points, boundary_faces_of(geometry.tets)
 
 
@@ -283,7 +165,7 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
                                    cache_dir=cache_dir)
     for key in ("mu_static", "mu_dynamic", "dissipation"):
         if key in table:
-            if key == "dissipation" and not isinstance(geometry, CompliantBody):
+            if key == "dissipation" and not isinstance(geometry, CompliantGeometry):
                 continue
             setattr(geometry, key, float(table[key]))
     if "mu_static" in table and "mu_dynamic" not in table:
@@ -318,18 +200,14 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
             raise InputError(f"dynamic body {name!r} has neither mass nor density", path=path,
                              fix="add mass = <kg> (inertia optional) or density = <kg/m^3>")
     if table.get("convex") is True:      # declared convex: contacts on the hull (rigid_contact)
-        if not isinstance(geometry, RigidBody):
+        if not isinstance(geometry, RigidGeometry):
             raise SceneError(f"body {name!r}: convex = true applies to rigid geometry only", path=path,
                              fix="remove convex, or use a rigid mesh or shape")
-        from fieldgen.runtime.dynamics.rigid_contact import convex_hull_body
-
         geometry = convex_hull_body(geometry)
     if "quaternion" in table:
         q = _vector(table, "quaternion", 4, None, path)
         q = q / np.linalg.norm(q)
     else:
-        from scipy.spatial.transform import Rotation
-
         R = rotation_from_rpy(*_vector(table, "rpy", 3, [0, 0, 0], path))
         x, y, z, w = Rotation.from_matrix(R).as_quat()
         q = np.array([w, x, y, z])
@@ -368,8 +246,6 @@ def load_scene(path, *, cache_dir: str | os.PathLike | None = None) -> tuple[Sce
     scene_bodies = [body_from_table(b, base_dir=base, path=path, cache_dir=cache) for b in bodies]
     settings = dict(data.get("simulate", {}))
     face_rule = settings.get("face_rule", "all")
-    from fieldgen.runtime.contact.surface import FACE_RULES
-
     if face_rule not in FACE_RULES:   # a refused value: the CLI exits 2 on OptionError
         raise OptionError(f"[simulate] face_rule = {face_rule!r} is not one of {FACE_RULES}", path=path,
                           fix='write face_rule = "all" (every polygon) or "drake" (Drake\'s 5π/8 rule)')
@@ -379,8 +255,3 @@ def load_scene(path, *, cache_dir: str | os.PathLike | None = None) -> tuple[Sce
     except OptionError as exc:
         raise InputError(exc.defect, path=path, fix=exc.fix) from None
     return scene, settings
-
-
-def replace_state(body: SceneBody, **changes) -> SceneBody:
-    """A copy of ``body`` with its state fields replaced (``velocity=...`` etc.)."""
-    return dataclasses.replace(body, state=dataclasses.replace(body.state, **changes))

@@ -25,11 +25,14 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from fieldgen.errors import InputError
 from fieldgen.io.asset import atomic_output
+from fieldgen.io.paraview import contact_script, contact_view, write_script
+from fieldgen.io.vtk_data import named_array, polygons
 from fieldgen.meshing.tetmesh import boundary_faces_of
-from fieldgen.runtime.contact.geometries import CompliantBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry
+from fieldgen.runtime.dynamics.bodies import Scene
 from fieldgen.runtime.dynamics.rigid_body import RigidBodyState
-from fieldgen.runtime.scene.load import Scene
 
 
 def write_trajectories(path, result) -> None:
@@ -66,8 +69,6 @@ def write_tangential(path, result) -> None:
 
 
 def _polydata(points, offsets, connectivity, point_data=(), cell_data=()):
-    from fieldgen.io.vtk_data import named_array, polygons
-
     poly = polygons(points, offsets, connectivity)
     for target, arrays in ((poly.GetPointData(), point_data), (poly.GetCellData(), cell_data)):
         for name, values in arrays:
@@ -76,7 +77,7 @@ def _polydata(points, offsets, connectivity, point_data=(), cell_data=()):
 
 
 def _write_vtp(path, poly) -> None:
-    import vtk
+    import vtk  # lazy: vtk is heavy, needed only to write the files
 
     writer = vtk.vtkXMLPolyDataWriter()
     writer.SetInputData(poly)
@@ -84,8 +85,6 @@ def _write_vtp(path, poly) -> None:
     with atomic_output(path) as temporary:
         writer.SetFileName(temporary)
         if writer.Write() != 1:
-            from fieldgen.errors import InputError
-
             raise InputError("could not write the ParaView file", path=path, fix="check the output folder is writable")
 
 
@@ -118,7 +117,7 @@ def contact_polydata(surfaces):
 
 def geometry_surface(g):
     """(vertices, faces) of a body's surface in its mesh frame (compliant: the tets' boundary)."""
-    if isinstance(g, CompliantBody):
+    if isinstance(g, CompliantGeometry):
         return g.points, boundary_faces_of(g.tets)
     return g.vertices, g.faces
 
@@ -146,8 +145,6 @@ def posed_polydata(surfaces, poses):
 def write_query_view(script_path, surface_path, surface, bodies, poses) -> dict:
     """ParaView script for one contact query (``fieldgen contact -o SURFACE --paraview FILE.py``):
     the bodies at their poses go to ``FILE_bodies.vtp`` beside the script."""
-    from fieldgen.io.paraview import contact_script, contact_view, write_script
-
     script_path = Path(script_path)
     bodies_path = script_path.with_name(script_path.stem + "_bodies.vtp")
     surfaces = [geometry_surface(b) for b in bodies]
@@ -203,8 +200,6 @@ def write_outputs(out_dir, scene: Scene, result) -> dict:
 def write_view_script(path, contact_pvd, bodies_pvd, times, frames, fallback_bounds=None) -> str:
     """The ParaView script of a simulation: ``frames`` holds each recorded time's contact surfaces;
     without any contact the camera frames ``fallback_bounds`` (the bodies at the start)."""
-    from fieldgen.io.paraview import contact_script, contact_view, write_script
-
     view = contact_view(frames, times, fallback_bounds=fallback_bounds)
     return write_script(path, contact_script(contact_pvd, view, bodies_path=bodies_pvd, times=times,
                                              command="fieldgen simulate -o DIR"))

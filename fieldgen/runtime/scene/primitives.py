@@ -9,11 +9,14 @@ flux on the sides: exact for this geometry), so L = H; a ball uses Drake's field
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 
 from fieldgen.errors import OptionError
 from fieldgen.meshing.tetmesh import box_grid, orient_positive
-from fieldgen.runtime.contact.geometries import CompliantBody, RigidBody
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 
 
 def box_surface(size) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +48,7 @@ def cylinder_surface(radius: float, height: float, segments: int) -> tuple[np.nd
 
 def sphere_surface(radius: float, subdivisions: int = 3) -> tuple[np.ndarray, np.ndarray]:
     """Icosphere of ``radius`` about the origin."""
-    import trimesh
+    import trimesh  # lazy: trimesh is heavy, and only the sphere shapes need it
 
     mesh = trimesh.creation.icosphere(subdivisions=int(subdivisions), radius=float(radius))
     return np.asarray(mesh.vertices, np.float64), np.asarray(mesh.faces, np.int64)
@@ -57,7 +60,7 @@ def box_tets(xs, ys, zs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def compliant_slab(size, modulus: float, *, cells=(8, 8), layers: int = 2, dissipation: float = 0.0,
-                   mu_static: float = 0.0, mu_dynamic: float | None = None, name: str = "slab") -> CompliantBody:
+                   mu_static: float = 0.0, mu_dynamic: float | None = None, name: str = "slab") -> CompliantGeometry:
     """Slab of full size (x, y, H) centred on the origin in x, y with its top at z = 0, bonded
     on its bottom: ``e = −z/H``, ``p0 = modulus·e`` (linear law), L = H (D 5.2.1)."""
     sx, sy, h = (float(s) for s in size)
@@ -67,18 +70,15 @@ def compliant_slab(size, modulus: float, *, cells=(8, 8), layers: int = 2, dissi
     points, tets = box_tets(np.linspace(-sx / 2, sx / 2, int(cells[0]) + 1),
                             np.linspace(-sy / 2, sy / 2, int(cells[1]) + 1), np.linspace(-h, 0.0, int(layers) + 1))
     extent = np.clip(-points[:, 2] / h, 0.0, 1.0)
-    return CompliantBody.from_arrays(points, tets, modulus * extent, extent=extent, dissipation=dissipation,
-                                     mu_static=mu_static, mu_dynamic=mu_dynamic, modulus=modulus, name=name)
+    return CompliantGeometry.from_arrays(points, tets, modulus * extent, extent=extent, dissipation=dissipation,
+                                         mu_static=mu_static, mu_dynamic=mu_dynamic, modulus=modulus, name=name)
 
 
 def compliant_ball(radius: float, modulus: float, *, subdivisions: int = 2, dissipation: float = 0.0,
-                   mu_static: float = 0.0, mu_dynamic: float | None = None, name: str = "ball") -> CompliantBody:
+                   mu_static: float = 0.0, mu_dynamic: float | None = None, name: str = "ball") -> CompliantGeometry:
     """Ball about the origin, tet-meshed by TetGen from an icosphere, field ``p0 = E (1 − r/R)``
     evaluated at the vertices (Drake's ``E d / max d``; the centre vertex is added)."""
-    import os
-    import tempfile
-
-    import tetgen
+    import tetgen  # lazy: only the ball shape is tet-meshed here
 
     if not (radius > 0 and modulus > 0):
         raise OptionError(f"ball radius {radius} m and modulus {modulus} Pa must be positive",
@@ -99,8 +99,8 @@ def compliant_ball(radius: float, modulus: float, *, subdivisions: int = 2, diss
     extent[r >= radius * (1 - 1e-9)] = 0.0
     emax = extent.max()
     extent = extent / emax if emax > 0 else extent
-    return CompliantBody.from_arrays(points, tets, modulus * extent, extent=extent, dissipation=dissipation,
-                                     mu_static=mu_static, mu_dynamic=mu_dynamic, modulus=modulus, name=name)
+    return CompliantGeometry.from_arrays(points, tets, modulus * extent, extent=extent, dissipation=dissipation,
+                                         mu_static=mu_static, mu_dynamic=mu_dynamic, modulus=modulus, name=name)
 
 
 def _friction(kwargs: dict) -> dict:
@@ -111,16 +111,16 @@ def _friction(kwargs: dict) -> dict:
     return out
 
 
-def rigid_box(size, **kwargs) -> RigidBody:
+def rigid_box(size, **kwargs) -> RigidGeometry:
     """Rigid box of full edge lengths ``size`` centred at the origin."""
-    return RigidBody(*box_surface(size), **_friction(kwargs))
+    return RigidGeometry(*box_surface(size), **_friction(kwargs))
 
 
-def rigid_cylinder(radius: float, height: float, segments: int = 152, **kwargs) -> RigidBody:
+def rigid_cylinder(radius: float, height: float, segments: int = 152, **kwargs) -> RigidGeometry:
     """Rigid cylinder about z centred at the origin, fan caps of ``segments`` triangles."""
-    return RigidBody(*cylinder_surface(radius, height, segments), **_friction(kwargs))
+    return RigidGeometry(*cylinder_surface(radius, height, segments), **_friction(kwargs))
 
 
-def rigid_sphere(radius: float, subdivisions: int = 3, **kwargs) -> RigidBody:
+def rigid_sphere(radius: float, subdivisions: int = 3, **kwargs) -> RigidGeometry:
     """Rigid icosphere about the origin."""
-    return RigidBody(*sphere_surface(radius, subdivisions), **_friction(kwargs))
+    return RigidGeometry(*sphere_surface(radius, subdivisions), **_friction(kwargs))

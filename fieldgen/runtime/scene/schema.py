@@ -16,16 +16,15 @@ checked for type here and for meaning where they are used.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from fieldgen.errors import OptionError
+from fieldgen.runtime.dynamics.bodies import KINDS
+from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS
 from fieldgen.tables import check_keys
 from fieldgen.units import LENGTH_UNITS
 
-KINDS = ("dynamic", "fixed", "kinematic")
-INTEGRATORS = ("velocity", "continuous")
-#: Friction models of the simulator: regularised Coulomb (D 5.3), or compliant (D 6, continuous only).
-FRICTION_MODELS = ("regularised", "compliant")
 UNITS = tuple(LENGTH_UNITS)
 
 
@@ -38,8 +37,6 @@ class SceneError(OptionError):
 # Each check returns None when the value is fine, else what it must be ("a positive number").
 
 def _is_number(v) -> bool:
-    import math
-
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 

@@ -1,0 +1,128 @@
+"""The measured indentation a calibration fits: a loading curve (depth, force) read from a CSV, or
+design targets ``DEPTH:FORCE``, checked and converted to SI (docs/model.md §1.2)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from fieldgen.errors import InputError, OptionError
+from fieldgen.tables import read_number_pairs
+from fieldgen.units import LENGTH_UNITS
+
+FORCE_UNITS = {"N": 1.0, "mN": 1e-3, "kN": 1e3, "lbf": 4.4482216152605}
+MIN_DATA_ROWS = 3
+
+
+@dataclass
+class Data:
+    """A loading curve in SI: depth (m) from first contact, force (N) pushing back."""
+
+    depth: np.ndarray
+    force: np.ndarray
+    rows: list[str]
+    source: str | None = None        #: file path, or None for targets
+    sha256: str | None = None
+    units: str = "m,N"
+
+    @property
+    def fitted(self) -> np.ndarray:
+        """Rows that take part in the fit (depth > 0)."""
+        return self.depth > 0
+
+
+def parse_units(text: str | None) -> tuple[float, float, str]:
+    """``LENGTH[,FORCE]`` (e.g. ``mm`` or ``mm,N``) -> (metres per length unit, newtons per force unit, text)."""
+    text = (text or "m,N").strip()
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) == 1:
+        parts.append("N")
+    if len(parts) != 2 or parts[0] not in LENGTH_UNITS or parts[1] not in FORCE_UNITS:
+        raise OptionError(f"units {text!r} are not LENGTH[,FORCE]",
+                          fix=f"give e.g. --units mm,N with LENGTH one of {', '.join(LENGTH_UNITS)} and FORCE one of "
+                              f"{', '.join(FORCE_UNITS)}")
+    return LENGTH_UNITS[parts[0]], FORCE_UNITS[parts[1]], f"{parts[0]},{parts[1]}"
+
+
+def check_curve(depth: np.ndarray, force: np.ndarray, rows: Sequence[str], path: str | None) -> None:
+    """A loading branch: finite, depth >= 0 strictly increasing, force >= 0 non-decreasing and
+    positive once the indenter is in (depth > 0). InputError naming the row otherwise."""
+    where = None if path is None else str(path)
+    for i, (d, f) in enumerate(zip(depth, force)):
+        if not (math.isfinite(d) and math.isfinite(f)):
+            raise InputError(f"{rows[i]} is not finite (depth {d}, force {f})", path=where,
+                             fix="give finite numbers in every row")
+        if d < 0:
+            raise InputError(f"{rows[i]} has a negative depth ({d:g} m)", path=where,
+                             fix="measure depth from first contact, positive into the part")
+        if f < 0:
+            raise InputError(f"{rows[i]} has a negative force ({f:g} N)", path=where,
+                             fix="give the force pushing back on the indenter as a positive number")
+        if d > 0 and not f > 0:
+            raise InputError(f"{rows[i]} has no force at depth {d:g} m", path=where,
+                             fix="measure depth from the first contact (where the force starts to rise); "
+                                 "drop the rows before it")
+        if i and not d > depth[i - 1]:
+            raise InputError(f"{rows[i]} has depth {d:g} m, not greater than {depth[i - 1]:g} m in {rows[i - 1]}",
+                             path=where, fix="give the loading branch only, depth increasing (drop the unloading rows)")
+        if i and f < force[i - 1]:
+            raise InputError(f"{rows[i]} has force {f:g} N, less than {force[i - 1]:g} N in {rows[i - 1]}",
+                             path=where, fix="give the loading branch only, force non-decreasing with depth")
+
+
+def read_data(path: str | os.PathLike, units: str | None = None) -> Data:
+    """Read a CSV of depth, force (header row optional, '#' comments); InputError naming the row."""
+    length, force_unit, units_text = parse_units(units)
+    path = Path(path)
+    pairs, rows, raw = read_number_pairs(path, "depth, force",
+                                         fix=f"make every data row two numbers: depth, force (in {units_text})")
+    depths, forces = pairs[:, 0] * length, pairs[:, 1] * force_unit
+    if not len(depths):
+        raise InputError("the data has no rows", path=str(path),
+                         fix="give rows 'depth, force' of the loading curve (a header row is optional)")
+    depth, force = depths, forces
+    check_curve(depth, force, rows, str(path))
+    if int(np.sum(depth > 0)) < MIN_DATA_ROWS:
+        raise InputError(f"the data has {int(np.sum(depth > 0))} rows with positive depth; at least "
+                         f"{MIN_DATA_ROWS} are needed", path=str(path),
+                         fix="give more points of the loading curve (or use --target for design points)")
+    return Data(depth, force, rows, str(path), hashlib.sha256(raw).hexdigest(), units_text)
+
+
+def parse_targets(texts: Sequence[str], units: str | None = None) -> Data:
+    """``DEPTH:FORCE`` design points -> Data (OptionError on malformed ones)."""
+    length, force_unit, units_text = parse_units(units)
+    pairs = []
+    for text in texts:
+        d, sep, f = str(text).partition(":")
+        try:
+            pair = (float(d) * length, float(f) * force_unit)
+        except ValueError:
+            pair = None
+        if not sep or pair is None or not all(map(math.isfinite, pair)) or pair[0] <= 0 or pair[1] <= 0:
+            raise OptionError(f"target {text!r} is not DEPTH:FORCE with both positive",
+                              fix=f"give e.g. --target 0.002:20 (depth and force in {units_text})")
+        pairs.append(pair)
+    pairs.sort()
+    depth = np.array([p[0] for p in pairs])
+    force = np.array([p[1] for p in pairs])
+    rows = [f"target {t}" for t in texts]
+    try:
+        check_curve(depth, force, rows, None)
+    except InputError as error:
+        raise OptionError(error.defect, fix=error.fix) from None
+    return Data(depth, force, rows, None, None, units_text)
+
+
+def length_unit_name(scale: float) -> str:
+    """The name of the length unit of ``scale`` metres (``m`` when none matches)."""
+    for name, value in LENGTH_UNITS.items():
+        if value == scale:
+            return name
+    return "m"

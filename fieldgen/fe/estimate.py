@@ -1,0 +1,289 @@
+"""The discretisation error of the extent field, estimated by two meshes (docs/model.md §2.10).
+
+The extent e is solved with linear (P1) elements (:mod:`fieldgen.fe.extent`). Its error is
+estimated by two meshes: the same problem is solved again on the mesh refined 1:8
+(:mod:`fieldgen.fe.refinement`: every edge halved, so the fine vertices are the coarse vertices
+and edge midpoints) and, since P1's error falls as h^2 where the field is smooth,
+e - e_h ≈ (e_fine - e_h) / (1 - 1/4). At a re-entrant edge the error falls more slowly (about
+h^(4/3)) and the factor 4/3 underestimates it there; the tests compare the estimate with much
+finer builds of real CAD parts, which have such edges. The boundary of a TetGen mesh is the
+input surface, so both meshes cover the same domain.
+
+Three relative errors are recorded (``error_estimate`` in the asset's metadata):
+
+- ``extent``: the root-mean-square of e - e_h over the volume (e ranges over [0, 1], so this
+  is relative to its maximum);
+- ``pressure``: the root-mean-square of p0(e) - p0(e_h) over the volume divided by the largest
+  pressure p0(1), for the asset's law p0 (the discretisation error of the field carried through
+  the law, not the layering's interpolation error, which is ``max_interpolation_error``);
+- ``characteristic_length``: |L_h - L| / L with L = V / ∫|∇e| dV (D 5.2.1).
+
+The norms integrate the quadratic interpolant through the vertex and midpoint values (exact
+mass matrix of the hierarchical quadratic basis: the hat functions plus 4 λ_i λ_j per edge).
+
+The fine solve of the estimate is the Galerkin solution on the red refinement by a two-grid
+preconditioned CG started from the coarse solution (:func:`two_grid_extent`, faster than a fresh
+AMG solve: docs/design/extent-and-estimate.md); small fine meshes, and a CG that does not
+converge, fall back to :func:`fieldgen.fe.extent.solve_extent`. The estimate therefore also
+measures what the monotone solve's upwinding changes on the coarse mesh.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import coo_matrix, identity, vstack
+
+from fieldgen.fe import extent as extent_solve
+from fieldgen.fe.refinement import RedRefinement, red_refine, refined_gradients
+from fieldgen.material.damping import characteristic_length
+from fieldgen.meshing.tetmesh import TET_EDGES, TetMesh, hat_gradients
+
+#: e - e_h = (e_fine - e_h) / (1 - 2^-2) when the error falls as h^2 (halved edges).
+RICHARDSON = 4.0 / 3.0
+
+
+def _monomial(powers) -> float:
+    """∫ Π λ_a^k_a over a tet of unit volume: 6 Π k_a! / (3 + Σ k_a)!."""
+    return 6.0 * math.prod(math.factorial(k) for k in powers) / math.factorial(3 + sum(powers))
+
+
+def _reference_mass() -> np.ndarray:
+    """Mass matrix (per unit tet volume) of the 10 hierarchical P2 functions: λ_0..λ_3, then
+    4 λ_i λ_j for the six edges in ``TET_EDGES`` order."""
+    funcs = [((a,), 1.0) for a in range(4)] + [((i, j), 4.0) for i, j in TET_EDGES]
+    mass = np.zeros((10, 10))
+    for r, (fa, ca) in enumerate(funcs):
+        for c, (fb, cb) in enumerate(funcs):
+            powers = [0, 0, 0, 0]
+            for a in fa + fb:
+                powers[a] += 1
+            mass[r, c] = ca * cb * _monomial(powers)
+    return mass
+
+
+_MASS = _reference_mass()
+
+
+@dataclass
+class ErrorEstimate:
+    """Relative discretisation errors of the P1 extent field, and per-tet indicators."""
+
+    extent: float
+    pressure: float
+    characteristic_length: float
+    tet_rms_extent: np.ndarray = field(repr=False)     # (t,) RMS of the estimated e - e_h on each tet
+    tet_rms_pressure: np.ndarray = field(repr=False)   # (t,) the same for p0, Pa
+    extent_rms: float = 0.0                            # RMS of e over the volume
+    pressure_rms: float = 0.0                          # RMS of p0(e) over the volume, Pa
+    fine_tets: int = 0
+    edges: np.ndarray | None = field(default=None, repr=False)         # (m, 2) the mesh's edges
+    tet_edges: np.ndarray | None = field(default=None, repr=False)     # (t, 6) each tet's edges (rows of edges)
+    edge_surplus: np.ndarray | None = field(default=None, repr=False)  # (m,) see estimate_error
+
+    def to_metadata(self) -> dict:
+        return {"method": "two-mesh: the extent solved again on the mesh refined 1:8, "
+                          f"difference x {RICHARDSON:.4g} (P1 converges as h^2)",
+                "norm": "RMS over the volume relative to the maximum (e: 1, p: p0(1)); "
+                        "L = V / integral of |grad e|",
+                "extent": float(self.extent), "pressure": float(self.pressure),
+                "characteristic_length": float(self.characteristic_length)}
+
+
+def worst_error(estimate: ErrorEstimate) -> float:
+    """The largest of the estimate's relative errors (e, p0, L): what ``accuracy`` bounds."""
+    return max(estimate.extent, estimate.pressure, estimate.characteristic_length)
+
+
+def _hierarchical(vertex: np.ndarray, mid: np.ndarray, tets, tet_edges, edges) -> np.ndarray:
+    """(t, 10) hierarchical coefficients of the P2 interpolant of nodal values (vertices, midpoints)."""
+    return np.concatenate([vertex[tets], (mid - 0.5 * vertex[edges].sum(axis=1))[tet_edges]], axis=1)
+
+
+def _square_integrals(coefficients: np.ndarray, volume: np.ndarray) -> np.ndarray:
+    """∫ f² over each tet for (t, 10) hierarchical coefficients."""
+    return volume * np.einsum("ti,ij,tj->t", coefficients, _MASS, coefficients)
+
+
+def estimate_error(mesh: TetMesh, extent: np.ndarray, law) -> ErrorEstimate:
+    """Relative errors of the P1 ``extent`` on ``mesh`` (and of ``law``'s pressure), estimated
+    against the same problem solved on the mesh refined 1:8 (the Galerkin solution by
+    :func:`two_grid_extent`, started from ``extent``): E = RICHARDSON (e_fine - e_h).
+    """
+    points = np.asarray(mesh.points, dtype=np.float64)
+    tets = np.asarray(mesh.tets, dtype=np.int64)
+    extent = np.asarray(extent, dtype=np.float64)
+    n = len(points)
+    refined = red_refine(mesh)
+    # Hat gradients once per mesh, for the stiffness matrices and L; the fine mesh's from the
+    # coarse one's where the children are scaled copies of their parent.
+    fine_points, fine_tets = refined.mesh.points, refined.mesh.tets
+    coarse_gradients = hat_gradients(points, tets)
+    fine_gradients = refined_gradients(refined, coarse_gradients)
+    fine = two_grid_extent(mesh, refined, extent, gradients=fine_gradients, coarse_gradients=coarse_gradients)
+    edges, tet_edges = refined.edges, refined.tet_edges
+    volume = np.abs(coarse_gradients[1]) / 6.0
+    total_volume = float(volume.sum())
+    mid_h = 0.5 * extent[edges].sum(axis=1)
+    fine_v, fine_m = fine[:n], fine[n:]
+    e_error = RICHARDSON ** 2 * _square_integrals(
+        _hierarchical(fine_v - extent, fine_m - mid_h, tets, tet_edges, edges), volume)
+    e_norm = float(_square_integrals(_hierarchical(fine_v, fine_m, tets, tet_edges, edges), volume).sum())
+    p_fine_v, p_fine_m = law.pressure(fine_v), law.pressure(fine_m)
+    p_h_v, p_h_m = law.pressure(extent), law.pressure(np.clip(mid_h, 0.0, 1.0))
+    p_error = RICHARDSON ** 2 * _square_integrals(
+        _hierarchical(p_fine_v - p_h_v, p_fine_m - p_h_m, tets, tet_edges, edges), volume)
+    p_norm = float(_square_integrals(_hierarchical(p_fine_v, p_fine_m, tets, tet_edges, edges), volume).sum())
+    length_h = characteristic_length(points, tets, extent, volumes=coarse_gradients[1] / 6.0,
+                                     extent_gradient=np.einsum("tij,ti->tj", coarse_gradients[0], extent[tets]))
+    length_f = characteristic_length(fine_points, fine_tets, fine, volumes=fine_gradients[1] / 6.0,
+                                     extent_gradient=np.einsum("tij,ti->tj", fine_gradients[0], fine[fine_tets]))
+    # The fine solution's departure from the coarse one's linear interpolant at each edge's
+    # midpoint (relative, as the larger of e's and p0's): about h² ∂²e/∂s² / 8 along the edge,
+    # the error that splitting this very edge removes.
+    surplus = np.maximum(np.abs(fine_m - mid_h), np.abs(p_fine_m - p_h_m) / law.max_pressure)
+    return ErrorEstimate(
+        edges=edges, tet_edges=tet_edges, edge_surplus=surplus,
+        extent=math.sqrt(float(e_error.sum()) / total_volume),
+        pressure=math.sqrt(float(p_error.sum()) / total_volume) / law.max_pressure,
+        characteristic_length=RICHARDSON * abs(length_h - length_f) / length_f,
+        tet_rms_extent=np.sqrt(np.maximum(e_error, 0.0) / volume),
+        tet_rms_pressure=np.sqrt(np.maximum(p_error, 0.0) / volume),
+        extent_rms=math.sqrt(e_norm / total_volume), pressure_rms=math.sqrt(p_norm / total_volume),
+        fine_tets=int(refined.mesh.n_tets))
+
+
+#: Fine meshes with at most this many vertices are solved directly (:func:`fieldgen.fe.extent.solve_extent`).
+TWO_GRID_LIMIT = 20_000
+#: The estimate's fine solve stops at ``rtol`` of its starting residual, but not below this
+#: fraction of the right-hand side's norm (rounding).
+ROUNDING = 1e-12
+
+
+def _prolongation(n: int, edges: np.ndarray):
+    """(n + m, n) linear interpolation from a mesh to its red refinement: the identity on the
+    vertices, the mean of the two ends on each edge midpoint."""
+    m = len(edges)
+    midpoints = coo_matrix((np.full(2 * m, 0.5), (np.repeat(np.arange(m), 2), edges.ravel())), shape=(m, n))
+    return vstack([identity(n, format="csr"), midpoints]).tocsr()
+
+
+@dataclass(frozen=True)
+class FineSystem:
+    """The fine mesh's extent system on its free vertices, its starting guess and the two-grid
+    transfer (:func:`two_grid_extent`)."""
+
+    problem: str                 # "poisson" or "laplace"
+    x: np.ndarray                # every fine vertex: the start, with the Dirichlet values
+    inner: np.ndarray            # the fine mesh's free vertices
+    matrix: object               # stiffness on them (CSR)
+    rhs: np.ndarray
+    prolong: object              # coarse free -> fine free interpolation (CSR)
+    coarse_matrix: object        # the coarse mesh's stiffness on its free vertices (CSR)
+
+
+def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *, rtol: float = 1e-3,
+                    seed: int = 0, maxiter: int = 200, gradients=None, coarse_gradients=None) -> np.ndarray:
+    """The Galerkin P1 extent on the red refinement of ``mesh``, solved by CG preconditioned
+    with a two-grid cycle: symmetric Gauss-Seidel on the fine mesh and, for the coarse
+    correction, one smoothed-aggregation V-cycle on ``mesh``'s own stiffness (the P1 spaces are
+    nested, so that is the Galerkin coarse operator Pᵀ A P). CG starts from ``extent``
+    interpolated onto the fine mesh (for Poisson scaled by the energy-optimal factor, since
+    ``extent`` is normalised to max 1), so it only has to find the difference the estimate
+    measures, not the whole field: ``rtol`` is the residual relative to the starting one, the
+    coarse solution's on the fine mesh (why 1e-3, and why not relative to the right-hand side:
+    docs/design/extent-and-estimate.md). A start that solves the fine system exactly is kept.
+
+    Small fine meshes (``TWO_GRID_LIMIT`` vertices) are solved by :func:`fieldgen.fe.extent.solve_extent`.
+    ``gradients``, ``coarse_gradients``: the fine and the coarse mesh's hat gradients, when the
+    caller has them. Deterministic: one thread, seeded aggregation.
+    """
+    from threadpoolctl import threadpool_limits  # lazy: only a build's estimate needs it
+
+    fine = refined.mesh
+    if fine.n_points <= TWO_GRID_LIMIT:
+        return np.asarray(extent_solve.solve_extent(fine).extent, dtype=np.float64)
+    with threadpool_limits(1):
+        system = fine_system(mesh, refined, extent, gradients=gradients, coarse_gradients=coarse_gradients)
+        if system is None:
+            return np.asarray(extent_solve.solve_extent(fine).extent, dtype=np.float64)
+        x = system.x
+        solved = _two_grid_cg(system, rtol=rtol, seed=seed, maxiter=maxiter)
+        if solved is None:       # not converged (not seen): the monotone AMG solve from scratch
+            return np.asarray(extent_solve.solve_extent(fine).extent, dtype=np.float64)
+        x[system.inner] = solved
+        if system.problem == "poisson":
+            x = x / x.max()
+    return x
+
+
+def fine_system(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *, gradients=None,
+                coarse_gradients=None) -> FineSystem | None:
+    """The fine extent system of :func:`two_grid_extent` started from ``extent`` interpolated
+    onto the red refinement; None when either mesh has no free vertex."""
+    fine = refined.mesh
+    n = mesh.n_points
+    problem, dofs_f, values_f = extent_solve.dirichlet_values(fine)
+    _, dofs_c, _ = extent_solve.dirichlet_values(mesh)
+    stiffness_f, load_f = extent_solve.assemble(fine, problem, gradients=gradients)
+    stiffness_c, _ = extent_solve.assemble(mesh, problem, gradients=coarse_gradients)
+    prolong = _prolongation(n, refined.edges)
+    free_f = np.ones(fine.n_points, dtype=bool)
+    free_f[dofs_f] = False
+    free_c = np.ones(n, dtype=bool)
+    free_c[dofs_c] = False
+    inner_f, inner_c = np.flatnonzero(free_f), np.flatnonzero(free_c)
+    if len(inner_f) == 0 or len(inner_c) == 0:
+        return None
+    x = prolong @ np.asarray(extent, dtype=np.float64)
+    if problem == "poisson":
+        x[dofs_f] = 0.0
+        x *= float(load_f @ x) / float(x @ (stiffness_f @ x))
+    else:
+        x[dofs_f] = values_f
+    return FineSystem(problem=problem, x=x, inner=inner_f, matrix=stiffness_f[inner_f][:, inner_f].tocsr(),
+                      rhs=load_f[inner_f] - stiffness_f[inner_f] @ np.where(free_f, 0.0, x),
+                      prolong=prolong[inner_f][:, inner_c].tocsr(),
+                      coarse_matrix=stiffness_c[inner_c][:, inner_c].tocsr())
+
+
+def _two_grid_cg(system: FineSystem, *, rtol: float, seed: int, maxiter: int) -> np.ndarray | None:
+    """CG on ``system`` from its start, preconditioned by the two-grid cycle; the solution on its
+    free vertices, or None when CG does not converge."""
+    # lazy: pyamg is heavy and only a build needs it (warmed while TetGen runs, sizing.mesher)
+    import pyamg
+    from pyamg.relaxation.relaxation import gauss_seidel  # lazy: with pyamg, above
+    from scipy.sparse.linalg import LinearOperator  # lazy: with pyamg, above
+
+    matrix, rhs, p = system.matrix, system.rhs, system.prolong
+    restrict = p.T.tocsr()
+    state = np.random.get_state()
+    try:
+        np.random.seed(seed)
+        coarse = pyamg.smoothed_aggregation_solver(system.coarse_matrix, symmetry="symmetric",
+                                                   max_coarse=500).aspreconditioner()
+    finally:
+        np.random.set_state(state)
+
+    def cycle(r):
+        r = np.asarray(r, dtype=np.float64).ravel()
+        z = np.zeros_like(r)
+        gauss_seidel(matrix, z, r, iterations=1, sweep="forward")
+        z += p @ coarse.matvec(restrict @ (r - matrix @ z))
+        gauss_seidel(matrix, z, r, iterations=1, sweep="backward")
+        return z
+
+    start = system.x[system.inner].copy()
+    initial = float(np.linalg.norm(rhs - matrix @ start))
+    scale = float(np.linalg.norm(rhs))
+    # rtol x the start's residual, but not below rounding of the right-hand side (a start that
+    # is already the fine solution, as for a linear field, is kept).
+    target = max(rtol * initial, ROUNDING * scale)
+    if initial <= target:
+        return start
+    # pyamg measures against the right-hand side's norm, or absolutely when it is 0.
+    y, info = pyamg.krylov.cg(matrix, rhs, x0=start, tol=target / scale if scale > 0.0 else target,
+                              maxiter=maxiter, M=LinearOperator(matrix.shape, matvec=cycle, dtype=np.float64))
+    return None if info != 0 else y

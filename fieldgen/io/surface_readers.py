@@ -1,0 +1,348 @@
+"""Reading surface files: every format's reader, each registered once in
+:mod:`fieldgen.io.registry`, and :func:`read_triangles`, the one entry point (behind
+:func:`fieldgen.surface.stage.load_surface` and the runtime's rigid bodies).
+
+Binary STL and OBJ are read here directly; PLY, OFF, GLB and what else trimesh knows through
+trimesh; volume-mesh formats (their triangle cells) through meshio's public per-format readers;
+STEP through OpenCASCADE (cascadio, the optional extra ``step``). Errors are InputErrors naming
+the file and a fix, never a traceback or a process exit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from fieldgen.errors import InputError
+from fieldgen.install import install_hint
+from fieldgen.io.asset import read_metadata
+from fieldgen.io.registry import ANY_OTHER, Triangles, reader_for, register_reader
+from fieldgen.meshing.process import scratch_folder
+from fieldgen.units import LENGTH_UNITS
+
+SURFACE_FORMATS = "STL, OBJ, PLY, OFF or GLB"
+
+#: CAD (B-rep) files, tessellated by OpenCASCADE through cascadio (the optional extra ``step``).
+#: They carry their own length unit and are read in metres, whatever ``--units`` says.
+STEP_SUFFIXES = (".step", ".stp")
+#: OpenCASCADE's tessellation: largest distance of a facet from the B-rep surface (absolute, in
+#: OpenCASCADE's millimetres) and largest angle between neighbouring facets' normals (radians).
+STEP_LINEAR_DEFLECTION = 0.05
+STEP_ANGULAR_DEFLECTION = 0.5
+
+#: Volume-mesh formats (FEM meshes), read with meshio: their triangle cells, if any, are the surface.
+MESHIO_SUFFIXES = (".vtk", ".vtu", ".msh", ".mesh", ".inp", ".xdmf")
+
+#: Held while fds 1 and 2 are redirected (:func:`_standard_output_to`).
+_DESCRIPTORS = threading.Lock()
+
+
+# --------------------------------------------------------------------------- OBJ
+
+def _read_obj(text: str) -> Triangles:
+    """Minimal OBJ reader keeping each face's group/object name (``g``/``o``, latest wins).
+
+    Polygons are split into fans (0, i, i+1); negative indices count back from the
+    latest vertex.
+    """
+    vertices, faces, groups = [], [], []
+    names: dict[str, int] = {}
+    current = -1
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        head, _, rest = line.replace("\t", " ").partition(" ")
+        if head == "v":
+            vertices.append([float(x) for x in rest.split()[:3]])
+        elif head in ("g", "o"):
+            name = rest.strip()
+            if not name or name == "default":
+                current = -1
+            else:
+                current = names.setdefault(name, len(names))
+        elif head == "f":
+            idx = []
+            for token in rest.split():
+                k = int(token.split("/", 1)[0])
+                idx.append(k - 1 if k > 0 else len(vertices) + k)
+            for i in range(1, len(idx) - 1):
+                faces.append((idx[0], idx[i], idx[i + 1]))
+                groups.append(current)
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    fc = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    if len(fc) and (fc.min() < 0 or fc.max() >= len(v)):
+        raise ValueError(f"a face refers to vertex {int(fc.max()) + 1} of {len(v)}")
+    return Triangles(v, fc, np.asarray(groups, dtype=np.int64), tuple(names))
+
+
+def _read_obj_file(path: str, data: bytes) -> Triangles:
+    return _read_obj(data.decode("utf-8", errors="replace"))
+
+
+# --------------------------------------------------------------------------- STL
+
+#: One triangle of a binary STL: normal, three corners (float32), a 2-byte attribute.
+_STL_RECORD = np.dtype([("normal", "<f4", (3,)), ("corners", "<f4", (3, 3)), ("attribute", "<u2")])
+
+
+def _read_binary_stl(data: bytes) -> Triangles | None:
+    """A binary STL (80-byte header, uint32 triangle count, 50 bytes a triangle) as trimesh reads
+    it unprocessed: three vertices per triangle in file order, float32 widened to float64; None
+    unless the length is exactly what the count says (trimesh's own test), e.g. for ASCII STL.
+
+    Read here because importing trimesh is slow and paid before TetGen can start, and binary STL
+    is what CAD exports; tests check that both readers give the same arrays."""
+    if len(data) < 84:
+        return None
+    count = int.from_bytes(data[80:84], "little")
+    if len(data) != 84 + _STL_RECORD.itemsize * count:
+        return None
+    corners = np.frombuffer(data, dtype=_STL_RECORD, count=count, offset=84)["corners"]
+    vertices = corners.reshape(-1, 3).astype(np.float64)
+    return Triangles(vertices, np.arange(3 * count, dtype=np.int64).reshape(-1, 3),
+                     np.full(count, -1, dtype=np.int64), ())
+
+
+def _read_stl(path: str, data: bytes) -> Triangles:
+    """Binary STL directly, anything else through trimesh (ASCII STL). A file trimesh finds no
+    triangle in that is not ASCII text is reported as a binary STL of the wrong length."""
+    binary = _read_binary_stl(data)
+    if binary is not None:
+        return binary
+    read = _read_with_trimesh(path)
+    text = data.lstrip()[:5].lower() == b"solid" and b"\0" not in data
+    if len(read[1]) == 0 and len(data) >= 84 and not text:
+        count = int.from_bytes(data[80:84], "little")
+        raise ValueError(f"a binary STL whose header declares {count} triangles "
+                         f"({84 + _STL_RECORD.itemsize * count} bytes) but the file has {len(data)} bytes: "
+                         "it was cut short, padded or damaged; export it again")
+    return read
+
+
+# --------------------------------------------------------------------------- trimesh
+
+def _no_triangles(n_vertices: int) -> Triangles:
+    return Triangles(np.zeros((n_vertices, 3)), np.zeros((0, 3), np.int64), np.zeros(0, np.int64), ())
+
+
+def _flattened_scene(scene) -> Triangles:
+    """A trimesh Scene's triangle meshes with their node transforms, one face group per geometry."""
+    import trimesh  # lazy: heavy, and binary STL and OBJ never need it
+
+    vs, fs, gs, names = [], [], [], []
+    offset = 0
+    for node in scene.graph.nodes_geometry:
+        transform, geometry_name = scene.graph[node]
+        geom = scene.geometry[geometry_name]
+        if not isinstance(geom, trimesh.Trimesh) or len(geom.faces) == 0:
+            continue
+        v = np.asarray(geom.vertices, dtype=np.float64)
+        v = v @ np.asarray(transform)[:3, :3].T + np.asarray(transform)[:3, 3]
+        if geometry_name not in names:
+            names.append(geometry_name)
+        vs.append(v)
+        fs.append(np.asarray(geom.faces, dtype=np.int64) + offset)
+        gs.append(np.full(len(geom.faces), names.index(geometry_name), dtype=np.int64))
+        offset += len(v)
+    if not fs:
+        return _no_triangles(sum(len(getattr(g, "vertices", ())) for g in scene.geometry.values()))
+    return Triangles(np.concatenate(vs), np.concatenate(fs), np.concatenate(gs), tuple(names))
+
+
+def _read_with_trimesh(path: str) -> Triangles:
+    """Any trimesh format, unprocessed; scenes are flattened with their node transforms."""
+    import trimesh  # lazy: heavy, and binary STL and OBJ never need it
+
+    loaded = trimesh.load(path, force=None, process=False)
+    if isinstance(loaded, trimesh.Scene):
+        return _flattened_scene(loaded)
+    if not isinstance(loaded, trimesh.Trimesh):
+        return _no_triangles(len(getattr(loaded, "vertices", ())))
+    faces = np.asarray(loaded.faces, dtype=np.int64).reshape(-1, 3)
+    return Triangles(np.asarray(loaded.vertices, dtype=np.float64).reshape(-1, 3), faces,
+                     np.full(len(faces), -1, dtype=np.int64), ())
+
+
+def _read_any_other(path: str, data: bytes) -> Triangles:
+    return _read_with_trimesh(path)
+
+
+# --------------------------------------------------------------------------- STEP
+
+def _read_step(path: str, data: bytes) -> Triangles:
+    """A STEP file's solids as triangles in metres, one face group per body: OpenCASCADE (cascadio)
+    tessellates the B-rep into a GLB in a scratch folder, read back as any GLB. Single-threaded,
+    so the triangles, and the asset built on them, do not depend on the machine's thread count."""
+    import cascadio       # lazy: optional extra 'step'; ImportError: the caller names the package and the extra
+
+    with scratch_folder("fieldgen-step-") as folder:
+        glb = os.path.join(folder, "part.glb")
+        log = os.path.join(folder, "opencascade.log")
+        # OpenCASCADE and cascadio report on the process's standard output and error, where
+        # stdout carries only the report (docs/model.md §1.5): to a file, and into the error if
+        # the reading fails.
+        with _standard_output_to(log):
+            status = cascadio.step_to_glb(str(path), glb, tol_linear=STEP_LINEAR_DEFLECTION,
+                                          tol_angular=STEP_ANGULAR_DEFLECTION, tol_relative=False,
+                                          merge_primitives=True, use_parallel=False)
+        if status != 0 or not os.path.isfile(glb):
+            with open(log, "rb") as handle:
+                said = re.sub(r"\x1b\[[0-9;]*m|\*{4}", "", handle.read().decode("utf-8", "replace"))
+            said = " ".join(said.split())
+            raise ValueError("OpenCASCADE could not read it as STEP" + (f": {said[:300]}" if said else ""))
+        return _read_with_trimesh(glb)
+
+
+@contextmanager
+def _standard_output_to(path: str) -> Iterator[None]:
+    """File descriptors 1 and 2 (what a C++ library prints) into ``path`` for the block; those
+    that are not open are left alone. One block at a time: the descriptors are the process's."""
+    with _DESCRIPTORS:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):   # None, closed or not a file
+                pass
+        saved = {}
+        try:
+            with open(path, "wb") as sink:
+                for descriptor in (1, 2):
+                    try:
+                        saved[descriptor] = os.dup(descriptor)
+                    except OSError:         # not open: nothing to keep quiet there
+                        continue
+                    os.dup2(sink.fileno(), descriptor)
+                yield
+        finally:
+            for descriptor, copy in saved.items():
+                os.dup2(copy, descriptor)
+                os.close(copy)
+
+
+# --------------------------------------------------------------------------- meshio
+
+def _meshio_mesh(path: str):
+    """meshio's Mesh of ``path``: the formats meshio names for its suffix, tried in turn through
+    their public readers (``meshio.<format>.read``). ``meshio.read`` itself prints why each
+    candidate failed; here nothing is printed and the reasons go into the error."""
+    import meshio  # lazy: heavy, and only volume-mesh files need it
+
+    reasons = []
+    for kind in meshio.extension_to_filetypes.get(Path(path).suffix.lower(), []):
+        try:
+            return getattr(meshio, kind).read(path)
+        except ImportError:
+            raise                    # a reader's optional package (h5py for XDMF): said as such
+        except Exception as error:    # meshio.ReadError, or whatever else a reader meets
+            reasons.append(f"as {kind}: {str(error) or type(error).__name__}")
+    raise ValueError("; ".join(reasons) or "no meshio reader for this suffix")
+
+
+def _read_with_meshio(path: str, data: bytes) -> Triangles:
+    """The triangle cells of a volume-mesh file (none for a pure tet mesh), unprocessed."""
+    mesh = _meshio_mesh(path)
+    points = np.asarray(mesh.points, dtype=np.float64)
+    if points.ndim != 2 or points.shape[1] not in (2, 3):
+        raise ValueError(f"its points are {points.shape[1:] or 'scalars'}, not 3-D coordinates")
+    if points.shape[1] == 2:                 # a flat mesh: z = 0, which the closed-surface check refuses
+        points = np.column_stack([points, np.zeros(len(points))])
+    blocks = []
+    for block in mesh.cells:     # triangles; quads and polygons as fans from their first corner
+        cells = np.asarray(block.data, dtype=np.int64)
+        if (block.type in ("triangle", "quad") or block.type.startswith("polygon")) and cells.ndim == 2:
+            blocks += [cells[:, [0, k, k + 1]] for k in range(1, cells.shape[1] - 1)]
+    faces = np.concatenate(blocks) if blocks else np.zeros((0, 3), np.int64)
+    return Triangles(points, faces, np.full(len(faces), -1, dtype=np.int64), ())
+
+
+def _read_vtu(path: str, data: bytes) -> Triangles:
+    """A .vtu: refused if it is a fieldgen asset (:func:`_refuse_asset`), else read with meshio."""
+    _refuse_asset(path)
+    return _read_with_meshio(path, data)
+
+
+def _refuse_asset(path: str) -> None:
+    """A fieldgen asset given where a surface is wanted: name the surface it was built from."""
+    try:
+        source = read_metadata(path).get("source") or {}
+    except InputError:
+        return                                   # not an asset: read it as any .vtu
+    raise InputError("is a fieldgen asset (tets with a pressure field), not a surface mesh", path=path,
+                     fix=f"Give the surface it was built from ({source.get('file', 'its source')}, "
+                         f"units {source.get('units', 'm')!r})")
+
+
+register_reader((".obj",), _read_obj_file)
+register_reader((".stl",), _read_stl)
+register_reader(STEP_SUFFIXES, _read_step, in_metres=True)
+register_reader((".vtu",), _read_vtu)
+register_reader(tuple(s for s in MESHIO_SUFFIXES if s != ".vtu"), _read_with_meshio)
+register_reader((ANY_OTHER,), _read_any_other)        # PLY, OFF, GLB, ...: trimesh
+
+
+# --------------------------------------------------------------------------- entry point
+
+def _missing_reader(path: str, suffix: str, error: ImportError) -> InputError:
+    """trimesh and meshio know more formats than fieldgen installs readers for (3MF: lxml;
+    COLLADA: pycollada; XDMF: h5py), and STEP needs the optional extra ``step`` (cascadio): the
+    error names the package and how to install it."""
+    named = re.findall(r"No module named '([^']+)'|pip install (\S+?)`?$", str(error))
+    package = getattr(error, "name", None) or ("".join(named[0]) if named else "one fieldgen lacks")
+    if suffix in STEP_SUFFIXES:
+        return InputError(
+            f"is a CAD (STEP) file: reading it needs the Python package {package!r}, which the optional "
+            "extra 'step' installs", path=path,
+            fix=f"Install it with {install_hint('step')}; or export the part from its source as a "
+                f"surface mesh ({SURFACE_FORMATS})")
+    return InputError(
+        f"is a {suffix} file: reading it needs the Python package {package!r}, which fieldgen does not install",
+        path=path, fix=f"Export the part from its source as a surface mesh ({SURFACE_FORMATS}); "
+                       f"or install {package!r} into fieldgen's environment")
+
+
+def read_bytes(path: str) -> bytes:
+    """The file's bytes; InputError when it does not exist."""
+    if not os.path.isfile(path):
+        raise InputError("file not found", path=path,
+                         fix="Check the path (relative paths are taken from the current folder)")
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangles:
+    """Raw ``(vertices, faces, face_groups, group_names)`` of a surface file, unrepaired, with
+    the vertices as the file gives them, taken to be in ``units``. A STEP file names its own unit:
+    its vertices are converted into ``units`` (docs/model.md §1.2), so that scaling by ``units``
+    gives metres for every format alike.
+
+    Raises InputError when the file is missing or cannot be read as triangles.
+    """
+    path = str(path)
+    if data is None:
+        data = read_bytes(path)
+    suffix = Path(path).suffix.lower()
+    reader = reader_for(suffix)
+    try:
+        try:
+            read = reader.read(path, data)
+        except ImportError as error:          # only a library's reader: fieldgen's own imports are not here
+            raise _missing_reader(path, suffix, error) from None
+        if reader.in_metres:
+            return read._replace(vertices=read.vertices / LENGTH_UNITS[units])
+        return read
+    except (ValueError, IndexError, KeyError, TypeError, NotImplementedError, OSError) as error:
+        if suffix in STEP_SUFFIXES:
+            raise InputError(f"cannot be read as a STEP file ({error})", path=path,
+                             fix="Export the part again from its CAD tool as STEP (AP203 or AP214), or as a "
+                                 f"surface mesh ({SURFACE_FORMATS})") from error
+        raise InputError(
+            f"cannot be read as a {suffix.lstrip('.') or 'surface'} mesh ({error})",
+            path=path, fix=f"Give a surface mesh file: {SURFACE_FORMATS}") from error

@@ -1,0 +1,168 @@
+"""Extent levels for layering: where a nonlinear modulus law needs the mesh cut so the runtime's
+linear interpolation of ``p0`` stays within the layer tolerance (docs/model.md §2.4; D 5.1.2).
+
+The error of linear interpolation of ``p0`` over a tet spanning ``Δe`` is about ``p0''·Δe²/8``.
+:func:`extent_levels` picks levels ``0 < e_1 < ... < e_K < 1`` greedily so that on each interval
+``[a, b]`` the oscillation of ``g = p0 − chord`` (``max g − min g``, sampled) is within the
+tolerance. For any tet whose vertex extents lie in ``[a, b]`` the linear interpolant differs from
+the law by ``Σλ_i g(e_i) − g(e)``, so the oscillation bounds the interpolation error; for a convex
+or concave law it equals the chord error.
+
+The default tolerance, 1% of the law's largest pressure, has its one home here
+(:func:`default_layer_tolerance`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fieldgen.errors import BuildError, OptionError
+from fieldgen.material.modulus import ModulusLaw, is_linear
+from fieldgen.meshing.tetmesh import TetMesh
+
+#: The default layer tolerance as a fraction of the law's largest pressure ``p0(1)``.
+DEFAULT_TOLERANCE_FRACTION = 0.01
+#: Vertices closer than this to a level (in extent, which spans [0, 1]) count as on it.
+ON_LEVEL = 1e-10
+#: Vertices within this fraction of the local level spacing of a level are moved onto it before
+#: cutting, so no cut point lands a hair's breadth from an existing vertex (such cuts make tiny,
+#: near-zero-volume tets); a larger fraction moves the extent further from the law's
+#: (docs/model.md §2.4).
+SNAP_FRACTION = 1e-2
+#: Samples per interval when measuring the chord oscillation of a law.
+CHORD_SAMPLES = 257
+#: Levels aim at this fraction of the tolerance: the sampled oscillation underestimates the true
+#: one by about 1/(CHORD_SAMPLES - 1)^2 relative, so this margin keeps the bound strict.
+TOLERANCE_MARGIN = 0.995
+#: Refuse tolerances that would need more levels than this (the mesh would explode).
+MAX_LEVELS = 2000
+
+
+def default_layer_tolerance(law: ModulusLaw) -> float:
+    """The layer tolerance when none is given: 1% of the law's largest pressure, in Pa
+    (docs/model.md §2.4)."""
+    return DEFAULT_TOLERANCE_FRACTION * law.max_pressure
+
+
+def check_tolerance(tolerance, law: ModulusLaw) -> float:
+    """``tolerance`` as a positive finite float (Pa); OptionError otherwise."""
+    try:
+        tol = float(tolerance)
+    except (TypeError, ValueError):
+        tol = float("nan")
+    if not (math.isfinite(tol) and tol > 0):
+        raise OptionError(f"layer_tolerance is {tolerance!r}; it must be a positive number of Pa",
+                          fix=f"give e.g. {default_layer_tolerance(law):g} (1% of max p0)")
+    return tol
+
+
+def chord_oscillation(law: ModulusLaw, a: float, b: float, *, samples: int = CHORD_SAMPLES) -> float:
+    """``max g − min g`` over ``[a, b]`` with ``g = p0 − chord of p0``: a bound on the linear
+    interpolation error of any tet whose vertex extents lie in ``[a, b]`` (docs/model.md §2.4)."""
+    t = np.linspace(0.0, 1.0, samples)
+    e = a + (b - a) * t
+    if law.kind == "table":   # include the table's own points, where the curvature can jump
+        knots = np.asarray(law.table_extent)
+        e = np.union1d(e, knots[(knots > a) & (knots < b)])
+        t = (e - a) / (b - a)
+    p = law.pressure(e)
+    g = p - (p[0] + (p[-1] - p[0]) * t)
+    return float(g.max() - g.min())
+
+
+def _next_level(law: ModulusLaw, a: float, target: float) -> float:
+    """The largest ``b`` (by bisection) with the chord oscillation over ``[a, b]`` within ``target``."""
+    lo, hi = a, 1.0          # invariant: [a, lo] within tolerance, [a, hi] not
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if chord_oscillation(law, a, mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-9 * (hi - a):
+            break
+    return lo
+
+
+def extent_levels(law: ModulusLaw, tolerance: float) -> np.ndarray:
+    """Levels ``0 < e_1 < ... < e_K < 1`` with the chord oscillation of ``p0`` on every interval
+    at most ``tolerance`` Pa (D 5.1.2). Empty for a linear law. Deterministic."""
+    tol = check_tolerance(tolerance, law)
+    if is_linear(law):
+        return np.zeros(0)
+    target = TOLERANCE_MARGIN * tol
+    levels: list[float] = []
+    a = 0.0
+    while chord_oscillation(law, a, 1.0) > target:
+        lo = _next_level(law, a, target)
+        if lo - a <= 16 * ON_LEVEL:
+            raise OptionError(
+                f"layer_tolerance {tol:g} Pa needs layers thinner than {lo - a:.1e} in extent "
+                f"near e = {a:.6g} (the law bends too sharply there)",
+                fix="raise layer_tolerance or smooth the modulus law")
+        levels.append(lo)
+        if len(levels) > MAX_LEVELS:
+            raise OptionError(
+                f"layer_tolerance {tol:g} Pa needs more than {MAX_LEVELS} extent layers",
+                fix=f"raise layer_tolerance (default 0.01 x max p0 = {default_layer_tolerance(law):g} Pa)")
+        a = lo
+    return np.array(levels)
+
+
+def balanced_levels(law: ModulusLaw, tolerance: float, *, steps: int = 20) -> np.ndarray:
+    """As many levels as :func:`extent_levels` needs, placed so every interval has about the same
+    chord oscillation (the smallest bound that still needs no more levels; found by bisection).
+
+    The greedy levels leave the last interval with little oscillation and the others at the
+    bound, so nearly every edge crossing a level needs a split; balanced, each interval keeps
+    slack, and more edges that cross a level stay within the tolerance (docs/model.md §2.4)."""
+    tol = check_tolerance(tolerance, law)
+    greedy = extent_levels(law, tol)
+    if not len(greedy):
+        return greedy
+    lo, hi = 0.0, tol                  # invariant: a bound of hi needs no more levels than tol
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        try:
+            fits = len(extent_levels(law, mid)) <= len(greedy)
+        except OptionError:            # too tight to layer at all
+            fits = False
+        lo, hi = (lo, mid) if fits else (mid, hi)
+    return extent_levels(law, hi)
+
+
+def snap_to_levels(extent: np.ndarray, levels: np.ndarray, fraction: float = SNAP_FRACTION) -> np.ndarray:
+    """Move extents within ``fraction`` x the local level spacing of a level onto it.
+
+    The spacing of level k is the smaller of its gaps to its neighbours (0 and 1 at the ends),
+    so the boundary values e = 0 and e = 1 never move. The extent changes by at most
+    ``fraction`` of a layer: far below the interpolation tolerance the layers are made for.
+    """
+    extent = np.array(extent, dtype=np.float64, copy=True)
+    if not len(levels):
+        return extent
+    bounds = np.concatenate([[0.0], levels, [1.0]])
+    spacing = np.minimum(np.diff(bounds)[:-1], np.diff(bounds)[1:])
+    nearest = np.clip(np.searchsorted(levels, extent), 1, len(levels)) - 1
+    for candidate in (nearest, np.minimum(nearest + 1, len(levels) - 1)):
+        near = np.abs(extent - levels[candidate]) <= fraction * spacing[candidate]
+        extent[near] = levels[candidate[near]]
+    return extent
+
+
+def check_extent(mesh: TetMesh, extent) -> np.ndarray:
+    """``extent`` as one float per mesh vertex within [0, 1] (docs/model.md §2.2); BuildError otherwise."""
+    extent = np.asarray(extent, dtype=np.float64).ravel()
+    if extent.shape != (mesh.n_points,):
+        raise BuildError(f"the extent has {extent.size} values for {mesh.n_points} mesh points",
+                         fix="give one extent value per mesh vertex (P1, docs/model.md §2.1)")
+    bad = ~np.isfinite(extent) | (extent < -1e-9) | (extent > 1 + 1e-9)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise BuildError(f"{int(bad.sum())} extent values lie outside [0, 1] (e.g. vertex {i}: "
+                         f"{extent[i]!r})", fix="normalise the extent to [0, 1] (docs/model.md §2.2)")
+    return extent

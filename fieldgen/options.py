@@ -1,0 +1,374 @@
+"""The options of ``fieldgen build``, and the spec files that hold them (docs/model.md §1.2).
+
+``BuildOptions`` holds every option of ``fieldgen build`` with the names of its flags
+(underscores for dashes). Lengths are in the input's units, as the user wrote them; the build
+converts to SI once, at the surface stage. A spec file (TOML) holds the same keys;
+``options_from_spec`` reads one and resolves its paths relative to the spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from fieldgen.errors import InputError, OptionError
+from fieldgen.material.levels import default_layer_tolerance
+from fieldgen.tables import check_keys
+from fieldgen.units import length_scale
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+LAWS = ("linear", "hyperbolic", "table")
+#: How a skin is meshed (``--skin-mesh``): cut out of a whole-part mesh, or a layer band grown out
+#: of the rounded rigid interior with tets outside it (docs/model.md §2.4), the default where it
+#: applies (``BuildOptions.skin_meshed_by``).
+SKIN_MESHES = ("cut", "band")
+DEFAULT_FRICTION = 0.5
+#: The relative error the mesh is sized for when no size is given (docs/model.md §2.10).
+DEFAULT_ACCURACY = 0.01
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Every option of ``fieldgen build``; lengths in the input's units (``units``)."""
+
+    units: str = "m"
+    core: str | None = None                 #: path of an inner surface carved out with e = 1
+    bonded: tuple[str, ...] = ()            #: face selectors glued to a rigid backing (e = 1)
+    insulated: tuple[str, ...] = ()         #: face selectors with zero flux
+    max_volume: float | None = None         #: largest tet volume, input units cubed
+    edge_length: float | None = None        #: target edge length, input units
+    radius_edge: float = 1.414              #: TetGen radius-edge quality bound
+    law: str | None = None                  #: linear | hyperbolic | table (inferred when None)
+    modulus: float | None = None            #: M0, Pa
+    k: float | None = None                  #: hyperbolic stiffening, 0 <= k < 1
+    table: str | None = None                #: CSV of extent, pressure (Pa)
+    layer_tolerance: float | None = None    #: Pa; default 0.01 x max p0
+    expansion_rate: float | None = None     #: tau, 1/s (D 5.2.1)
+    dissipation: float | None = None        #: chi, s/m, given directly
+    mu_static: float = DEFAULT_FRICTION
+    mu_dynamic: float = DEFAULT_FRICTION
+    drake_vtk: str | None = None            #: also write a Drake-loadable legacy .vtk (+ .sdf)
+    skin: float | None = None               #: skin thickness over a rigid interior, input units
+    robust: bool = False                    #: mesh open/self-intersecting input with fTetWild
+    tangential_stiffness: float | None = None   #: K̄, 1/m: friction spring k = K̄ p (D 6.2.3)
+    tangential_damping: float | None = None     #: C̄, s/m: friction damper c = C̄ p
+    accuracy: float | None = None           #: relative discretisation error the mesh is sized for (None: 1%)
+    threads: int | None = None              #: fTetWild's threads with --robust (None/0: every core)
+    estimate: bool = False                  #: estimate the error of a mesh sized by hand or by fTetWild too
+    skin_mesh: str | None = None            #: "band" (layers, docs/model.md §2.4) or "cut"; None: band where it applies
+
+    @property
+    def skin_meshed_by(self) -> str | None:
+        """How the skin is meshed (None without one): ``skin_mesh`` if given, else the layer band
+        where it applies (sized by accuracy, every face free, not ``robust``), else the cut."""
+        if self.skin is None:
+            return None
+        if self.skin_mesh is not None:
+            return self.skin_mesh
+        return "band" if self.sized_by_accuracy and not (self.bonded or self.insulated) else "cut"
+
+    def layer_tolerance_for(self, law) -> float:
+        """The layering's interpolation-error tolerance in Pa (docs/model.md §2.4): the one given,
+        else 1% of the law's largest pressure."""
+        return default_layer_tolerance(law) if self.layer_tolerance is None else float(self.layer_tolerance)
+
+    @property
+    def sized_by_accuracy(self) -> bool:
+        """Whether the accuracy chooses the mesh (docs/model.md §2.10): no size given, and not
+        fTetWild under a skin (its passes would remesh with TetGen's size field)."""
+        return self.edge_length is None and self.max_volume is None and not (self.robust and self.skin is not None)
+
+    @property
+    def sizing_accuracy(self) -> float:
+        """The accuracy the mesh is sized for when no size is given (default 1%, docs/model.md §2.10)."""
+        return DEFAULT_ACCURACY if self.accuracy is None else float(self.accuracy)
+
+    def checked(self) -> "BuildOptions":
+        """Return self after checking values that need no geometry (each of ``CHECKS`` in turn);
+        OptionError otherwise."""
+        for check in CHECKS:
+            check(self)
+        return self
+
+    def resolved_law(self) -> str:
+        if self.law is not None:
+            if self.law not in LAWS:
+                raise OptionError(f"unknown law {self.law!r}", fix=f"use one of {', '.join(LAWS)}")
+            return self.law
+        if self.table is not None:
+            return "table"
+        if self.k is not None:
+            return "hyperbolic"
+        return "linear"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as plain JSON values (paths as given)."""
+        out = dataclasses.asdict(self)
+        for key in ("bonded", "insulated"):
+            out[key] = list(out[key])
+        return out
+
+
+# ------------------------------------------------------------------ the checks
+# Each takes the options and raises OptionError naming the flag; ``CHECKS`` runs them in order,
+# so the first defect found is the one reported.
+
+def _check_units(o: BuildOptions) -> None:
+    length_scale(o.units, what="--units")
+
+
+def _check_law(o: BuildOptions) -> None:
+    """The law (docs/model.md §2.3) and what it needs: a modulus, k for the hyperbolic one, a table."""
+    law = o.resolved_law()
+    if o.k is not None and not (math.isfinite(o.k) and 0.0 <= o.k < 1.0):
+        raise OptionError(f"--k must be in [0, 1) (0 <= K < 1), got {o.k}",
+                          fix="give the hyperbolic stiffening with 0 <= K < 1 (K -> 1 makes p0(1) = M0/(1-K) unbounded)")
+    if law in ("linear", "hyperbolic") and o.modulus is None:
+        raise OptionError(f"the {law} law needs a modulus", fix="give --modulus M0 in Pa (e.g. --modulus 1e5)")
+    if law == "table" and o.table is None:
+        raise OptionError("the table law needs a table", fix="give --table FILE.csv with columns extent, pressure (Pa)")
+    if law == "table" and (o.modulus is not None or o.k is not None):
+        raise OptionError("--table and --modulus/--k both given", fix="give either a table or a modulus, not both")
+    if law == "hyperbolic" and o.k is None:
+        raise OptionError("the hyperbolic law needs k", fix="give --k K with 0 <= K < 1")
+    if law == "linear" and o.k not in (None, 0.0):
+        raise OptionError("--k given with the linear law", fix="drop --k or use --law hyperbolic")
+
+
+#: Options that must be positive numbers when given.
+POSITIVE = ("modulus", "max_volume", "edge_length", "expansion_rate", "layer_tolerance", "skin")
+
+
+def _check_positive(o: BuildOptions) -> None:
+    for name in POSITIVE:
+        value = getattr(o, name)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise OptionError(f"--{name.replace('_', '-')} must be a positive number, got {value}",
+                              fix="give a finite value greater than zero")
+
+
+def _check_kinds(o: BuildOptions) -> None:
+    """The accuracy is a relative error, threads a whole number, estimate a flag."""
+    if o.accuracy is not None and not (
+            isinstance(o.accuracy, (int, float)) and not isinstance(o.accuracy, bool)
+            and math.isfinite(o.accuracy) and 0 < o.accuracy <= 0.5):
+        raise OptionError(f"--accuracy must be a relative error in (0, 0.5], got {o.accuracy}",
+                          fix="give e.g. --accuracy 0.01 for 1%")
+    if o.threads is not None and (isinstance(o.threads, bool) or not isinstance(o.threads, int) or o.threads < 0):
+        raise OptionError(f"--threads must be a whole number >= 0, got {o.threads!r}",
+                          fix="give e.g. --threads 2 (0 = every core)")
+    if not isinstance(o.estimate, bool):
+        raise OptionError(f"--estimate must be true or false, got {o.estimate!r}", fix="write estimate = true")
+
+
+def _check_accuracy_used(o: BuildOptions) -> None:
+    """An accuracy would be ignored beside a size, or under fTetWild with a skin (docs/model.md
+    §2.10), unless the mesh's error is to be estimated (from flags, a spec or a manifest alike)."""
+    if o.accuracy is None or o.estimate:
+        return
+    for name, given in (("edge_length", o.edge_length is not None), ("max_volume", o.max_volume is not None)):
+        if given:
+            flag = name.replace("_", "-")
+            raise OptionError(
+                f"--accuracy and --{flag} both given: the accuracy sizes the mesh only when no size is given",
+                fix=f"drop accuracy, or drop {name} (--{flag}) to let the accuracy choose the mesh, "
+                    "or add --estimate (estimate = true) to have this mesh's error estimated and "
+                    "compared with it")
+    if o.robust and o.skin is not None:
+        raise OptionError(
+            "--accuracy with --robust and --skin: a skin's sizing remeshes every pass with TetGen's "
+            "size field, which fTetWild does not take",
+            fix="drop accuracy (fTetWild then meshes at half the skin, or at --edge-length), or repair "
+                "the surface and drop --robust, or add --estimate to have the mesh's error estimated and "
+                "compared with it")
+
+
+def _check_meshing(o: BuildOptions) -> None:
+    """fTetWild's threads, and how a skin is meshed (docs/model.md §2.4)."""
+    if o.threads is not None and not o.robust:
+        raise OptionError("--threads given without --robust: it sets fTetWild's threads, and TetGen runs on one",
+                          fix="add --robust (robust = true), or drop threads")
+    if o.skin_mesh is not None and o.skin_mesh not in SKIN_MESHES:
+        raise OptionError(f"--skin-mesh must be one of {', '.join(SKIN_MESHES)}, got {o.skin_mesh!r}",
+                          fix='write e.g. skin_mesh = "band"')
+    if o.skin_mesh is not None and o.skin is None:
+        raise OptionError(f"--skin-mesh {o.skin_mesh} without --skin", fix="give --skin THICKNESS, or drop --skin-mesh")
+    if o.skin_mesh == "band":
+        _check_band(o)
+
+
+def _check_band(o: BuildOptions) -> None:
+    """The layer band (docs/model.md §2.4) is one way to mesh a skin sized by accuracy."""
+    given = [flag for flag, value in (("--edge-length", o.edge_length), ("--max-volume", o.max_volume))
+             if value is not None]
+    if given or o.robust:
+        raise OptionError(f"--skin-mesh band with {' and '.join(given + (['--robust'] if o.robust else []))}: "
+                          "the band is sized by accuracy, on TetGen's mesh",
+                          fix="drop the size (the accuracy sizes the band) or --robust, or drop --skin-mesh band")
+    if o.bonded or o.insulated:
+        raise OptionError("--skin-mesh band with bonded or insulated faces: the band is grown under free faces only",
+                          fix="drop --skin-mesh band (the skin is then cut out of a whole-part mesh)")
+
+
+def _check_interior(o: BuildOptions) -> None:
+    """One rigid interior at most: a skin's or a core's, and fTetWild carves no core."""
+    if o.skin is not None and o.core is not None:
+        raise OptionError("--skin and --core both given",
+                          fix="give one: --skin makes everything deeper than THICKNESS a rigid interior, "
+                              "--core carves out a given rigid core")
+    if o.robust and o.core is not None:
+        raise OptionError("--robust and --core both given (fTetWild is not used to carve a core)",
+                          fix="repair the surfaces and drop --robust, or drop --core (--skin gives a rigid "
+                              "interior at a set depth)")
+    if not isinstance(o.robust, bool):
+        raise OptionError(f"--robust must be true or false, got {o.robust!r}", fix="write robust = true")
+    if o.radius_edge < 1.0:
+        raise OptionError(f"--radius-edge must be at least 1.0, got {o.radius_edge}",
+                          fix="use TetGen's usual bound, e.g. 1.414")
+
+
+def _check_damping(o: BuildOptions) -> None:
+    """The dissipation (docs/model.md §2.7) is given, or follows from the expansion rate."""
+    if o.dissipation is not None and not (math.isfinite(o.dissipation) and o.dissipation >= 0):
+        raise OptionError(f"--dissipation must be >= 0 s/m, got {o.dissipation}", fix="give a non-negative value")
+    if o.dissipation is not None and o.expansion_rate is not None:
+        raise OptionError("--dissipation and --expansion-rate both given",
+                          fix="give one: the dissipation follows from the expansion rate as 1/(L*tau)")
+    for name in ("mu_static", "mu_dynamic"):
+        value = getattr(o, name)
+        if not (math.isfinite(value) and value >= 0):
+            raise OptionError(f"--{name.replace('_', '-')} must be >= 0, got {value}", fix="give a friction coefficient")
+
+
+def _check_drake_vtk(o: BuildOptions) -> None:
+    if o.drake_vtk is not None and not str(o.drake_vtk).lower().endswith(".vtk"):
+        raise OptionError(f"--drake-vtk {o.drake_vtk!r} does not end in .vtk (Drake reads compliant tet "
+                          "meshes only from legacy .vtk files)", fix="name it FILE.vtk")
+
+
+def _check_selectors(o: BuildOptions) -> None:
+    """Each --bonded and --insulated face selector parses (docs/model.md §2.2)."""
+    # lazy: the selectors' module loads the surface stage (scipy), which reading options does not need
+    from fieldgen.surface.selectors import parse_selector
+
+    for flag, selectors in (("--bonded", o.bonded), ("--insulated", o.insulated)):
+        for text in selectors:
+            try:
+                parse_selector(str(text))
+            except OptionError as exc:
+                raise OptionError(f"{flag}: {exc.defect}", fix=exc.fix) from None
+
+
+def _check_friction(o: BuildOptions) -> None:
+    """The friction spring's constants (D 6.2.3, docs/model.md §4.7) and the two coefficients."""
+    for name in ("tangential_stiffness", "tangential_damping"):
+        value = getattr(o, name)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise OptionError(f"--{name.replace('_', '-')} must be a positive number, got {value}",
+                              fix="give K̄ in 1/m (e.g. 1e4) and C̄ in s/m (e.g. 10): k = K̄·p, c = C̄·p")
+    if o.mu_dynamic > o.mu_static:
+        raise OptionError(f"--mu-dynamic ({o.mu_dynamic}) exceeds --mu-static ({o.mu_static})",
+                          fix="kinetic friction cannot exceed static friction; swap or lower them")
+
+
+#: What :meth:`BuildOptions.checked` checks, in order (the first defect found is reported).
+CHECKS: tuple[Callable[[BuildOptions], None], ...] = (
+    _check_units, _check_law, _check_positive, _check_kinds, _check_accuracy_used, _check_meshing,
+    _check_interior, _check_damping, _check_drake_vtk, _check_selectors, _check_friction,
+)
+
+
+OPTION_NAMES = tuple(f.name for f in dataclasses.fields(BuildOptions))
+PATH_OPTIONS = ("core", "table", "drake_vtk")
+LIST_OPTIONS = ("bonded", "insulated")
+
+
+def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLike | None = None,
+                         origin: str = "options", base: BuildOptions | None = None) -> BuildOptions:
+    """Merge ``values`` (flag names with underscores) over ``base``; resolve paths against ``base_dir``.
+
+    Unknown keys and wrongly typed values raise OptionError naming ``origin``.
+    """
+    merged = dataclasses.asdict(base or BuildOptions())
+    check_keys(values, OPTION_NAMES, path=origin, noun="option")
+    for key, value in values.items():
+        merged[key] = _coerce(key, value, origin, base_dir)
+    return BuildOptions(**merged)
+
+
+def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
+    default = getattr(BuildOptions(), key)
+    if key in LIST_OPTIONS:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise OptionError(f"option {key!r} must be a list of selector strings, got {value!r}", path=origin,
+                              fix='write e.g. bonded = ["normal:0,0,-1"]')
+        return tuple(value)
+    if key in PATH_OPTIONS:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=origin, fix="quote the path")
+        return str(Path(base_dir) / value) if base_dir is not None and not os.path.isabs(value) else value
+    if key in ("robust", "estimate"):
+        if not isinstance(value, bool):
+            raise OptionError(f"option {key!r} must be true or false, got {value!r}", path=origin,
+                              fix=f"write {key} = true")
+        return value
+    if key == "threads":
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise OptionError(f"option 'threads' must be a whole number, got {value!r}", path=origin,
+                              fix="write e.g. threads = 2")
+        return value
+    if key in ("units", "law", "skin_mesh"):
+        if value is not None and not isinstance(value, str):
+            raise OptionError(f"option {key!r} must be a string, got {value!r}", path=origin, fix='write e.g. units = "mm"')
+        return value
+    # numbers
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise OptionError(f"option {key!r} must be a number, got {value!r}", path=origin,
+                              fix="write a plain number, e.g. 1e5") from None
+    return float(value) if default is None or isinstance(default, float) else value
+
+
+def read_spec(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
+    """Read a build spec (TOML); return its table and its folder. InputError if unreadable."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise InputError("spec file not found", path=str(path), fix="check the path given to --spec") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", path=str(path), fix="fix the syntax of the spec file") from None
+    return data, path.parent
+
+
+def options_from_spec(path: str | os.PathLike, base: BuildOptions | None = None) -> tuple[BuildOptions, str | None, str | None]:
+    """Options from a spec file, plus its optional ``input`` and ``output`` paths (resolved)."""
+    data, folder = read_spec(path)
+    data = dict(data)
+    extra = {}
+    for key in ("input", "output"):
+        value = data.pop(key, None)
+        if value is not None:
+            extra[key] = str(folder / value) if not os.path.isabs(value) else value
+    options = options_from_mapping(data, base_dir=folder, origin=str(path), base=base)
+    return options, extra.get("input"), extra.get("output")
+
+

@@ -1,0 +1,221 @@
+"""The meshers the build and its sizing make meshes with (docs/model.md §2, §2.4, §2.10).
+
+A mesher meshes one part: TetGen (:class:`TetGenMesher`), fTetWild for open or self-intersecting
+input (:class:`RobustMesher`), or the layer band over the rounded rigid interior
+(:class:`BandMesher`). Each call returns what it made as plain data, with the mesher's
+parameters (TetGen's switches, fTetWild's parameters, the band's description) for the asset's
+``mesher`` metadata: nothing is recorded anywhere else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Protocol
+
+import numpy as np
+
+from fieldgen.errors import FieldgenError
+from fieldgen.material.levels import balanced_levels
+from fieldgen.meshing import ftetwild, refine, tetgen
+from fieldgen.meshing.tetgen import MeshingOptions
+from fieldgen.meshing.tetmesh import TetMesh
+from fieldgen.progress import Progress
+from fieldgen.skin import band as layer_band
+from fieldgen.skin import interior as rigid_interior
+from fieldgen.skin.cut import cut_skin
+
+
+@dataclass(frozen=True)
+class MeshedPass:
+    """One mesh a mesher made: the mesh the extent is solved on (after the skin cut and the
+    zero-pressure refinement), the whole part's mesh before the cut, the skin (a SkinResult, or
+    None), the tets the zero-pressure refinement split, and the mesher's parameters."""
+
+    mesh: TetMesh
+    whole: TetMesh
+    skin: Any
+    split: int
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Mesher(Protocol):
+    """What the sizing loops mesh with (:func:`fieldgen.sizing.accuracy.mesh_by_accuracy`)."""
+
+    def mesh(self, edge: float | None = None, *, background=None, stretch=None,
+             cut: bool = True) -> MeshedPass:
+        """A mesh at the uniform ``edge`` (m), or under the ``background`` size field, or
+        stretched (``stretch``: (axis, factor)); without ``cut``, the whole part's mesh only."""
+
+
+@dataclass(frozen=True)
+class PartToMesh:
+    """What every mesher meshes: the surface (in m) and its conditions, and the skin to cut."""
+
+    surface: Any                 # fieldgen.surface.stage.Surface
+    core: Any                    # the core's Surface, or None
+    markers: np.ndarray          # condition of each surface face
+    path: str                    # the input, named in errors
+    units: str                   # the input's units, for the skin's messages
+    scale: float                 # metres per input unit
+    skin: float | None           # skin thickness, m (None: no skin)
+    free_surface: Any            # (vertices, faces) the skin's depth is measured from; None: the mesh's own
+
+
+def cut_and_refined(part: PartToMesh, whole: TetMesh, parameters: Mapping[str, Any], progress: Progress,
+                    cut: bool = True) -> MeshedPass:
+    """The skin cut (when the part has a skin) and the zero-pressure refinement of ``whole``."""
+    if not cut:
+        return MeshedPass(mesh=whole, whole=whole, skin=None, split=0, parameters=parameters)
+    skin = None
+    mesh = whole
+    if part.skin is not None:
+        with progress.stage("skin"):
+            skin = cut_skin(whole, part.skin, free_surface=part.free_surface, path=part.path,
+                            units=part.units, scale=part.scale)
+            mesh = skin.mesh
+    with progress.stage("refine"):
+        mesh, count = refine.refine_zero_tets(mesh, path=part.path)
+    return MeshedPass(mesh=mesh, whole=whole, skin=skin, split=count, parameters=parameters)
+
+
+def sized_options(meshing: MeshingOptions, edge: float | None, stretch=None) -> MeshingOptions:
+    """``meshing`` at the uniform ``edge`` (m) when given, stretched by ``stretch`` (axis, factor)."""
+    sized = meshing if edge is None else replace(meshing, edge_length=edge)
+    if stretch is not None:
+        sized = replace(sized, stretch_axis=stretch[0], stretch=stretch[1])
+    return sized
+
+
+@dataclass(frozen=True)
+class TetGenMesher:
+    """TetGen at the options' size, or at the sizing's edge or size field."""
+
+    part: PartToMesh
+    meshing: MeshingOptions
+    progress: Progress
+
+    def mesh(self, edge: float | None = None, *, background=None, stretch=None, cut: bool = True) -> MeshedPass:
+        meshing = sized_options(self.meshing, edge, stretch)
+        switches = self.meshing.switches()
+        if edge is not None or background is not None:
+            switches = meshing.switches()[:-1] + ("mQ" if background is not None else "Q")
+        part = self.part
+        with self.progress.stage("tetrahedralize"):
+            whole = tetgen.tetrahedralize(
+                part.surface.vertices, part.surface.faces, part.markers,
+                core_vertices=None if part.core is None else part.core.vertices,
+                core_faces=None if part.core is None else part.core.faces,
+                options=meshing, while_waiting=warm_imports, background=background,
+            )
+        return cut_and_refined(part, whole, {"mesher": "TetGen", "switches": switches}, self.progress, cut)
+
+
+@dataclass(frozen=True)
+class RobustMesher:
+    """fTetWild (``--robust``), at the edge of a regular tet of TetGen's volume bound."""
+
+    part: PartToMesh
+    meshing: MeshingOptions
+    threads: int | None          # None: every core
+    progress: Progress
+
+    def mesh(self, edge: float | None = None, *, background=None, stretch=None, cut: bool = True) -> MeshedPass:
+        meshing = sized_options(self.meshing, edge, stretch)
+        part = self.part
+        with self.progress.stage("tetrahedralize"):
+            whole, parameters = ftetwild.robust_tetrahedralize(
+                part.surface.vertices, part.surface.faces, part.markers,
+                ftetwild.RobustOptions(edge_length=robust_edge_length(meshing),
+                                       threads=ftetwild.default_threads() if self.threads is None else int(self.threads)),
+                path=part.path, progress=self.progress)
+        return cut_and_refined(part, whole, parameters, self.progress, cut)
+
+
+def robust_edge_length(meshing: MeshingOptions) -> float | None:
+    """fTetWild's target edge length (m) from the TetGen size bounds: a regular tet of the volume bound."""
+    volume = meshing.volume_bound()
+    return None if volume is None else float((6.0 * math.sqrt(2.0) * volume) ** (1.0 / 3.0))
+
+
+@dataclass(frozen=True)
+class BandPass:
+    """The layer band's first mesh (:class:`BandMesher`), after the zero-pressure refinement."""
+
+    mesh: TetMesh
+    skin: Any                    # fieldgen.skin.band.BandSkin: describes the skin of a mesh of the band
+    split: int
+    parameters: Mapping[str, Any]    # TetGen's switches for the tets outside the band
+    description: Mapping[str, Any]   # the asset's mesher.band (heights, rounding, columns ...)
+    columns: Any                 # the band's columns of vertices, bottom to top
+    levels: np.ndarray           # the extent each layer's top is to lie on
+
+    def align(self, mesh: TetMesh, extent: np.ndarray) -> tuple[TetMesh, int]:
+        """``mesh`` with the band's layers slid onto the levels of ``extent``, and how many
+        columns moved (docs/model.md §2.4)."""
+        return layer_band.aligned_columns(mesh, self.columns, extent, self.levels)
+
+
+@dataclass(frozen=True)
+class BandMesher:
+    """The skin as a layer band over the rounded interior (docs/model.md §2.4): layers of prisms
+    whose heights follow the law's levels, tets outside them."""
+
+    part: PartToMesh
+    meshing: MeshingOptions
+    law: Any
+    tolerance: float             # the layering's tolerance, Pa: sets the layers' heights
+    progress: Progress
+
+    def mesh(self) -> BandPass:
+        """The band's first mesh; :class:`fieldgen.skin.band.BandError` where the geometry is not
+        one the band's steps were made for (the build then cuts the skin instead)."""
+        part, progress, surface = self.part, self.progress, self.part.surface
+        thickness = part.skin
+        heights = layer_band.band_heights(balanced_levels(self.law, self.tolerance), thickness)
+        layer_band.check_size(surface.area, thickness, heights)
+        try:
+            with progress.stage("interior"):
+                interior = rigid_interior.rounded_interior(surface.vertices, surface.faces, thickness,
+                                                           max_triangles=layer_band.interior_triangles(heights))
+            # Coarser outside when the interior's surface is (a thin skin over a large part), not
+            # finer when its thin walls needed finer triangles: TetGen grades from those itself.
+            outer_edge = layer_band.OUTER_EDGE * thickness * max(interior.coarser, 1.0)
+            with progress.stage("band"):
+                band = layer_band.band_skin(surface.vertices, surface.faces, part.markers, interior, heights,
+                                            outer_edge=outer_edge)
+        except (ValueError, ArithmeticError, IndexError, MemoryError) as error:
+            # Geometry the band's steps were not made for (numpy, rtree, MMG): the cut instead.
+            raise layer_band.BandError(f"{type(error).__name__}: {error}",
+                                       fix="report the part; the build cut the skin instead") from error
+        switches = replace(self.meshing, edge_length=outer_edge, radius_edge=layer_band.OUTER_RADIUS_EDGE).switches()
+        description = {"heights": [float(h) for h in heights], "rounding": float(interior.rounding),
+                       "interior_triangles": int(len(interior.faces)), "columns_lowered": band.lowered,
+                       "prism_tets": band.band_tets, "outer_tets": band.outer_tets,
+                       "outer_edge": float(outer_edge)}
+        try:
+            with progress.stage("refine"):
+                mesh, count = refine.refine_zero_tets(band.mesh, path=part.path)
+        except FieldgenError as error:
+            # e.g. a body whose interior the rounding left out (thinner than 2(T + ρ)) has no rigid
+            # face in the band; the cut may keep one.
+            raise layer_band.BandError(error.defect, fix=error.fix) from error
+        skin = layer_band.BandSkin(thickness=thickness, rounding=interior.rounding, outer_edge=outer_edge,
+                                   free_surface=part.free_surface, part_volume=abs(float(surface.volume)),
+                                   max_depth=interior.max_depth)
+        return BandPass(mesh=mesh, skin=skin, split=count, parameters={"mesher": "TetGen", "switches": switches},
+                        description=description, columns=band.columns, levels=1.0 - band.heights / thickness)
+
+
+def warm_imports() -> None:
+    """Import what the stages after TetGen use (vtk, pyamg, scipy.sparse, scikit-fem), run while
+    TetGen works in its own process. Imports only: no state besides ``sys.modules``."""
+    # lazy: the point of this function, warming heavy imports while TetGen runs
+    import pyamg  # noqa: F401
+    import scipy.sparse  # noqa: F401  # lazy: as above
+    import scipy.sparse.linalg  # noqa: F401  # lazy: as above
+    import skfem  # noqa: F401  # lazy: as above
+    import threadpoolctl  # noqa: F401  # lazy: as above
+    import vtkmodules.util.numpy_support  # noqa: F401  # lazy: as above
+    import vtkmodules.vtkCommonDataModel  # noqa: F401  # lazy: as above
+    import vtkmodules.vtkIOXML  # noqa: F401  # lazy: as above

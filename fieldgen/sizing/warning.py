@@ -1,0 +1,47 @@
+"""The warning a build gives when the estimated error of its field exceeds the accuracy asked
+(docs/model.md §2.10)."""
+
+from __future__ import annotations
+
+from fieldgen.fe.estimate import ErrorEstimate, worst_error
+from fieldgen.sizing.accuracy import MAX_TETS
+from fieldgen.sizing.band import BAND_MAX_TETS
+
+
+def accuracy_warning(estimate: ErrorEstimate, accuracy: float, sizing: dict | None, tets: int, *,
+                     sized_by: str | None = None) -> list[str]:
+    """A warning when the estimated error of the field exceeds ``accuracy`` (docs/cli.md, "Sized by
+    accuracy"), with why: ``sizing`` is the asset's ``mesher.sizing`` (:meth:`SizedMesh.report`,
+    ``stopped``; ``law`` when the mesh was sized for another law). The sizing stops at a tet
+    budget, so a thin-walled part or a skin can end above what was asked. ``sized_by``: what
+    sized a mesh the accuracy did not size, estimated on request (``--estimate``): ``"size"`` (an
+    edge length or volume given) or ``"skin"`` (fTetWild under a skin, at half the skin). Empty
+    when within it."""
+    worst = worst_error(estimate)
+    if worst <= accuracy:
+        return []
+    if sized_by is not None:
+        given = sized_by == "size"
+        mesh = "the size given" if given else "fTetWild's mesh under the skin (its edge half the skin)"
+        return [f"estimated discretisation error {100 * worst:.2f}% (e {100 * estimate.extent:.2f}%, "
+                f"p {100 * estimate.pressure:.2f}%, L {100 * estimate.characteristic_length:.2f}%, on {tets:,} tets) "
+                f"exceeds the accuracy asked, {100 * accuracy:g}%, on {mesh}: a smaller --edge-length "
+                f"{'(or --max-volume) ' if given else ''}lowers it (P1's error falls about as the edge squared)"
+                + (", and without a size the accuracy chooses the mesh" if given else "")]
+    sizing = sizing or {}
+    reasons = []
+    if sizing.get("stopped") == "tet budget":
+        band = any(p.get("meshed_by") == "band" for p in sizing.get("passes", []))
+        budget = BAND_MAX_TETS if band else MAX_TETS
+        reasons.append(f"the sizing stopped at its tet budget (about {budget:,} tets to solve on"
+                       + ("; its last refinement ended past it" if tets > budget else "") + ")")
+    elif sizing.get("stopped") == "pass limit":
+        reasons.append("the sizing stopped at its last pass")
+    if "law" in sizing:
+        reasons.append("the mesh was sized for the law before the fit (a starting law of the fitted "
+                       "shape in the spec sizes it for this one)")
+    return [f"estimated discretisation error {100 * worst:.2f}% (e {100 * estimate.extent:.2f}%, "
+            f"p {100 * estimate.pressure:.2f}%, L {100 * estimate.characteristic_length:.2f}%, on {tets:,} tets) "
+            f"exceeds the accuracy asked, {100 * accuracy:g}%: {'; '.join(reasons) or 'the sizing stopped short'}; "
+            "a larger accuracy (--accuracy, or `accuracy` in a spec) accepts it, an edge length "
+            "(--edge-length, `edge_length`) chooses the mesh yourself"]
