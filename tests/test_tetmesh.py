@@ -224,7 +224,7 @@ def test_real_cad_part_has_no_zero_pressure_tet(meshes):
     assert count == len(zero_tets(mesh))
     check_refined(mesh, refined)
     stats = mesh_statistics(refined)
-    assert stats["zero_pressure_tets"] == 0 and stats["tets"] == refined.n_tets
+    assert stats["zero_pressure_tets"] == 0 and stats["n_tets"] == refined.n_tets
     assert stats["min_tet_volume"] > 0
 
 
@@ -236,9 +236,9 @@ def test_mesh_statistics_of_a_regular_tet():
     stats = mesh_statistics(TetMesh(points, tets, faces, np.full(4, FREE)))
     json.dumps(stats)
     assert stats["radius_edge_max"] == pytest.approx(np.sqrt(6) / 4)
-    assert stats["min_dihedral_deg"] == pytest.approx(np.degrees(np.arccos(1 / 3)))
+    assert stats["min_dihedral_angle"] == pytest.approx(np.degrees(np.arccos(1 / 3)))
     assert stats["volume"] == pytest.approx(8 / 3)
-    assert stats["tets"] == 1 and stats["vertices"] == 4 and stats["boundary_faces"] == 4
+    assert stats["n_tets"] == 1 and stats["n_points"] == 4 and stats["n_boundary_faces"] == 4
     assert stats["boundary_faces_by_condition"] == {"free": 4, "rigid": 0, "insulated": 0}
     assert stats["zero_pressure_tets"] == 1
 

@@ -4,9 +4,7 @@ JSON-able numbers, recorded in an asset's ``metadata['mesh']``.
 :func:`mesh_counts` is the part the asset file itself is checked against (the keys of
 :data:`fieldgen.io.asset.MESH_STATISTICS`, recomputed by the validation from the file);
 :func:`mesh_statistics` is every statistic of a mesh with its boundary conditions, the counts
-included. Some quality keys name a count again (``tets`` is ``n_tets``, ``vertices`` is
-``n_points``, ``boundary_faces`` is ``n_boundary_faces``, ``min_dihedral_deg`` is
-``min_dihedral_angle``): assets carry both spellings.
+included, each statistic under one key.
 """
 
 from __future__ import annotations
@@ -72,12 +70,8 @@ def mesh_statistics(mesh: TetMesh, *, min_dihedral: np.ndarray | None = None,
     return {
         **mesh_counts(mesh.points, mesh.tets, dihedral, volumes=volumes,
                       n_boundary_faces=len(mesh.boundary_faces)),
-        "tets": int(mesh.n_tets),
-        "vertices": int(mesh.n_points),
-        "boundary_faces": int(len(mesh.boundary_faces)),
         "boundary_faces_by_condition": faces_by,
         "min_tet_volume": float(volumes.min()),
-        "min_dihedral_deg": float(dihedral.min()),
         "dihedral_p1_deg": float(p1),
         "dihedral_p5_deg": float(p5),
         "dihedral_median_deg": float(np.median(dihedral)),
