@@ -10,7 +10,7 @@ import meshio
 import numpy as np
 import pytest
 from vtkmodules import vtkIOXML
-from vtkmodules.util.numpy_support import numpy_to_vtk
+from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
 from fieldgen.io.asset import write_asset
 from fieldgen.meshing.tetmesh import p1_gradients
@@ -45,10 +45,12 @@ def rewrite(path, mutate):
 
 def edit_metadata(edit):
     def mutate(grid):
-        strings = grid.GetFieldData().GetAbstractArray("fieldgen_metadata")
-        meta = json.loads(strings.GetValue(0))
+        fields = grid.GetFieldData()
+        meta = json.loads(vtk_to_numpy(fields.GetAbstractArray("fieldgen_metadata")).tobytes())
         edit(meta)
-        strings.SetValue(0, json.dumps(meta))
+        text = numpy_to_vtk(np.frombuffer(json.dumps(meta).encode("ascii"), dtype=np.uint8), deep=True)
+        text.SetName("fieldgen_metadata")
+        fields.AddArray(text)   # replaces the array of that name
     return mutate
 
 

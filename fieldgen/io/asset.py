@@ -1,4 +1,4 @@
-"""The pressure-field asset file: a VTK XML UnstructuredGrid (``.vtu``), raw binary appended data, LZ4-compressed.
+"""The pressure-field asset file: a VTK XML UnstructuredGrid (``.vtu``), raw binary appended data, uncompressed by default.
 
 Layout (the contract other tools and ParaView rely on):
 
@@ -7,13 +7,15 @@ Layout (the contract other tools and ParaView rely on):
   fields of D 5.0.1 / docs/model.md §2.1;
 - cell data ``pressure_gradient`` (Pa/m, 3 components, active vectors) and
   ``min_dihedral_angle`` (degrees);
-- field data ``fieldgen_metadata`` (one JSON string, sorted keys, schema :data:`SCHEMA`) and the
+- field data ``fieldgen_metadata`` (one JSON text, sorted keys, schema :data:`SCHEMA`, as the
+  bytes of its ASCII in a ``UInt8`` array: meshio reads no string array) and the
   numbers ``characteristic_length`` (m, D 5.2.1), ``dissipation`` (s/m) and ``modulus`` (Pa);
 - every array carries its unit in VTK's ``UNITS_LABEL`` information key, and the metadata's
   ``units`` maps each array name to its unit.
 
-meshio drops field data and cannot read string arrays, so this module uses vtk's own XML
-writer and reader (what ParaView uses). Output is byte-identical for identical inputs and is
+meshio drops the arrays' units, so this module uses vtk's own XML writer and reader (what
+ParaView uses); the files open in meshio and pyvista too (tests/test_asset_readers.py). Assets
+of earlier versions, whose metadata is a string array, read the same. Output is byte-identical for identical inputs and is
 written atomically (:func:`atomic_output`).
 """
 
@@ -39,14 +41,20 @@ from fieldgen.meshing.tetmesh import min_dihedral_angles, p1_gradients
 SCHEMA = "fieldgen.pressure_field/1"
 METADATA_ARRAY = "fieldgen_metadata"
 VTK_TETRA = 10
-#: vtk's LZ4 level for the written arrays (9: its smallest output, no slower than 1 here).
-#: Raw appended + LZ4 writes and reads many times faster than inline base64 + zlib (the format
-#: before) at about the same size: float64 fields barely compress. ParaView reads LZ4 since 5.6;
-#: vtk's reader reads both.
-LZ4_LEVEL = 9
+#: How the arrays are encoded (``--compression``): vtk's compressor and its level. "none", the
+#: default, writes the raw bytes, which every VTK reader reads (meshio, and the tools built on
+#: it, read no LZ4) and is the fastest to write and read; zlib (level 1) is read everywhere too,
+#: about 40% smaller and the slowest; LZ4 (level 9: its smallest output, no slower than 1 here)
+#: is in between, read by vtk and ParaView only. Float64 fields barely compress: the sizes differ
+#: by the connectivity (benchmarks/README.md, "Asset encodings"). Each is byte-deterministic; the
+#: reader reads any of them, so assets written LZ4-compressed (the default before) still read.
+COMPRESSIONS = {"none": (None, 0), "zlib": ("ZLib", 1), "lz4": ("LZ4", 9)}
+DEFAULT_COMPRESSION = "none"
+LZ4_LEVEL = COMPRESSIONS["lz4"][1]
 #: How the arrays are encoded, recorded in batch cache keys: a change of encoding changes every
-#: asset's bytes, so assets written the old way are rebuilt rather than kept as cached.
-ENCODING = f"vtu appended raw, lz4 level {LZ4_LEVEL}"
+#: asset's bytes, so assets written the old way are rebuilt rather than kept as cached (the
+#: compression chosen is one of the options, so it is in the keys too).
+ENCODING = "vtu appended raw, uncompressed (default) | zlib level 1 | lz4 level 9"
 
 #: Unit of every array in the file (and of the metadata numbers of the same name).
 UNITS = {
@@ -204,7 +212,7 @@ def _vtk_array(values: np.ndarray, name: str, unit: str):
 def _grid(asset: Asset, metadata_json: str, metadata: dict):
     """Build the vtkUnstructuredGrid of an asset whose derived arrays are filled in."""
     from vtkmodules.util.numpy_support import numpy_to_vtk  # lazy: heavy (VTK)
-    from vtkmodules.vtkCommonCore import vtkDataArray, vtkPoints, vtkStringArray  # lazy: heavy (VTK)
+    from vtkmodules.vtkCommonCore import vtkDataArray, vtkPoints  # lazy: heavy (VTK)
     from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkUnstructuredGrid  # lazy: heavy (VTK)
 
     grid = vtkUnstructuredGrid()
@@ -236,9 +244,8 @@ def _grid(asset: Asset, metadata_json: str, metadata: dict):
                                   UNITS["min_dihedral_angle"]))
 
     field_data = grid.GetFieldData()
-    text = vtkStringArray()
+    text = numpy_to_vtk(np.frombuffer(metadata_json.encode("ascii"), dtype=np.uint8), deep=True)
     text.SetName(METADATA_ARRAY)
-    text.InsertNextValue(metadata_json)
     field_data.AddArray(text)
     for name in FIELD_NUMBERS:
         value = metadata["law"]["modulus"] if name == "modulus" else metadata[name]
@@ -337,18 +344,23 @@ def _checked_arrays(asset: Asset, path: str) -> Asset:
                  metadata=asset.metadata, pressure_gradient=gradient, min_dihedral_angle=angle)
 
 
-def write_asset(path, asset: Asset, *, statistics: dict | None = None) -> None:
+def write_asset(path, asset: Asset, *, statistics: dict | None = None,
+                compression: str = DEFAULT_COMPRESSION) -> None:
     """Write ``asset`` to ``path`` (.vtu), atomically and byte-deterministically.
 
     Computes ``pressure_gradient`` (D 5.0.1) and ``min_dihedral_angle`` when None, and
     completes the metadata (schema, units, tool, mesh statistics). ``statistics``: the
     :func:`~fieldgen.meshing.statistics.mesh_counts` of these arrays when the caller has them (the build, whose
-    validation then recomputes them from the file). BuildError on an asset
+    validation then recomputes them from the file). ``compression``: one of
+    :data:`COMPRESSIONS`. BuildError on an asset
     that cannot be written as the contract says; nothing is left behind on any error.
     """
     from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridWriter  # lazy: heavy (VTK)
 
     where = os.fspath(path)
+    if compression not in COMPRESSIONS:
+        raise BuildError(f"unknown compression {compression!r}", path=where,
+                         fix=f"use one of {', '.join(COMPRESSIONS)}")
     asset = _checked_arrays(asset, where)
     metadata = _complete_metadata(asset, where, statistics)
     try:
@@ -365,8 +377,12 @@ def write_asset(path, asset: Asset, *, statistics: dict | None = None) -> None:
         writer.SetInputData(grid)
         writer.SetDataModeToAppended()
         writer.EncodeAppendedDataOff()          # raw bytes, not base64
-        writer.SetCompressorTypeToLZ4()
-        writer.SetCompressionLevel(LZ4_LEVEL)
+        compressor, level = COMPRESSIONS[compression]
+        if compressor is None:
+            writer.SetCompressorTypeToNone()
+        else:
+            getattr(writer, f"SetCompressorTypeTo{compressor}")()
+            writer.SetCompressionLevel(level)
         writer.SetHeaderTypeToUInt64()
         writer.SetIdTypeToInt64()
         if not writer.Write() or errors.messages:
@@ -386,7 +402,7 @@ class RawVtu:
     connectivity: np.ndarray           # (sum of cell sizes,) int64
     point_data: dict[str, np.ndarray]  # name -> (n,) or (n, k)
     cell_data: dict[str, np.ndarray]
-    field_data: dict[str, Any]         # numeric arrays as ndarray, string arrays as list[str]
+    field_data: dict[str, Any]         # numeric arrays as ndarray, string arrays (and the metadata) as list[str]
     active_scalars: str | None
     units: dict[str, str]              # "point:<name>" / "cell:<name>" / "field:<name>" -> UNITS_LABEL
 
@@ -484,11 +500,15 @@ def read_vtu(path) -> RawVtu:
         offsets, connectivity = np.zeros(1, np.int64), np.zeros(0, np.int64)
         cell_types = np.zeros(0, np.uint8)
     scalars = grid.GetPointData().GetScalars()
+    field_data = arrays(grid.GetFieldData(), "field")
+    text = field_data.get(METADATA_ARRAY)
+    if isinstance(text, np.ndarray) and text.dtype == np.uint8 and text.ndim == 1:
+        field_data[METADATA_ARRAY] = [text.tobytes().decode("ascii", errors="replace")]
     return RawVtu(points=points, cell_types=cell_types, offsets=offsets,
                   connectivity=connectivity,
                   point_data=arrays(grid.GetPointData(), "point"),
                   cell_data=arrays(grid.GetCellData(), "cell"),
-                  field_data=arrays(grid.GetFieldData(), "field"),
+                  field_data=field_data,
                   active_scalars=None if scalars is None else scalars.GetName(), units=units)
 
 
@@ -552,7 +572,7 @@ def read_asset(path) -> Asset:
 def read_metadata(path) -> dict:
     """Only the parsed ``fieldgen_metadata`` JSON; InputError when the file is not a fieldgen asset.
 
-    Reads the whole file with vtk: raw LZ4 data reads at about 0.1 s per million tets.
+    Reads the whole file with vtk (LZ4 data reads at about 0.1 s per million tets).
     """
     where = os.fspath(path)
     return metadata_of(read_vtu(where), where)
