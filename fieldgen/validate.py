@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from fieldgen.errors import FieldgenError
+from fieldgen.errors import FieldgenError, InputError
 from fieldgen.io.asset import (CELL_ARRAYS, FIELD_NUMBERS, METADATA_ARRAY, POINT_ARRAYS, REQUIRED_METADATA,
                                SCHEMA, UNITS, VTK_TETRA, RawVtu, read_vtu)
 from fieldgen.material.modulus import law_from_metadata
@@ -582,3 +582,16 @@ def validate_asset(path, *, built: BuiltGeometry | None = None) -> ValidationRep
                 f"{type(error).__name__}: {error}"
             report.checks.append(Check(name, False, detail))
     return report
+
+
+def require_valid(path, *, use: str) -> None:
+    """Refuse (InputError, exit 1) an asset that fails :func:`validate_asset`, before ``use`` reads
+    its field or metadata (a negative dissipation or modulus would give results of the wrong sign)."""
+    failed = [check for check in validate_asset(path).checks if not check.ok]
+    if failed and failed[0].name == "readable":     # its message names the file and the fix already
+        raise InputError(failed[0].detail)
+    if failed:
+        detail = "; ".join(f"{check.name}: {check.detail}" for check in failed[:3])
+        raise InputError(f"is not a valid fieldgen asset ({detail})", path=str(path),
+                         fix=f"build it again with fieldgen build (fieldgen validate {path} lists every "
+                             f"failed check) before {use}")

@@ -63,6 +63,9 @@ def _load_toml(where: str) -> dict[str, Any]:
         raise ManifestError("is a folder, not a manifest", path=where, fix="give the manifest's .toml file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"not valid TOML ({exc})", path=where, fix="fix the manifest's syntax") from None
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"not UTF-8 text (byte {exc.start}), so not a TOML manifest", path=where,
+                            fix="save the manifest as UTF-8 text") from None
 
 
 def _defaults_and_entries(data: dict[str, Any], where: str) -> tuple[dict, list[dict]]:

@@ -72,6 +72,9 @@ def _read_obj(text: str) -> Triangles:
             idx = []
             for token in rest.split():
                 k = int(token.split("/", 1)[0])
+                if k == 0 or -k > len(vertices):
+                    raise ValueError(f"face {len(faces) + 1} refers to vertex {k}: OBJ numbers vertices from 1, "
+                                     f"or back from the last one read with -1 ({len(vertices)} read so far)")
                 idx.append(k - 1 if k > 0 else len(vertices) + k)
             for i in range(1, len(idx) - 1):
                 faces.append((idx[0], idx[i], idx[i + 1]))
@@ -310,11 +313,53 @@ def _missing_reader(path: str, suffix: str, error: ImportError) -> InputError:
 
 def read_bytes(path: str) -> bytes:
     """The file's bytes; InputError when it does not exist."""
+    if os.path.isdir(path):
+        raise InputError("is a folder, not a surface mesh file", path=path,
+                         fix=f"give the mesh file inside it ({SURFACE_FORMATS})")
     if not os.path.isfile(path):
         raise InputError("file not found", path=path,
-                         fix="Check the path (relative paths are taken from the current folder)")
+                         fix="Check the path (relative paths on the command line are taken from the current "
+                             "folder, those in a spec or manifest from its folder)")
     with open(path, "rb") as handle:
         return handle.read()
+
+
+#: Coordinates beyond this cannot be measured: a volume (a cube of them) overflows float64.
+LARGEST_COORDINATE = 1e100
+
+
+def check_coordinates(vertices, path: str) -> None:
+    """Refuse vertices with a non-finite or unmeasurably large coordinate (docs/model.md §1.4):
+    a NaN vertex would silently drop the faces around it from every sum."""
+    vertices = np.asarray(vertices, dtype=float)
+    bad = ~np.isfinite(vertices).all(axis=1) if vertices.size else np.zeros(0, bool)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        raise InputError(f"vertex {index + 1} of {len(vertices)} has a non-finite coordinate "
+                         f"{vertices[index].tolist()} ({int(bad.sum())} such vertices)", path=path,
+                         fix="export the mesh again from its CAD tool; every coordinate must be a finite number")
+    if vertices.size and float(np.abs(vertices).max()) > LARGEST_COORDINATE:
+        raise InputError(f"a coordinate of {float(np.abs(vertices).max()):.3g} is too large to compute with "
+                         f"(above {LARGEST_COORDINATE:g}: volumes overflow)", path=path,
+                         fix="export the mesh in metres or millimetres and give its unit with --units")
+
+
+#: Parts outside this size range (m, across the bounding box) are warned about: a unit slip.
+SANE_SIZE = (1e-6, 1e3)
+
+
+def size_warnings(vertices_m, units: str) -> tuple[str, ...]:
+    """A warning when a part in metres is smaller than a micrometre or larger than a kilometre
+    across (docs/model.md §1.2): almost always the wrong ``--units``."""
+    vertices_m = np.asarray(vertices_m, dtype=float)
+    if not vertices_m.size:
+        return ()
+    size = float(np.max(vertices_m.max(axis=0) - vertices_m.min(axis=0)))
+    low, high = SANE_SIZE
+    if low <= size <= high:
+        return ()
+    return (f"the part is {size:.3g} m across (read in {units}), outside {low:g} .. {high:g} m: check --units "
+            "(or the spec's units)",)
 
 
 def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangles:
@@ -336,9 +381,14 @@ def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangl
         except ImportError as error:          # only a library's reader: fieldgen's own imports are not here
             raise _missing_reader(path, suffix, error) from None
         if reader.in_metres:
-            return read._replace(vertices=read.vertices / LENGTH_UNITS[units])
+            read = read._replace(vertices=read.vertices / LENGTH_UNITS[units])
+        check_coordinates(read.vertices, path)
         return read
-    except (ValueError, IndexError, KeyError, TypeError, NotImplementedError, OSError) as error:
+    except KeyError as error:                  # a reader looked up a field the file does not declare
+        raise InputError(f"cannot be read as a {suffix.lstrip('.') or 'surface'} mesh: it has no "
+                         f"{error.args[0]!r} (a property or element its header should declare)", path=path,
+                         fix=f"export it again (vertices with x, y, z and triangle faces): {SURFACE_FORMATS}") from None
+    except (ValueError, IndexError, TypeError, NotImplementedError, OSError) as error:
         if suffix in STEP_SUFFIXES:
             raise InputError(f"cannot be read as a STEP file ({error})", path=path,
                              fix="Export the part again from its CAD tool as STEP (AP203 or AP214), or as a "

@@ -117,6 +117,10 @@ def hyperbolic_law(modulus: float, k: float) -> ModulusLaw:
     return ModulusLaw(kind="hyperbolic", modulus=m0, k=kk)
 
 
+#: The largest pressure a table may give (Pa): above any solid's modulus (diamond's is ~1.2e12).
+MAX_TABLE_PRESSURE = 1e13
+
+
 def _check_table(extent: np.ndarray, pressure: np.ndarray, rows: list, source: str) -> None:
     """Validate a table; ``rows[i]`` names point ``i`` in messages (a file line or an index)."""
     path = str(source)
@@ -128,6 +132,9 @@ def _check_table(extent: np.ndarray, pressure: np.ndarray, rows: list, source: s
         if not (math.isfinite(extent[i]) and math.isfinite(pressure[i])):
             raise InputError(f"{rows[i]} is not finite (extent {extent[i]}, pressure {pressure[i]})",
                              path=path, fix="give finite numbers in every row")
+        if abs(pressure[i]) > MAX_TABLE_PRESSURE:     # beyond any solid; its slopes would overflow
+            raise InputError(f"{rows[i]} has pressure {pressure[i]:g} Pa, above {MAX_TABLE_PRESSURE:g} Pa "
+                             "(stiffer than diamond)", path=path, fix="give pressures in Pa (e.g. 2e5)")
     if extent[0] != 0.0:
         raise InputError(f"{rows[0]} has extent {extent[0]:g}, but the table must start at extent 0",
                          path=path, fix="add a first row '0, 0'")

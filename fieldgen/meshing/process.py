@@ -140,7 +140,7 @@ def scratch_folder(prefix: str) -> Iterator[str]:
 
 def run_child(module: str, folder: str, *, timeout: float, env: dict[str, str] | None = None,
               log: str | None = None, on_line: Callable[[str], None] | None = None,
-              while_waiting: Callable[[], None] | None = None) -> int:
+              while_waiting: Callable[[], None] | None = None, label: str | None = None) -> int:
     """Run ``python -m module folder`` in ``folder`` (a mesher's child process, which reads its
     input from there and writes its output there) and return its exit code.
 
@@ -148,27 +148,48 @@ def run_child(module: str, folder: str, *, timeout: float, env: dict[str, str] |
     (unbuffered) to ``on_line``. ``while_waiting()`` runs in this process meanwhile. After
     ``timeout`` seconds (with ``on_line``: checked as each line arrives) the child is killed and
     ``subprocess.TimeoutExpired`` raised; on any exception here the child is killed first.
+    With ``label`` (and no ``on_line``), a progress line goes to stderr every
+    :data:`PROGRESS_SECONDS` while the child runs, with the time left before its limit.
     """
     env = child_env() if env is None else env
     if on_line is None:
         with open(log or os.devnull, "wb") as sink:
             child = subprocess.Popen([sys.executable, "-m", module, folder], cwd=folder, env=env,
                                      stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
-            return _waited(child, timeout, while_waiting)
+            return _waited(child, timeout, while_waiting, label=label)
     child = subprocess.Popen([sys.executable, "-u", "-m", module, folder], cwd=folder, env=env,
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, errors="replace")
     return _waited(child, timeout, while_waiting, on_line)
 
 
-def _waited(child: subprocess.Popen, timeout: float, while_waiting=None, on_line=None) -> int:
+#: Seconds between the progress lines of a long child run (:func:`run_child` with ``label``).
+PROGRESS_SECONDS = 30.0
+
+
+def _waited_with_progress(child: subprocess.Popen, timeout: float, start: float, label: str | None) -> int:
+    """``child.wait(timeout)``, with a line on stderr every :data:`PROGRESS_SECONDS` if ``label``."""
+    while True:
+        left = timeout - (time.monotonic() - start)
+        try:
+            return child.wait(timeout=max(0.0, min(left, PROGRESS_SECONDS if label else left)))
+        except subprocess.TimeoutExpired:
+            elapsed = time.monotonic() - start
+            if elapsed >= timeout:
+                raise subprocess.TimeoutExpired(child.args, timeout) from None
+            print(f"{label}: still running after {elapsed:.0f} s (stopped at {timeout:.0f} s)",
+                  file=sys.stderr, flush=True)
+
+
+def _waited(child: subprocess.Popen, timeout: float, while_waiting=None, on_line=None,
+            label: str | None = None) -> int:
     """``child``'s exit code, its lines (if piped) given to ``on_line``; killed on any exception."""
     start = time.monotonic()
     try:
         if while_waiting is not None:
             while_waiting()
         if on_line is None:
-            return child.wait(timeout=timeout)
+            return _waited_with_progress(child, timeout, start, label)
         for line in child.stdout:
             on_line(line)
             if time.monotonic() - start > timeout:

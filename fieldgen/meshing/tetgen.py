@@ -33,7 +33,7 @@ from fieldgen.meshing.tetmesh import (
     tet_volumes,
 )
 from fieldgen.surface.components import face_pieces
-from fieldgen.surface.topology import edge_use, winding_numbers
+from fieldgen.surface.topology import edge_use, face_areas, signed_volume, winding_numbers
 
 
 @dataclass(frozen=True)
@@ -196,10 +196,12 @@ def _run_tetgen(vertices, faces, markers, holes, switches: str, timeout: float, 
         log_path = os.path.join(folder, "tetgen.log")
         try:
             code = run_child("fieldgen.meshing.tetgen_child", folder, timeout=timeout, env=env, log=log_path,
-                             while_waiting=while_waiting)
+                             while_waiting=while_waiting, label="TetGen")
         except subprocess.TimeoutExpired:
-            raise BuildError(f"TetGen did not finish within {timeout:g} s",
-                             fix="check the surface for near-intersections, mesh coarser, or raise the timeout")
+            raise BuildError(f"TetGen did not finish within {timeout:g} s (its wall-time limit)",
+                             fix="mesh coarser (a larger --edge-length or --max-volume), or thicken parts "
+                                 "thinner than the edge length (TetGen's quality bound refines them down to "
+                                 "their thickness), or check the surface for near-intersections")
         with open(log_path, "rb") as log:
             text = " ".join(log.read().decode(errors="replace").split())[-300:]
         failure = _tetgen_failure(folder, code, text)
@@ -257,7 +259,7 @@ def _with_core(vertices, faces, markers, core_vertices, core_faces, options: Mes
             np.concatenate([markers, np.full(len(cf), RIGID, dtype=np.int64)]), holes, original_core)
 
 
-def _tet_mesh(nodes, elements, trifaces, trimarkers) -> TetMesh:
+def _tet_mesh(nodes, elements, trifaces, trimarkers, has_core: bool = True) -> TetMesh:
     """TetGen's output as a TetMesh: nodes no tet uses dropped (duplicate input vertices, TetGen's
     order kept), tets positive, every boundary face with the marker TetGen carried to it."""
     if elements.ndim != 2 or elements.shape[1] != 4 or len(elements) == 0:
@@ -279,11 +281,44 @@ def _tet_mesh(nodes, elements, trifaces, trimarkers) -> TetMesh:
     n = len(points)
     found, row = find_faces(boundary, trifaces, n)
     if not found.all() or len(np.unique(face_keys(trifaces, n))) != len(boundary):
+        if not has_core:
+            raise BuildError(
+                f"{len(trifaces)} surface faces but {len(boundary)} on the mesh's boundary: the surface has "
+                "closed pieces inside one another (a hollow part), and the cavity was filled",
+                fix="give the inner surface separately as --core (a rigid core carved out), or remove it")
         raise BuildError(
             f"{int((~found).sum())} boundary faces carry no marker and {len(trifaces)} marked faces != "
             f"{len(boundary)} boundary faces (the core was probably not carved out)",
             fix="check that the core lies strictly inside the outer surface and does not touch it")
     return TetMesh(points=points, tets=tets, boundary_faces=boundary, boundary_markers=trimarkers[row])
+
+
+#: Meshes estimated above this many tets are refused before TetGen starts: about 18 GB and most
+#: of an hour of build (docs/design/limits.md).
+MAX_TETS = 20_000_000
+
+
+def check_tet_count(vertices: np.ndarray, faces: np.ndarray, options: MeshingOptions) -> None:
+    """Refuse (OptionError, exit 2) a mesh estimated above :data:`MAX_TETS` tets, before TetGen
+    starts. Two lower bounds (TetGen's quality tets are smaller still): the enclosed volume over
+    the volume bound; and, as the radius-edge bound keeps tets no longer than about twice the
+    part's thickness (mean thickness 2·volume/area), the volume over a regular tet of that edge."""
+    volume = abs(signed_volume(vertices, faces))
+    thickness = 2.0 * volume / max(float(face_areas(vertices, faces).sum()), np.finfo(float).tiny)
+    thin = 6.0 * np.sqrt(2.0) * volume / (2.0 * thickness) ** 3
+    if thin > MAX_TETS:
+        raise OptionError(f"the part is about {thickness:.3g} m thick on average (2 x volume / area): TetGen's "
+                          f"quality tets would be that small, about {thin:.3g} of them, more than the "
+                          f"{MAX_TETS:.0e} a build can hold in memory",
+                          fix="thicken the part, or check its units (--units)")
+    bound = options.volume_bound()
+    if bound is None or volume / bound <= MAX_TETS:
+        return
+    edge = (6.0 * np.sqrt(2.0) * volume / MAX_TETS) ** (1.0 / 3.0)
+    raise OptionError(f"this size would make about {volume / bound:.3g} tets ({volume:.3g} m^3 in tets of at "
+                      f"most {bound:.3g} m^3), more than the {MAX_TETS:.0e} a build can hold in memory",
+                      fix=f"mesh coarser: an edge length of at least {edge:.3g} m (or a max volume of at "
+                          f"least {volume / MAX_TETS:.3g} m^3)")
 
 
 def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=None,
@@ -312,6 +347,7 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     if stretch:
         _check_stretch(options, background)
         vertices = stretched(vertices, options.stretch_axis, options.stretch)
+    check_tet_count(vertices, faces, options)
     all_vertices, all_faces, all_markers, holes, original_core = _with_core(
         vertices, faces, markers, core_vertices, core_faces, options)
     nodes, elements, trifaces, trimarkers = _run_tetgen(all_vertices, all_faces, all_markers, holes,
@@ -322,7 +358,7 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
         nodes = stretched(nodes, options.stretch_axis, 1.0 / options.stretch)
         given = np.vstack([original] + ([original_core] if original_core is not None else []))
         nodes[:len(given)] = given
-    return _tet_mesh(nodes, elements, trifaces, trimarkers)
+    return _tet_mesh(nodes, elements, trifaces, trimarkers, has_core=bool(holes))
 
 
 #: Exit codes of a TetGen child killed by its own fault (SIGSEGV, SIGABRT, SIGBUS, SIGFPE,

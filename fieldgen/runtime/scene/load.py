@@ -57,6 +57,7 @@ from fieldgen.runtime.dynamics.rigid_body import MassProperties, RigidBodyState,
 from fieldgen.runtime.dynamics.rigid_contact import convex_hull_body
 from fieldgen.runtime.scene import primitives as prim
 from fieldgen.runtime.scene.schema import SceneError, check_scene_table
+from fieldgen.validate import require_valid, validate_asset
 
 
 # --------------------------------------------------------------------------- TOML
@@ -81,9 +82,10 @@ def default_cache_dir() -> Path:
     return base / "fieldgen" / "assets"
 
 
-def _cached_build(spec: Path, cache_dir: Path) -> Path:
+def _cached_build(spec: Path, cache_dir: Path, notes: list[str]) -> Path:
     """Build the asset a ``fieldgen build`` spec describes, once: cached by the spec's bytes and
-    its input's bytes (the spec names its input relative to itself)."""
+    its input's bytes (the spec names its input relative to itself). A cached file that fails
+    validation is built again, and a line naming it added to ``notes``."""
     # lazy: the build pipeline and its options, needed only for build = geometries
     from fieldgen.options import options_from_spec
     from fieldgen.pipeline import build, file_sha256  # lazy: as above
@@ -94,21 +96,31 @@ def _cached_build(spec: Path, cache_dir: Path) -> Path:
     source = (spec.parent / input_name).resolve()
     digest = hashlib.sha256((file_sha256(spec) + file_sha256(source)).encode()).hexdigest()[:16]
     out = cache_dir / f"{spec.stem}-{digest}.vtu"
-    if not out.is_file():
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        build(source, out, options)
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise InputError(f"the asset cache {cache_dir} is a file, not a folder", path=spec,
+                         fix="point FIELDGEN_CACHE at a folder (or unset it for ~/.cache/fieldgen/assets)")
+    if out.is_file() and not validate_asset(out).ok:      # truncated or damaged: built again
+        notes.append(f"{out}: the cached asset of {spec} was not a valid asset (truncated?) and was built again")
+    elif out.is_file():
+        return out
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    build(source, out, options)
     return out
 
 
 def geometry_from_table(table: dict, *, base_dir: Path, path=None, name: str = "body",
-                        cache_dir: Path | None = None) -> CompliantGeometry | RigidGeometry:
-    """Contact geometry from a scene's ``geometry`` table (see the module docstring)."""
+                        cache_dir: Path | None = None, notes: list[str] | None = None
+                        ) -> CompliantGeometry | RigidGeometry:
+    """Contact geometry from a scene's ``geometry`` table (see the module docstring); lines for
+    the user (a cached asset built again) are added to ``notes``."""
     friction = {k: table[k] for k in ("mu_static", "mu_dynamic") if k in table}
     if "asset" in table:
+        require_valid(base_dir / table["asset"], use="a simulation")   # its metadata's ranges, first
         return load_body(base_dir / table["asset"], name=name)
     if "build" in table:
         cache = cache_dir if cache_dir is not None else default_cache_dir()
-        return load_body(_cached_build((base_dir / table["build"]).resolve(), cache), name=name)
+        return load_body(_cached_build((base_dir / table["build"]).resolve(), cache, [] if notes is None else notes),
+                         name=name)
     if "vtk" in table:
         if "modulus" not in table:
             raise InputError(f"body {name!r}: a .vtk geometry needs modulus (Pa)", path=path,
@@ -154,7 +166,8 @@ def _surface_for_mass(geometry) -> tuple[np.ndarray, np.ndarray]:
     return geometry.points, boundary_faces_of(geometry.tets)
 
 
-def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path | None = None) -> SceneBody:
+def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path | None = None,
+                    notes: list[str] | None = None) -> SceneBody:
     """One ``[[body]]`` table of a scene file as a :class:`SceneBody`."""
     name = str(table.get("name", "body"))
     kind = str(table.get("kind", "dynamic"))
@@ -162,7 +175,7 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
         raise InputError(f"body {name!r} has no geometry table", path=path,
                          fix='add geometry = {shape = "box", size = [0.1, 0.1, 0.1]} or asset/mesh/vtk')
     geometry = geometry_from_table(table["geometry"], base_dir=base_dir, path=path, name=name,
-                                   cache_dir=cache_dir)
+                                   cache_dir=cache_dir, notes=notes)
     for key in ("mu_static", "mu_dynamic", "dissipation"):
         if key in table:
             if key == "dissipation" and not isinstance(geometry, CompliantGeometry):
@@ -182,9 +195,6 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
         if "density" in table:
             V, F = _surface_for_mass(geometry)
             mass = mass_properties_from_mesh(V, F, float(table["density"]), path=path)
-            if "mass" in table:   # rescale to the given mass, keep the shape's distribution
-                scale = float(table["mass"]) / mass.mass
-                mass = MassProperties(mass.mass * scale, mass.inertia * scale, mass.centre_of_mass)
         elif "mass" in table:
             m = float(table["mass"])
             if "inertia" in table:
@@ -224,10 +234,12 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
         raise InputError(exc.defect, path=path, fix=exc.fix) from None
 
 
-def load_scene(path, *, cache_dir: str | os.PathLike | None = None) -> tuple[Scene, dict[str, Any]]:
+def load_scene(path, *, cache_dir: str | os.PathLike | None = None,
+               notes: list[str] | None = None) -> tuple[Scene, dict[str, Any]]:
     """Read a scene TOML file: ``(Scene, settings)`` where settings holds the optional
     ``[simulate]`` table (duration, dt, integrator, ...) as given; its ``face_rule`` ("all" or
-    "drake") becomes :attr:`Scene.face_rule`."""
+    "drake") becomes :attr:`Scene.face_rule`. Lines for the user (a damaged cached asset built
+    again) are added to ``notes``."""
     path = Path(path)
     # A scene file that cannot be read as TOML is refused like a build spec or a manifest: a
     # usage error (exit 2), before any work.
@@ -240,10 +252,15 @@ def load_scene(path, *, cache_dir: str | os.PathLike | None = None) -> tuple[Sce
     check_scene_table(data, path=path)      # unknown keys, types, ranges: SceneError (usage)
     bodies = data.get("body", [])
     if not isinstance(bodies, list) or not bodies:
-        raise InputError("the scene has no [[body]] tables", path=path, fix="add at least one [[body]]")
+        raise SceneError("the scene has no [[body]] tables", path=path, fix="add at least one [[body]]")
+    names = [b.get("name", "body") for b in bodies]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise SceneError(f"{names.count(twice)} bodies are named {twice!r}", path=path,
+                         fix="give every [[body]] its own name")
     base = path.parent
     cache = None if cache_dir is None else Path(cache_dir)
-    scene_bodies = [body_from_table(b, base_dir=base, path=path, cache_dir=cache) for b in bodies]
+    scene_bodies = [body_from_table(b, base_dir=base, path=path, cache_dir=cache, notes=notes) for b in bodies]
     settings = dict(data.get("simulate", {}))
     face_rule = settings.get("face_rule", "all")
     if face_rule not in FACE_RULES:   # a refused value: the CLI exits 2 on OptionError

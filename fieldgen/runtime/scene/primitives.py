@@ -9,7 +9,9 @@ flux on the sides: exact for this geometry), so L = H; a ball uses Drake's field
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -74,6 +76,27 @@ def compliant_slab(size, modulus: float, *, cells=(8, 8), layers: int = 2, dissi
                                          mu_static=mu_static, mu_dynamic=mu_dynamic, modulus=modulus, name=name)
 
 
+@contextlib.contextmanager
+def stdout_silenced():
+    """Drop what native code prints on file descriptor 1 meanwhile (TetGen's "parsing switches":
+    docs/model.md §1.5, stdout is only the report)."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:                   # stdout closed: nothing to protect
+        yield
+        return
+    try:
+        sink = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(sink, 1)
+        os.close(sink)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def compliant_ball(radius: float, modulus: float, *, subdivisions: int = 2, dissipation: float = 0.0,
                    mu_static: float = 0.0, mu_dynamic: float | None = None, name: str = "ball") -> CompliantGeometry:
     """Ball about the origin, tet-meshed by TetGen from an icosphere, field ``p0 = E (1 − r/R)``
@@ -89,7 +112,8 @@ def compliant_ball(radius: float, modulus: float, *, subdivisions: int = 2, diss
         os.chdir(tmp)
         try:
             gen = tetgen.TetGen(vertices, faces)
-            points, tets = gen.tetrahedralize(switches="pq1.5Q")[:2]
+            with stdout_silenced():      # TetGen prints its switches; stdout carries only the report
+                points, tets = gen.tetrahedralize(switches="pq1.5Q")[:2]
         finally:
             os.chdir(cwd)
     points = np.asarray(points, np.float64)

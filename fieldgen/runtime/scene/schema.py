@@ -74,6 +74,10 @@ def string(choices: tuple[str, ...] | None = None) -> Callable:
     return check
 
 
+def name(v):
+    return None if isinstance(v, str) and v.strip() else "a name (not empty)"
+
+
 def boolean(v):
     return None if isinstance(v, bool) else "true or false"
 
@@ -90,16 +94,37 @@ def inertia(v):
     return "3 positive numbers (principal moments) or a 3 x 3 matrix, kg m^2"
 
 
-def schedule(v):
-    """[t, x, y, z, rx, ry, rz] rows with increasing t, or one constant 6-vector."""
-    if vector(6)(v) is None:
-        return None
-    if isinstance(v, list) and v and all(vector(7)(row) is None for row in v):
-        times = [row[0] for row in v]
-        if all(b >= a for a, b in zip(times, times[1:])):
+def schedule(columns: str) -> Callable:
+    """Rows ``[t, <columns>]`` with increasing t, or one constant 6-vector ``[<columns>]``
+    (a wrench's fx..tz, a motion's twist vx..wz)."""
+    def check(v):
+        if vector(6)(v) is None:
             return None
-        return "rows [t, x, y, z, rx, ry, rz] with t increasing"
-    return "6 numbers or rows [t, x, y, z, rx, ry, rz]"
+        if isinstance(v, list) and v and all(vector(7)(row) is None for row in v):
+            times = [row[0] for row in v]
+            if all(b >= a for a, b in zip(times, times[1:])):
+                return None
+            return f"rows [t, {columns}] with t increasing"
+        return f"6 numbers [{columns}] or rows [t, {columns}]"
+    return check
+
+
+#: More steps than this are refused before the first (about 3 hours at ~1 ms a step,
+#: docs/design/limits.md): a typo in duration or dt, not a run anyone waits for.
+MAX_STEPS = 10_000_000
+
+
+def check_step_count(duration: float, dt: float, *, path=None) -> None:
+    """Refuse (OptionError, exit 2) a dt longer than the duration, or more than
+    :data:`MAX_STEPS` steps, naming the count and the longest duration at this dt."""
+    if dt > duration:
+        raise OptionError(f"dt = {dt:g} s is longer than the duration {duration:g} s, so no step would fit",
+                          path=path, fix="make dt (--dt or [simulate] dt) smaller than the duration")
+    steps = duration / dt
+    if steps > MAX_STEPS:
+        raise OptionError(f"duration {duration:g} s at dt = {dt:g} s is {steps:.3g} steps (more than "
+                          f"{MAX_STEPS:.0e}; at 1 ms a step about {steps * 1e-3 / 3600:.3g} hours)", path=path,
+                          fix=f"shorten the duration or raise dt (at this dt at most {MAX_STEPS * dt:g} s)")
 
 
 # --------------------------------------------------------------------------- the tables
@@ -115,13 +140,13 @@ SIMULATE = {
 }
 
 BODY = {
-    "name": string(), "kind": string(KINDS), "geometry": table,
+    "name": name, "kind": string(KINDS), "geometry": table,
     "mass": number(0, strict=True), "density": number(0, strict=True), "inertia": inertia,
     "centre_of_mass": vector(3),
     "position": vector(3), "rpy": vector(3), "quaternion": vector(4, nonzero=True),
     "velocity": vector(3), "angular_velocity": vector(3),
     "mu_static": number(0), "mu_dynamic": number(0), "dissipation": number(0),
-    "wrench": schedule, "motion": schedule,
+    "wrench": schedule("fx, fy, fz, tx, ty, tz"), "motion": schedule("vx, vy, vz, wx, wy, wz"),
     "convex": boolean,
     "tangential_stiffness": None, "tangential_damping": None,     # checked where read (tangential)
 }
@@ -190,6 +215,11 @@ def check_scene_table(data: dict, *, path=None) -> None:
     _values(data, TOP, path=path, where="top level")
     if "simulate" in data:
         _values(data["simulate"], SIMULATE, path=path, where="[simulate]")
+        settings = data["simulate"]        # the defaults are fieldgen simulate's (cli/simulate.py)
+        try:
+            check_step_count(settings.get("duration", 1.0), settings.get("dt", 1e-3))
+        except OptionError as error:
+            raise SceneError(f"[simulate]: {error.defect}", path=path, fix=error.fix) from None
     bodies = data.get("body")
     if not isinstance(bodies, list) or not all(isinstance(b, dict) for b in bodies):
         if bodies is None:
@@ -208,6 +238,9 @@ def check_scene_table(data: dict, *, path=None) -> None:
                 if key in body:
                     raise SceneError(f"{label}: a fixed body never moves, so {key} would be ignored", path=path,
                                      fix=f'remove {key}, or make the body kind = "kinematic"')
+        if "mass" in body and "density" in body:
+            raise SceneError(f"{label} gives both mass and density", path=path,
+                             fix="keep one: mass = <kg> (inertia optional) or density = <kg/m^3>")
         if "rpy" in body and "quaternion" in body:
             raise SceneError(f"{label} gives both rpy and quaternion", path=path, fix="keep one of them")
         if "geometry" not in body:
