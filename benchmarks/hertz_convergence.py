@@ -16,10 +16,15 @@ pressure at the shallowest depth, p0(d = 0.5 mm) = (E*/pi) sqrt(d/R): the sqrt l
 its chords under-read it, and what matters is the error against the pressures in contact, not
 against max p0 (which is sqrt(H/d) = 4.5 x larger).
 
+``--defaults`` builds instead an 80 x 80 x 50 mm slab with no size or tolerance given (the
+accuracy sizing and the default, relative layer tolerance: docs/model.md §2.4) and prints both
+forces' errors (docs/design/contact-accuracy.md).
+
 Usage::
 
     python benchmarks/hertz_convergence.py                 # the table in benchmarks/README.md
     python benchmarks/hertz_convergence.py --edges 4 --tolerances 0.02
+    python benchmarks/hertz_convergence.py --defaults
 """
 
 from __future__ import annotations
@@ -52,11 +57,15 @@ DEPTHS = (0.0005, 0.001, 0.002)
 SIDES = ("normal:1,0,0", "normal:-1,0,0", "normal:0,1,0", "normal:0,-1,0")
 
 
-def slab_surface(folder: str) -> str:
+#: The slab of ``--defaults``: 80 x 80 x 50 mm.
+DEFAULT_WIDTH, DEFAULT_THICKNESS = 0.08, 0.05
+
+
+def slab_surface(folder: str, width: float = WIDTH, thickness: float = THICKNESS) -> str:
     import trimesh
 
-    box = trimesh.creation.box(extents=(WIDTH, WIDTH, THICKNESS))
-    box.apply_translation((0.0, 0.0, -THICKNESS / 2))
+    box = trimesh.creation.box(extents=(width, width, thickness))
+    box.apply_translation((0.0, 0.0, -thickness / 2))
     path = os.path.join(folder, "slab.stl")
     box.export(path)
     return path
@@ -98,6 +107,33 @@ def punch_case(folder: str, surface: str, edge: float) -> dict:
             "errors": forces / flat_punch_force(E_STAR, PUNCH, np.array(DEPTHS)) - 1.0}
 
 
+def default_cases() -> None:
+    """Hertz and the punch on the 80 x 80 x 50 mm slab, no size or tolerance given."""
+    with tempfile.TemporaryDirectory() as folder:
+        surface = slab_surface(folder, DEFAULT_WIDTH, DEFAULT_THICKNESS)
+        extent, pressure = hertz_table(E_STAR, RADIUS, DEFAULT_THICKNESS)
+        table = os.path.join(folder, "hertz.csv")
+        np.savetxt(table, np.column_stack([extent, pressure]), delimiter=",", fmt="%.17g")
+        print("| case | tets | levels | build s | " + " | ".join(f"d = {d * 1e3:g} mm" for d in DEPTHS) + " | load |")
+        print("|---|---|---|---|" + "---|" * len(DEPTHS) + "---|")
+        for name, options, indenter, offset, exact in (
+                ("hertz", BuildOptions(bonded=("normal:0,0,-1",), insulated=SIDES, law="table", table=table),
+                 f"sphere:{RADIUS}", (0.0003, 0.0002, 0.0), sphere_force(E_STAR, RADIUS, np.array(DEPTHS))),
+                ("punch", BuildOptions(bonded=("normal:0,0,-1",), insulated=SIDES, law="linear",
+                                       modulus=flat_punch_modulus(E_STAR, DEFAULT_THICKNESS, PUNCH)),
+                 f"cylinder:{PUNCH}", (0.0011, -0.0007, 0.0), flat_punch_force(E_STAR, PUNCH, np.array(DEPTHS)))):
+            output = os.path.join(folder, f"{name}.vtu")
+            start = time.perf_counter()
+            result = build(surface, output, options)
+            seconds = time.perf_counter() - start
+            part = CompliantGeometry.from_asset(output)
+            press = Press(part, parse_indenter(indenter, reach=max(DEPTHS), part_size=DEFAULT_WIDTH), (0.0, 0.0, -1.0),
+                          offset)
+            errors = press.forces(DEPTHS) / exact - 1.0
+            print(f"| {name} | {result.tets} | {result.extra['layer_levels']} | {seconds:.1f} | "
+                  + " | ".join(f"{100 * x:+.2f}%" for x in errors) + f" | {os.getloadavg()[0]:.1f} |", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--edges", default="8,4,2,1.5", help="edge lengths in mm, without layering and at the "
@@ -106,7 +142,11 @@ def main(argv=None) -> None:
                         help="layer tolerances as fractions of p0(0.5 mm), at the reference edge")
     parser.add_argument("--reference-edge", type=float, default=8.0, help="mm")
     parser.add_argument("--reference-tolerance", type=float, default=0.02)
+    parser.add_argument("--defaults", action="store_true", help="the 80 x 80 x 50 mm slab with no size or tolerance given")
     args = parser.parse_args(argv)
+    if args.defaults:
+        default_cases()
+        return
     edges = [float(x) * 1e-3 for x in args.edges.split(",") if x]
     tolerances = [float(x) for x in args.tolerances.split(",") if x]
     cases = [(e, None) for e in edges] + [(e, args.reference_tolerance) for e in edges]

@@ -62,7 +62,9 @@ def same_mesh(a: Path, b: Path) -> bool:
 
 
 @pytest.mark.parametrize("fit", [
-    ["--target", "2:20"],                                                  # the spec's hyperbolic law, scaled
+    # the spec's hyperbolic law, scaled; an absolute layer tolerance, which `build --layer-tolerance`
+    # can be given too (the default follows the law calibrate fits first: docs/model.md §2.3)
+    ["--target", "2:20", "--layer-tolerance", "3000"],
     ["--data", str(ROOT / "assets" / "press.csv"), "--law", "linear"],
 ], ids=["hyperbolic-target", "linear-data"])
 def test_calibrate_writes_the_mesh_build_writes(tmp_path, fit):

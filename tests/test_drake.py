@@ -114,20 +114,40 @@ def test_export_passes_drake_loading_rules_and_matches_the_asset(tmp_path):
 
 
 def test_drake_field_with_exported_modulus_has_the_asset_peak(tmp_path):
-    """Recompute Drake's field from the written mesh (d = distance to the boundary surface)."""
+    """Drake itself (pydrake, tests/drake_contact.py) loads the exported mesh with the exported
+    modulus and is cut by a rigid plane just above the asset's peak: the pressures Drake reports
+    on that cut are the field E·d/max d computed here on the asset's own mesh (d the distance to
+    its boundary, by trimesh, interpolated linearly in each tet), and E is the asset's peak, so
+    Drake's field reaches the asset's largest pressure at the asset's peak vertex."""
     import trimesh
+
+    from drake_contact import DrakeBody, drake_contact, write_obj
+    from test_runtime_meshes import box_surface
 
     asset = box_asset(n=(6, 5, 4))
     info = write_drake_files(asset, tmp_path / "box.vtk")
-    points, tets = assert_drake_loadable(tmp_path / "box.vtk")
-    faces = boundary_faces_of(tets)
-    surface = trimesh.Trimesh(points, faces, process=False)
-    _, d, _ = trimesh.proximity.closest_point(surface, points)
-    drake = info["hydroelastic_modulus"] * d / d.max()
-    assert drake.max() == pytest.approx(asset.pressure.max(), rel=1e-12)
-    assert np.all(drake[np.unique(faces)] == 0.0)
-    # the asset peaks at a vertex next to the box's centre, among Drake's deepest vertices
-    assert drake[np.argmax(asset.pressure)] == pytest.approx(info["hydroelastic_modulus"], rel=1e-12)
+    assert_drake_loadable(tmp_path / "box.vtk")
+    points, tets = asset.points, asset.tets
+    _, d, _ = trimesh.proximity.closest_point(trimesh.Trimesh(points, boundary_faces_of(tets), process=False), points)
+    field = info["hydroelastic_modulus"] * d / d.max()
+    peak = np.argmax(asset.pressure)
+    assert info["hydroelastic_modulus"] == asset.pressure.max()
+    assert field[peak] == pytest.approx(asset.pressure.max(), rel=1e-12)      # the asset's peak is Drake's deepest
+    cut = points[peak, 2] + 1e-4
+    write_obj(tmp_path / "plane.obj", *box_surface([-1.0, -1.0, cut], [1.0, 1.0, 1.0]))
+    drake = drake_contact(DrakeBody(str(tmp_path / "box.vtk"), "compliant", np.eye(4), info["hydroelastic_modulus"]),
+                          DrakeBody(str(tmp_path / "plane.obj"), "rigid", np.eye(4)))
+    assert drake.faces > 20 and np.allclose(drake.centroids[:, 2], cut)
+    p = points[tets]                                                           # (t, 4, 3)
+    T = np.transpose(p[:, 1:] - p[:, :1], (0, 2, 1))
+    expected = []
+    for q in drake.centroids:
+        lam = np.linalg.solve(T, (q - p[:, 0])[:, :, None])[:, :, 0]
+        bary = np.column_stack([1.0 - lam.sum(axis=1), lam])
+        inside = np.flatnonzero(bary.min(axis=1) >= -1e-9)
+        expected.append(bary[inside[0]] @ field[tets[inside[0]]])
+    np.testing.assert_allclose(drake.pressures, expected, rtol=1e-9, atol=1e-9 * field.max())
+    assert drake.pressures.max() > 0.9 * asset.pressure.max()
 
 
 def test_unused_vertices_are_dropped(tmp_path):

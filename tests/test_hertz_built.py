@@ -28,14 +28,18 @@ DEPTHS = (0.0005, 0.001, 0.002)
 SIDES = ("normal:1,0,0", "normal:-1,0,0", "normal:0,1,0", "normal:0,-1,0")
 
 
-@pytest.fixture(scope="module")
-def slab(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("slab")
-    box = trimesh.creation.box(extents=(WIDTH, WIDTH, H))
-    box.apply_translation((0.0, 0.0, -H / 2))
+def slab_file(folder, width: float, height: float):
+    """A width x width x height box, its top face at z = 0, written as folder/slab.stl."""
+    box = trimesh.creation.box(extents=(width, width, height))
+    box.apply_translation((0.0, 0.0, -height / 2))
     path = folder / "slab.stl"
     box.export(path)
     return folder, str(path)
+
+
+@pytest.fixture(scope="module")
+def slab(tmp_path_factory):
+    return slab_file(tmp_path_factory.mktemp("slab"), WIDTH, H)
 
 
 def hertz_asset(folder, surface, edge, tolerance_fraction):
@@ -101,6 +105,51 @@ def test_hertz_sphere_from_built_asset(slab):
                          (0.0003, 0.0002, 0))
     coarse_errors = coarse_press.forces(DEPTHS) / sphere_force(E_STAR, R, np.array(DEPTHS)) - 1
     assert np.all(np.abs(coarse_errors) > np.abs(errors))
+
+
+#: The slab of the default-settings tests: 80 x 80 x 50 mm, so the contacts at 0.5-2 mm see only
+#: 1-4% of its depth and 10-20% of its largest pressure.
+DEFAULT_WIDTH, DEFAULT_H = 0.08, 0.05
+
+
+@pytest.fixture(scope="module")
+def thick_slab(tmp_path_factory):
+    return slab_file(tmp_path_factory.mktemp("thick"), DEFAULT_WIDTH, DEFAULT_H)
+
+
+@pytest.mark.slow
+def test_hertz_sphere_at_default_settings(thick_slab):
+    """App. B's Hertz field as a table law, built with no size or tolerance given: the runtime
+    force of a rigid sphere (R 50 mm) is within 1% of the field integrated over the true sphere
+    (closed form) at d = 0.5, 1, 2 mm. The default layer tolerance is relative to the local
+    pressure (docs/model.md §2.4); at 1% of max p0 everywhere the errors were 10.5/6.1/5.1%."""
+    folder, surface = thick_slab
+    extent, pressure = hertz_table(E_STAR, R, DEFAULT_H)
+    table = folder / "hertz.csv"
+    np.savetxt(table, np.column_stack([extent, pressure]), delimiter=",", fmt="%.17g")
+    output = folder / "hertz_default.vtu"
+    build(surface, output, BuildOptions(bonded=("normal:0,0,-1",), insulated=SIDES, law="table", table=str(table)))
+    part = CompliantGeometry.from_asset(output)
+    press = Press(part, parse_indenter(f"sphere:{R}", reach=0.002, part_size=DEFAULT_WIDTH), (0, 0, -1),
+                  (0.0003, 0.0002, 0))
+    errors = press.forces(DEPTHS) / sphere_force(E_STAR, R, np.array(DEPTHS)) - 1
+    assert np.all(np.abs(errors) < 0.01), errors
+
+
+@pytest.mark.slow
+def test_flat_punch_at_default_settings(thick_slab):
+    """The punch field (B.2) as a linear law on the same slab, no size given: F = 2E*ad (closed
+    form) within 1% at d = 0.5, 1, 2 mm."""
+    folder, surface = thick_slab
+    a = 0.005
+    output = folder / "punch_default.vtu"
+    build(surface, output, BuildOptions(bonded=("normal:0,0,-1",), insulated=SIDES, law="linear",
+                                        modulus=flat_punch_modulus(E_STAR, DEFAULT_H, a)))
+    part = CompliantGeometry.from_asset(output)
+    press = Press(part, parse_indenter(f"cylinder:{a}", reach=0.002, part_size=DEFAULT_WIDTH), (0, 0, -1),
+                  (0.0011, -0.0007, 0))
+    errors = press.forces(DEPTHS) / flat_punch_force(E_STAR, a, np.array(DEPTHS)) - 1
+    assert np.all(np.abs(errors) < 0.01), errors
 
 
 def test_touch_on_a_tilted_direction(slab):

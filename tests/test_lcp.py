@@ -131,10 +131,18 @@ def test_trivial_and_infeasible():
     result = lemke(np.eye(3), np.array([1.0, 0.0, 2.0]))
     assert result.status == "solution" and result.pivots == 0
     np.testing.assert_array_equal(result.z, 0.0)
-    # w = -z - 1 can never be >= 0: a ray whose certificate has (M z)_i <= 0 where z_i > 0
-    result = lemke(np.array([[-1.0]]), np.array([-1.0]))
+    # w = -z - 1 can never be >= 0 (no z >= 0 solves it, by enumeration): a ray whose
+    # certificate (B92 eq. B-3) is checked against M itself: w = M z + z0 with z > 0, w >= 0,
+    # z·w = 0, hence (M z)_i = -z0 < 0 where z_i > 0
+    M, q = np.array([[-1.0]]), np.array([-1.0])
+    assert not enumerate_solutions(M, q)
+    result = lemke(M, q)
     assert result.status == "ray"
-    assert result.ray.z[0] > 0 and (-1.0 * result.ray.z[0]) <= 0
+    ray = result.ray
+    assert ray.z[0] > 0 and ray.z0 > 0
+    np.testing.assert_allclose(ray.w, M @ ray.z + ray.z0, atol=1e-12)
+    assert ray.w.min() >= 0 and abs(ray.z @ ray.w) <= 1e-12
+    assert (M @ ray.z)[0] == pytest.approx(-ray.z0)
 
 
 @pytest.mark.parametrize("n", [4, 8, 12])

@@ -14,7 +14,6 @@ from scipy.integrate import solve_ivp
 from fieldgen.runtime.contact.surface import ContactSurface, empty_surface
 from fieldgen.runtime.contact.tangential import (
     friction_wrench,
-    literal_rate,
     point_friction,
     state_from_deformation,
     stiffness_scaling,
@@ -266,6 +265,20 @@ def random_surface(rng):
     return surf
 
 
+def printed_rate_6_26(state, K, f_c, tau):
+    """(6.26) as printed, written here from docs/tangential.md and not from the implementation:
+    ṡ = −τ⁻¹ (K̄^{−1/2} S⁻¹ f_c + s), with K = S K̄ S, S = diag(a I₃, b I₃), a² = tr K_θθ / 3,
+    b² = tr K_rr / 3, and K̄^{−1/2} the square root of K̄'s pseudo-inverse (K̄ is symmetric positive
+    semi-definite: by its eigenvectors, eigenvalues below 1e-12 of the largest taken as 0)."""
+    a, b = np.sqrt(np.trace(K[:3, :3]) / 3.0), np.sqrt(np.trace(K[3:, 3:]) / 3.0)
+    S_inv = np.diag(1.0 / np.array([a, a, a, b, b, b]))
+    K_bar = S_inv @ K @ S_inv
+    lam, Q = np.linalg.eigh(0.5 * (K_bar + K_bar.T))
+    kept = lam > 1e-12 * lam.max()
+    inv_sqrt = Q[:, kept] @ np.diag(lam[kept] ** -0.5) @ Q[:, kept].T
+    return -(inv_sqrt @ (S_inv @ f_c) + state) / tau
+
+
 def test_rate_equals_printed_formula_6_26():
     rng = np.random.default_rng(1)
     for _ in range(20):
@@ -274,7 +287,8 @@ def test_rate_equals_printed_formula_6_26():
         s = rng.normal(size=6) * rng.uniform(1e-4, 1e-1)
         res = friction_wrench(quad, s, linear_velocity=rng.normal(size=3) * 0.01,
                               angular_velocity=rng.normal(size=3), **kw)
-        lit = literal_rate(quad, s, res, **kw)
+        lit = printed_rate_6_26(s, res.stiffness, np.concatenate([res.torque_about_centre, res.force]),
+                                kw["damping"] / kw["stiffness"])
         np.testing.assert_allclose(res.rate, lit, rtol=1e-6, atol=1e-7 * np.abs(lit).max())
 
 

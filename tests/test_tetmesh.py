@@ -145,9 +145,10 @@ def test_core_touching_outer_is_refused():
     outer = trimesh.creation.icosphere(subdivisions=2, radius=0.05)
     core = trimesh.creation.icosphere(subdivisions=2, radius=0.03)
     core.apply_translation((0.04, 0, 0))   # pokes through the outer surface
-    with pytest.raises((InputError, BuildError)):
+    with pytest.raises(InputError, match="TetGen refused the surface: .*self-intersections") as info:
         tetrahedralize(outer.vertices, outer.faces, np.full(len(outer.faces), FREE),
                        core_vertices=core.vertices, core_faces=core.faces)
+    assert "overlap between outer surface and core" in info.value.fix     # the fix names the cause
 
 
 def check_refined(before: TetMesh, after: TetMesh):

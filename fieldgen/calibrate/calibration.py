@@ -30,6 +30,7 @@ import dataclasses
 import os
 import tempfile
 import time
+import warnings as warnings_module
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,7 @@ from fieldgen.calibrate.fit import DEFAULT_SMOOTHNESS, FIT_LAWS, PARAMETER_COUNT
 from fieldgen.calibrate.forces import ForceModel, force_model
 from fieldgen.calibrate.indenter import Press, parse_indenter, unit_direction
 from fieldgen.calibrate.part import PreparedPart, geometry_body, prepare_part
+from fieldgen.calibrate.uncertainty import Determined, determine, law_parameters
 from fieldgen.calibrate.report import (CalibrationResult, calibration_record, jsonable, residual_summary,
                                        write_plot)
 from fieldgen.errors import InputError, OptionError
@@ -47,6 +49,7 @@ from fieldgen.material.modulus import ModulusLaw, is_linear
 from fieldgen.pipeline import build, make_law
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.geometries import CompliantGeometry
+from fieldgen.runtime.contact.surface import PassThroughWarning
 
 #: Defect-correction rounds against the layered mesh (nonlinear laws).
 MAX_CORRECTIONS = 6
@@ -84,6 +87,7 @@ class Corrected:
     iterations: int
     layered: LayeredPart | None      #: the layering of ``fit.law``, when the last round made it
     warnings: tuple[str, ...]
+    tolerance: float | None = None   #: the layer tolerance of every round (the first fit's law's)
 
 
 def correct_for_layers(fit: Fit, law_to_fit: LawToFit, model: ForceModel, press: Press,
@@ -91,13 +95,16 @@ def correct_for_layers(fit: Fit, law_to_fit: LawToFit, model: ForceModel, press:
                        progress: Progress) -> Corrected:
     """Refit against the data minus the layering's force difference until the layered part
     matches the data (at most MAX_CORRECTIONS rounds). ``layer_options`` give the layer tolerance
-    (``layer_tolerance_for``)."""
+    (``layer_tolerance_for``), taken once for the first fit's law and kept: a default tolerance
+    that followed each refit's largest pressure would let the correction feed on itself (a
+    stiffer law, coarser layers, a larger defect, a stiffer law ...)."""
     evaluations, iterations = fit.evaluations, fit.iterations
+    tolerance = layer_options.layer_tolerance_for(fit.law)
     warnings: list[str] = []
     layered = None
     corrections = 0
     for corrections in range(1, MAX_CORRECTIONS + 1):
-        layered = press_layered(press, prepared, fit.law, layer_options.layer_tolerance_for(fit.law), model.depth)
+        layered = press_layered(press, prepared, fit.law, tolerance, model.depth)
         defect = layered.forces - model.forces(fit.law)
         mismatch = np.max(np.abs(layered.forces / target - 1.0))
         progress.message(f"layered check {corrections}: largest force mismatch {100 * mismatch:.3f}%")
@@ -113,16 +120,33 @@ def correct_for_layers(fit: Fit, law_to_fit: LawToFit, model: ForceModel, press:
         iterations += refit.iterations
         fit = refit
     return Corrected(fit, corrections, evaluations, iterations,
-                     layered if layered is not None and layered.law is fit.law else None, tuple(warnings))
+                     layered if layered is not None and layered.law is fit.law else None, tuple(warnings), tolerance)
+
+
+def fit_and_correct(law_to_fit: LawToFit, model: ForceModel, target: np.ndarray, press: Press,
+                    prepared: PreparedPart, layer_options, progress: Progress) -> tuple[Corrected, Determined]:
+    """The ideal law fitted to the data, what the data determine of it (its parameters' standard
+    uncertainties, :mod:`fieldgen.calibrate.uncertainty`), and, for a nonlinear law, the fit
+    corrected for the layers (:func:`correct_for_layers`)."""
+    with progress.stage("fit"):
+        fit = law_to_fit.fit(model, target)
+        determined = determine(law_to_fit.kind, fit.parameters, fit.law, model, target)
+    if is_linear(fit.law):
+        return Corrected(fit, 0, fit.evaluations, fit.iterations, None, (),
+                         layer_options.layer_tolerance_for(fit.law)), determined
+    with progress.stage("layered check"):
+        return correct_for_layers(fit, law_to_fit, model, press, prepared, target, layer_options, progress), determined
 
 
 def tolerance_warning(law: ModulusLaw, tolerance: float, model: ForceModel) -> list[str]:
     """A warning when the layer tolerance is large against the pressures at the shallowest depth:
     the fit then bends the law to make up for the layers' interpolation error."""
     peak = float(law.pressure(np.array([model.extent_reached(int(np.argmin(model.depth)))]))[0])
-    if not tolerance > 0.1 * peak:
+    # A default tolerance is relative to the local pressure (docs/model.md §2.4): what it allows there.
+    allowed = float(tolerance.at(peak)) if hasattr(tolerance, "at") else float(tolerance)
+    if not allowed > 0.1 * peak:
         return []
-    return [f"the layer tolerance {tolerance:.4g} Pa is large against the contact pressures "
+    return [f"the layer tolerance {allowed:.4g} Pa is large against the contact pressures "
             f"({peak:.4g} Pa at the shallowest depth): the fitted law is bent to make up for the "
             f"layers' interpolation error; --layer-tolerance {0.02 * peak:.3g} keeps it closer "
             "to the ideal law (at the cost of more tets)"]
@@ -175,9 +199,22 @@ def _check_outputs(output_path: str, png: str | None) -> None:
 
 
 def _force_model(press: Press, prepared: PreparedPart, depths: np.ndarray, data: Data,
-                 progress: Progress) -> ForceModel:
-    with progress.stage("contact surfaces"):
+                 progress: Progress, notes: list[str]) -> ForceModel:
+    """The force model; refused when every depth reaches the rigid core (bonded back or core:
+    D 5.1.2, the force stops growing), a line in ``notes`` when some do."""
+    with progress.stage("contact surfaces"), warnings_module.catch_warnings(record=True) as caught:
+        warnings_module.simplefilter("always", PassThroughWarning)
         model = force_model(press, prepared, depths)
+    passed = sum(issubclass(w.category, PassThroughWarning) for w in caught)
+    direction = ",".join(f"{x:g}" for x in press.direction)
+    if passed >= len(depths):
+        raise InputError(f"pushed along --direction {direction}, the indenter passes through the compliant "
+                         "layer to the rigid core or bonded back at every depth, where the force no longer "
+                         "grows with depth", path=data.source,
+                         fix="push from the free side (reverse --direction), or use shallower depths")
+    if passed:
+        notes.append(f"the indenter reaches the rigid core or bonded back at {passed} of {len(depths)} depths "
+                     f"(along --direction {direction}): the force there no longer grows with depth")
     empty = np.flatnonzero(model.faces == 0)
     if empty.size:
         raise InputError(f"the indenter does not reach the part at depth {depths[empty[0]]:g} m",
@@ -200,27 +237,24 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
     prepared = prepare_part(input_path, options, progress)
     depths, target = data.depth[data.fitted], data.force[data.fitted]
     press = _place_indenter(prepared, indenter_text, u, at, length_scale, depths, progress)
-    model = _force_model(press, prepared, depths, data, progress)
-    with progress.stage("fit"):
-        fit = law_to_fit.fit(model, target)
+    notes: list[str] = []
+    model = _force_model(press, prepared, depths, data, progress, notes)
     tolerance = layer_tolerance if layer_tolerance is not None else options.layer_tolerance
     layer_options = dataclasses.replace(options, layer_tolerance=tolerance)   # the build's tolerance rule
+    corrected, determined = fit_and_correct(law_to_fit, model, target, press, prepared, layer_options, progress)
+    fit, tol_used = corrected.fit, corrected.tolerance
     nonlinear = not is_linear(fit.law)
-    if nonlinear:
-        with progress.stage("layered check"):
-            corrected = correct_for_layers(fit, law_to_fit, model, press, prepared, target, layer_options, progress)
-    else:
-        corrected = Corrected(fit, 0, fit.evaluations, fit.iterations, None, ())
-    fit, warnings = corrected.fit, list(corrected.warnings)
-    tol_used = layer_options.layer_tolerance_for(fit.law)
+    warnings = notes + list(corrected.warnings) + determined.warnings()
     if nonlinear:
         warnings += tolerance_warning(fit.law, tol_used, model)
+        warnings += determined.bent_warnings(*law_parameters(law_to_fit.kind, fit.parameters, fit.law)[1:])
     fit_r = relative(model.exact_forces(fit.law), target)     # the final law's ideal (unlayered) forces
     parameters = dict(fit.parameters)
     # The residuals are measured on the layered part the build writes (the same layering).
     with progress.stage("measure"):
         layered = corrected.layered or press_layered(press, prepared, fit.law, tol_used, depths)
-    record = calibration_record(data, press, u, law_to_fit.kind, parameters, residual_summary(layered.forces, target))
+    record = calibration_record(data, press, u, law_to_fit.kind, parameters, residual_summary(layered.forces, target),
+                                determined.to_metadata())
     with tempfile.TemporaryDirectory() as folder:
         build_options = fitted_options(options, fit.law, tol_used if nonlinear else tolerance, folder)
         with progress.stage("build"):
@@ -244,7 +278,8 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
         iterations=int(corrected.iterations), evaluations=int(corrected.evaluations),
         corrections=int(corrected.corrections), layer_tolerance=float(tol_used),
         tets=int(result.tets), touch=[float(x) for x in press.touch], indenter=record["indenter"],
-        seconds={k: round(v, 4) for k, v in seconds.items()}, png=png, warnings=warnings)
+        seconds={k: round(v, 4) for k, v in seconds.items()}, png=png, warnings=warnings,
+        determined=determined.to_metadata())
     if png is not None:
         with progress.stage("plot"):
             write_plot(png, out, data)

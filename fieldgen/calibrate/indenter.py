@@ -43,6 +43,8 @@ GRAMMAR = ("give sphere:R, paraboloid:R, cylinder:R (a flat punch), plane, or th
 TOUCH_TOLERANCE = 1e-12
 #: Steps per part diagonal when searching for the first contact.
 TOUCH_STEPS = 256
+#: A sphere's rings are spaced this fraction of their arc length from the tip (sphere_mesh).
+SAG_GRADE = 0.04
 
 
 @dataclass
@@ -136,22 +138,41 @@ def _graded_arcs(fine_length: float, total: float, fine: float, coarse: float) -
     return np.array(s)
 
 
+def _cap_arcs(cap: float, total: float, tip: float, fine: float, coarse: float) -> np.ndarray:
+    """Arc-length stations from the tip: ``tip`` spacing, then growing as ``SAG_GRADE`` times the
+    arc length (so a facet's sag stays a fixed fraction of the depth at which the contact's rim
+    reaches it) but at most ``fine``, up to ``cap``, then by 1.3x to ``coarse``."""
+    s = [0.0]
+    while s[-1] < cap:
+        s.append(s[-1] + min(max(tip, SAG_GRADE * s[-1]), fine))
+    step = s[-1] - s[-2]
+    while s[-1] < total:
+        step = min(coarse, max(step, tip) * 1.3)
+        s.append(min(total, s[-1] + step))
+    return np.array(s)
+
+
 def sphere_mesh(radius: float, reach: float, spacing: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A sphere of ``radius`` with its tip vertex at the origin and centre at (0, 0, R): rings on
-    the sphere every ``spacing`` of arc (default R/100, at most 1/8 of the contact radius) up to
-    the cap of depth ``reach``, coarser beyond. The facets are inscribed: they sit up to about
-    spacing²/(6R) inside the sphere (R/60000 by default), which reads as that much less depth."""
+    the sphere, over the cap of depth ``reach`` spaced ``SAG_GRADE`` times their arc length from
+    the tip (at least R/2000, at most R/100 or 1/8 of the contact radius; or every ``spacing`` if
+    given), coarser beyond. The facets are
+    inscribed: a facet of size h at radius r sits about h²/(8R) inside the sphere, which reads as
+    that much less depth; with the graded rings that is about ``SAG_GRADE²/4·r²/(2R)``, 0.04% of
+    the depth at which the contact's rim reaches r, at every depth (docs/model.md §2.3)."""
     R = float(radius)
     reach = min(max(float(reach), 1e-6 * R), 2 * R)
     cap = math.acos(max(-1.0, 1.0 - reach / R)) * R            # arc length of the fine cap
-    a = math.sqrt(max(reach * (2 * R - reach), 0.0))
-    fine = spacing or min(R / 100.0, max(a, 1e-9 * R) / 8.0)
-    s = _graded_arcs(min(cap * 1.1, math.pi * R), math.pi * R, fine, math.pi * R / 24)
+    if spacing:
+        s = _graded_arcs(min(cap * 1.1, math.pi * R), math.pi * R, spacing, math.pi * R / 24)
+    else:
+        fine = min(R / 100.0, max(math.sqrt(max(reach * (2 * R - reach), 0.0)), 1e-9 * R) / 8.0)
+        s = _cap_arcs(min(cap * 1.1, math.pi * R), math.pi * R, min(R / 2000.0, fine), fine, math.pi * R / 24)
     phi = s / R
     profile_r = R * np.sin(phi)
     profile_r[-1] = 0.0
     profile_z = 2 * R * np.sin(phi / 2) ** 2
-    h = np.maximum(np.gradient(s), fine)
+    h = np.gradient(s)
     return revolved_mesh(profile_r, profile_z, h)
 
 

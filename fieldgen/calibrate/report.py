@@ -40,6 +40,9 @@ class CalibrationResult:
     seconds: dict[str, float]
     png: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: the ideal law's parameters as the data determine them, with standard uncertainties
+    #: (:meth:`fieldgen.calibrate.uncertainty.Determined.to_metadata`)
+    determined: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (the ``--json`` report)."""
@@ -56,10 +59,11 @@ def residual_summary(forces: np.ndarray, target: np.ndarray) -> dict[str, Any]:
 
 
 def calibration_record(data: Data, press, direction: np.ndarray, kind: str, parameters: dict[str, Any],
-                       residual: dict[str, Any]) -> dict[str, Any]:
+                       residual: dict[str, Any], determined: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``calibration`` record of the asset's metadata: the data (file and digest, or the
     targets), the indenter, the unit ``direction`` it is pushed along and its first contact, the
-    law fitted and its parameters, and the residuals (:func:`residual_summary`) of the layered part."""
+    law fitted and its parameters, the residuals (:func:`residual_summary`) of the layered part,
+    and what the data determine (the ideal law's parameters with their standard uncertainties)."""
     return {
         "data": ({"file": Path(data.source).name, "sha256": data.sha256, "units": data.units,
                   "rows": int(len(data.depth))} if data.source is not None else
@@ -67,6 +71,7 @@ def calibration_record(data: Data, press, direction: np.ndarray, kind: str, para
         "indenter": {**press.indenter.describe(), "direction": [float(x) for x in direction],
                      "touch": [float(x) for x in press.touch]},
         "fitted": kind, "parameters": jsonable(parameters), "residual": residual,
+        "determined": determined or {},
     }
 
 

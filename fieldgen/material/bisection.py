@@ -2,7 +2,8 @@
 linearly, by bisection at the levels (docs/model.md §2.4; D 5.1.2).
 
 An edge needs splitting when its extent range contains a level strictly inside and the chord
-oscillation of ``p0`` over that range exceeds the tolerance (times TOLERANCE_MARGIN). A tet's
+oscillation of ``p0`` over that range exceeds the tolerance at the range's smallest pressure
+``p0(lo)`` (times TOLERANCE_MARGIN; :class:`fieldgen.material.levels.LayerTolerance`). A tet's
 interpolation error is bounded by the oscillation over its own range, which is the range of its
 edge joining its lowest and highest extents, so once no edge needs splitting every tet is within
 the tolerance; tets whose edges all pass are kept exactly as they were.
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fieldgen.errors import BuildError
-from fieldgen.material.levels import ON_LEVEL, TOLERANCE_MARGIN
+from fieldgen.material.levels import ON_LEVEL, TOLERANCE_MARGIN, LayerTolerance, check_tolerance
 from fieldgen.material.modulus import ModulusLaw
 from fieldgen.meshing.tetmesh import TET_EDGES, TetMesh, mesh_edges
 
@@ -66,9 +67,9 @@ class EdgeSplits:
     last: np.ndarray         #: per edge, the last level strictly inside its range
 
 
-def _edges_to_split(tets, n, extent, law, levels, target) -> EdgeSplits:
+def _edges_to_split(tets, n, extent, law, levels, tolerance: LayerTolerance) -> EdgeSplits:
     """The edges of ``tets`` (over ``n`` vertices) with a level strictly inside whose oscillation
-    exceeds ``target``."""
+    exceeds TOLERANCE_MARGIN x the tolerance at ``p0(lo)``, the smallest pressure on the edge."""
     edges, tet_edges = mesh_edges(tets, n)
     lo = np.minimum(extent[edges[:, 0]], extent[edges[:, 1]])
     hi = np.maximum(extent[edges[:, 0]], extent[edges[:, 1]])
@@ -76,6 +77,7 @@ def _edges_to_split(tets, n, extent, law, levels, target) -> EdgeSplits:
     last = np.searchsorted(levels, hi - ON_LEVEL, side="left") - 1
     needs = np.flatnonzero(last >= first)
     osc = edge_oscillation(law, lo[needs], hi[needs])
+    target = TOLERANCE_MARGIN * tolerance.at(law.pressure(lo[needs]))
     return EdgeSplits(edges, tet_edges, needs[osc > target], osc[osc > target], first, last)
 
 
@@ -112,12 +114,12 @@ def _bisect_tets(tets, candidates, tet_edges, split_of_edge):
 
 
 def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: np.ndarray,
-                   tolerance: float, *, stop_above: int | None = None) -> tuple[TetMesh, np.ndarray, int] | None:
+                   tolerance, *, stop_above: int | None = None) -> tuple[TetMesh, np.ndarray, int] | None:
     """Split only the edges whose extent range the law cannot take linearly (module docstring;
     D 5.1.2). Returns (mesh, extent, rounds). Deterministic: children follow their parent.
     ``stop_above``: give up and return None as soon as the mesh has more tets than this (every
     round adds tets, so the result would have more too)."""
-    target = TOLERANCE_MARGIN * tolerance
+    tolerance = check_tolerance(tolerance, law)      # a float of Pa: absolute
     points = np.asarray(mesh.points, dtype=np.float64)
     tets = np.asarray(mesh.tets, dtype=np.int64)
     faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
@@ -135,7 +137,7 @@ def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: n
         candidates = np.flatnonzero(active)
         if not len(candidates):
             break
-        splits = _edges_to_split(tets[candidates], n, extent, law, levels, target)
+        splits = _edges_to_split(tets[candidates], n, extent, law, levels, tolerance)
         # Tets with no edge that needs splitting stay as they are from now on (their edges only
         # ever shrink in range when a neighbour splits them).
         flagged = np.zeros(len(splits.edges), dtype=bool)

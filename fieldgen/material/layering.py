@@ -94,8 +94,9 @@ def max_interpolation_error(points, tets, extent, pressure, law: ModulusLaw, *,
 
 def layer(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw,
           tolerance: float | None = None) -> LayeringResult:
-    """Layer ``mesh`` so linear interpolation of ``p0`` is within ``tolerance`` Pa of ``law``
-    (default :func:`fieldgen.material.levels.default_layer_tolerance`; D 5.1.2), splitting only
+    """Layer ``mesh`` so linear interpolation of ``p0`` is within ``tolerance`` of ``law`` (Pa, or
+    a :class:`fieldgen.material.levels.LayerTolerance`; default
+    :func:`fieldgen.material.levels.default_layer_tolerance`, 1% of the local pressure; D 5.1.2), splitting only
     where the law needs it (:func:`fieldgen.material.bisection.refine_for_law`); where that would
     more than double the mesh (tets spanning several levels), the slabs between the levels
     (:func:`fieldgen.material.slabs.slice_into_slabs`), which grow linearly in the levels a tet

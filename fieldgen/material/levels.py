@@ -8,12 +8,16 @@ tolerance. For any tet whose vertex extents lie in ``[a, b]`` the linear interpo
 the law by ``Σλ_i g(e_i) − g(e)``, so the oscillation bounds the interpolation error; for a convex
 or concave law it equals the chord error.
 
-The default tolerance, 1% of the law's largest pressure, has its one home here
-(:func:`default_layer_tolerance`).
+The default tolerance has its one home here (:func:`default_layer_tolerance`): relative to the
+local pressure, 1% of ``p0(a)`` on an interval starting at ``a`` (the law is non-decreasing, so
+``p0(a)`` is the interval's smallest pressure), with a floor of 1% of ``RELATIVE_DOWN_TO`` x the
+largest pressure, so the layered law is within 1% of the law wherever ``p0 >= 2% max p0``
+(docs/model.md §2.4). A tolerance given in Pa is absolute, the same on every interval.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -22,8 +26,13 @@ from fieldgen.errors import BuildError, OptionError
 from fieldgen.material.modulus import ModulusLaw, is_linear
 from fieldgen.meshing.tetmesh import TetMesh
 
-#: The default layer tolerance as a fraction of the law's largest pressure ``p0(1)``.
+#: The default layer tolerance relative to the local pressure; also the largest error it allows,
+#: as a fraction of the law's largest pressure ``p0(1)``.
 DEFAULT_TOLERANCE_FRACTION = 0.01
+#: The default's relative bound holds where ``p0`` is at least this fraction of ``p0(1)``; below,
+#: the bound is the floor ``DEFAULT_TOLERANCE_FRACTION x RELATIVE_DOWN_TO x p0(1)`` (a relative
+#: bound cannot hold down to ``p0 = 0``: docs/model.md §2.4).
+RELATIVE_DOWN_TO = 0.02
 #: Vertices closer than this to a level (in extent, which spans [0, 1]) count as on it.
 ON_LEVEL = 1e-10
 #: Vertices within this fraction of the local level spacing of a level are moved onto it before
@@ -40,22 +49,46 @@ TOLERANCE_MARGIN = 0.995
 MAX_LEVELS = 2000
 
 
-def default_layer_tolerance(law: ModulusLaw) -> float:
-    """The layer tolerance when none is given: 1% of the law's largest pressure, in Pa
-    (docs/model.md §2.4)."""
-    return DEFAULT_TOLERANCE_FRACTION * law.max_pressure
+class LayerTolerance(float):
+    """A layer tolerance: as a float, the largest interpolation error it allows anywhere (Pa);
+    on an extent interval whose smallest pressure is ``p`` it allows ``max(relative·p, floor)``,
+    at most that (docs/model.md §2.4). ``relative`` 0 is an absolute tolerance (a given one)."""
+
+    def __new__(cls, largest: float, relative: float = 0.0, floor: float | None = None):
+        value = super().__new__(cls, largest)
+        value.relative = float(relative)
+        value.floor = float(largest if floor is None else floor)
+        return value
+
+    def __getnewargs__(self):
+        return (float(self), self.relative, self.floor)
+
+    def at(self, pressure):
+        """The error allowed where the smallest pressure is ``pressure`` (Pa; array or scalar)."""
+        return np.minimum(float(self), np.maximum(self.relative * np.abs(pressure), self.floor))
 
 
-def check_tolerance(tolerance, law: ModulusLaw) -> float:
-    """``tolerance`` as a positive finite float (Pa); OptionError otherwise."""
+def default_layer_tolerance(law: ModulusLaw) -> LayerTolerance:
+    """The layer tolerance when none is given: 1% of the local pressure, not below 1% of
+    ``RELATIVE_DOWN_TO`` x the largest pressure; as a float, 1% of the largest pressure, the most
+    it allows anywhere (Pa; docs/model.md §2.4)."""
+    largest = DEFAULT_TOLERANCE_FRACTION * law.max_pressure
+    return LayerTolerance(largest, DEFAULT_TOLERANCE_FRACTION, RELATIVE_DOWN_TO * largest)
+
+
+def check_tolerance(tolerance, law: ModulusLaw) -> LayerTolerance:
+    """``tolerance`` as a LayerTolerance (a positive finite float of Pa is absolute); OptionError
+    otherwise."""
+    if isinstance(tolerance, LayerTolerance):
+        return tolerance
     try:
         tol = float(tolerance)
     except (TypeError, ValueError):
         tol = float("nan")
     if not (math.isfinite(tol) and tol > 0):
         raise OptionError(f"layer_tolerance is {tolerance!r}; it must be a positive number of Pa",
-                          fix=f"give e.g. {default_layer_tolerance(law):g} (1% of max p0)")
-    return tol
+                          fix=f"give e.g. {float(default_layer_tolerance(law)):g} (1% of max p0)")
+    return LayerTolerance(tol)
 
 
 def chord_oscillation(law: ModulusLaw, a: float, b: float, *, samples: int = CHORD_SAMPLES) -> float:
@@ -67,13 +100,27 @@ def chord_oscillation(law: ModulusLaw, a: float, b: float, *, samples: int = CHO
         knots = np.asarray(law.table_extent)
         e = np.union1d(e, knots[(knots > a) & (knots < b)])
         t = (e - a) / (b - a)
-    p = law.pressure(e)
+    p = law_pressure(law, e)
     g = p - (p[0] + (p[-1] - p[0]) * t)
     return float(g.max() - g.min())
 
 
+@functools.lru_cache(maxsize=8)
+def _table_interpolator(law: ModulusLaw):
+    return law.interpolator()
+
+
+def law_pressure(law: ModulusLaw, extent) -> np.ndarray:
+    """``law.pressure(extent)``, with a table law's interpolant built once per law rather than per
+    call (the levels evaluate the law thousands of times on short arrays)."""
+    if law.kind != "table":
+        return law.pressure(extent)
+    return _table_interpolator(law)(np.clip(np.asarray(extent, dtype=np.float64), 0.0, 1.0))
+
+
 def _next_level(law: ModulusLaw, a: float, target: float) -> float:
-    """The largest ``b`` (by bisection) with the chord oscillation over ``[a, b]`` within ``target``."""
+    """The largest ``b`` (by bisection) with the chord oscillation over ``[a, b]`` within ``target``
+    (Pa: the tolerance at ``p0(a)``, the smallest pressure on ``[a, b]``)."""
     lo, hi = a, 1.0          # invariant: [a, lo] within tolerance, [a, hi] not
     for _ in range(200):
         mid = 0.5 * (lo + hi)
@@ -88,16 +135,16 @@ def _next_level(law: ModulusLaw, a: float, target: float) -> float:
     return lo
 
 
-def extent_levels(law: ModulusLaw, tolerance: float) -> np.ndarray:
+def extent_levels(law: ModulusLaw, tolerance) -> np.ndarray:
     """Levels ``0 < e_1 < ... < e_K < 1`` with the chord oscillation of ``p0`` on every interval
-    at most ``tolerance`` Pa (D 5.1.2). Empty for a linear law. Deterministic."""
+    ``[a, b]`` at most the tolerance at ``p0(a)`` (Pa; :class:`LayerTolerance`; D 5.1.2). Empty
+    for a linear law. Deterministic."""
     tol = check_tolerance(tolerance, law)
     if is_linear(law):
         return np.zeros(0)
-    target = TOLERANCE_MARGIN * tol
     levels: list[float] = []
     a = 0.0
-    while chord_oscillation(law, a, 1.0) > target:
+    while chord_oscillation(law, a, 1.0) > (target := TOLERANCE_MARGIN * float(tol.at(law_pressure(law, a)))):
         lo = _next_level(law, a, target)
         if lo - a <= 16 * ON_LEVEL:
             raise OptionError(
@@ -108,12 +155,12 @@ def extent_levels(law: ModulusLaw, tolerance: float) -> np.ndarray:
         if len(levels) > MAX_LEVELS:
             raise OptionError(
                 f"layer_tolerance {tol:g} Pa needs more than {MAX_LEVELS} extent layers",
-                fix=f"raise layer_tolerance (default 0.01 x max p0 = {default_layer_tolerance(law):g} Pa)")
+                fix=f"raise layer_tolerance (at most 0.01 x max p0 = {float(default_layer_tolerance(law)):g} Pa)")
         a = lo
     return np.array(levels)
 
 
-def balanced_levels(law: ModulusLaw, tolerance: float, *, steps: int = 20) -> np.ndarray:
+def balanced_levels(law: ModulusLaw, tolerance, *, steps: int = 20) -> np.ndarray:
     """As many levels as :func:`extent_levels` needs, placed so every interval has about the same
     chord oscillation (the smallest bound that still needs no more levels; found by bisection).
 
@@ -124,15 +171,20 @@ def balanced_levels(law: ModulusLaw, tolerance: float, *, steps: int = 20) -> np
     greedy = extent_levels(law, tol)
     if not len(greedy):
         return greedy
-    lo, hi = 0.0, tol                  # invariant: a bound of hi needs no more levels than tol
+    lo, hi = 0.0, 1.0                  # invariant: tol scaled by hi needs no more levels than tol
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
         try:
-            fits = len(extent_levels(law, mid)) <= len(greedy)
+            fits = len(extent_levels(law, scaled_tolerance(tol, mid))) <= len(greedy)
         except OptionError:            # too tight to layer at all
             fits = False
         lo, hi = (lo, mid) if fits else (mid, hi)
-    return extent_levels(law, hi)
+    return extent_levels(law, scaled_tolerance(tol, hi))
+
+
+def scaled_tolerance(tolerance: LayerTolerance, factor: float) -> LayerTolerance:
+    """``tolerance`` with every bound (largest, relative, floor) times ``factor``."""
+    return LayerTolerance(factor * float(tolerance), factor * tolerance.relative, factor * tolerance.floor)
 
 
 def snap_to_levels(extent: np.ndarray, levels: np.ndarray, fraction: float = SNAP_FRACTION) -> np.ndarray:
