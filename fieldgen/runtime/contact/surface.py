@@ -27,6 +27,9 @@ in the compliant body's frame (A's for two) with Drake's own sequence of floatin
 decided by rounding come out as in Drake, and the face counts agree. ``docs/model.md §3.5``
 compares the two rules and says when the choice matters.
 
+Coincident bodies (one mesh and field at one pose, ``"all"`` rule): p_A = p_B throughout the
+overlap, so no equal-pressure surface exists; an empty surface and a :class:`ContactWarning`.
+
 Pass-through (D 5.1.2): a face lying in a tet that touches the rigid core, with a vertex
 pressure at the core's pressure, means the other body reached the core: a
 :class:`PassThroughWarning` is issued (a warning, the surface is still returned).
@@ -45,7 +48,7 @@ from fieldgen.runtime.contact import clip as clip
 from fieldgen.runtime.contact import drake_arithmetic as drake_arithmetic
 from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.bvh import PairCache, sorted_candidate_pairs
-from fieldgen.runtime.contact.pose import as_matrix
+from fieldgen.runtime.contact.pose import as_matrix, cross_rows
 
 REPRESENTATIONS = ("polygon", "triangle")
 FACE_RULES = ("all", "drake")
@@ -151,6 +154,11 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
             raise TypeError(f"bodies must be CompliantGeometry or RigidGeometry, got {type(body).__name__}")
     if not a_soft and not b_soft:
         return empty_surface(representation, XA, XB, name_a, name_b)
+    if a_soft and b_soft and not drake and _coincident(body_a, XA, body_b, XB):
+        warnings.warn(ContactWarning(
+            f"{name_a} and {name_b} are the same mesh and field at the same pose: p_A = p_B everywhere they "
+            "overlap, so there is no equal-pressure surface (D C.2) and, by symmetry, no force"), stacklevel=2)
+        return empty_surface(representation, XA, XB, name_a, name_b)
     pairs, tet_first = _candidate_pairs(body_a, XA, body_b, XB, reuse_pairs)
     if len(pairs) == 0:
         return empty_surface(representation, XA, XB, name_a, name_b)
@@ -164,6 +172,18 @@ def compute_contact_surface(body_a, X_WA, body_b, X_WB, representation: str = "p
     el_a, el_b = pairs[src, 0], pairs[src, 1]
     _warn_pass_through(body_a, el_a, body_b, el_b, out[1], out[2])
     return _surface(representation, out, grad_a, grad_b, el_a, el_b, XA, XB, name_a, name_b)
+
+
+def _coincident(body_a, XA, body_b, XB) -> bool:
+    """Two compliant bodies with one mesh and one field at one pose. Every tet pair then gives
+    either no plane (equal gradients) or a polygon lying in a shared tet face, kept or dropped by
+    rounding, so the surface would be noise of no sign; the force is zero by symmetry."""
+    if not np.array_equal(XA, XB):
+        return False
+    return body_a is body_b or all(
+        x.shape == y.shape and np.array_equal(x, y)
+        for x, y in ((body_a.points, body_b.points), (body_a.tets, body_b.tets),
+                     (body_a.pressure, body_b.pressure)))
 
 
 def _candidate_pairs(body_a, XA, body_b, XB, reuse_pairs: bool):
@@ -245,7 +265,7 @@ def _surface(representation, out, grad_a, grad_b, el_a, el_b, XA, XB, name_a, na
                               cents, vpress, cpress, grad_a, grad_b, el_a, el_b, XA, XB, name_a, name_b)
     V, P, tris, owner = clip.fan_triangles(verts, vpress, offsets, cents, cpress)
     t = V[tris]
-    fan_areas = 0.5 * np.einsum("ij,ij->i", np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]), normals[owner])
+    fan_areas = 0.5 * np.einsum("ij,ij->i", cross_rows(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]), normals[owner])
     return ContactSurface("triangle", V, np.arange(0, 3 * len(tris) + 1, 3, dtype=np.int64), tris.ravel(),
                           normals[owner], fan_areas, t.mean(axis=1), P, P[tris].mean(axis=1),
                           grad_a[owner], grad_b[owner], el_a[owner], el_b[owner], XA, XB, name_a, name_b)

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from fieldgen.runtime.contact.pose import cross3
+from fieldgen.runtime.contact.pose import cross3, cross_rows
 from fieldgen.runtime.contact.surface import ContactSurface
 #: eigenvalues of K̄ below this fraction of its largest are its null space
 NULL_SPACE_TOLERANCE = 1e-12
@@ -132,7 +132,7 @@ def surface_quadrature(surface: ContactSurface) -> Quadrature:
         a, b, c = V[tri[:, 0]], V[tri[:, 1]], V[tri[:, 2]]
         pa, pb, pc = vp[tri[:, 0]], vp[tri[:, 1]], vp[tri[:, 2]]
         n = surface.normals
-    area = 0.5 * np.einsum("ij,ij->i", np.cross(b - a, c - a), n)
+    area = 0.5 * np.einsum("ij,ij->i", cross_rows(b - a, c - a), n)
     w = np.repeat(area / 3.0, 3)
     pts = np.stack([0.5 * (a + b), 0.5 * (b + c), 0.5 * (c + a)], axis=1).reshape(-1, 3)
     prs = np.stack([0.5 * (pa + pb), 0.5 * (pb + pc), 0.5 * (pc + pa)], axis=1).reshape(-1)

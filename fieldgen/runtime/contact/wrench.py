@@ -30,7 +30,7 @@ import numpy as np
 
 from fieldgen.runtime.contact.geometries import CompliantGeometry
 from fieldgen.runtime.contact.surface import ContactSurface, compute_contact_surface
-from fieldgen.runtime.contact.pose import SpatialVelocity, as_matrix, as_spatial_velocity
+from fieldgen.runtime.contact.pose import SpatialVelocity, as_matrix, as_spatial_velocity, cross3
 
 DEFAULT_STICTION_VELOCITY = 1e-4
 
@@ -129,7 +129,7 @@ def compute_wrench(surface: ContactSurface, body_a, body_b, *, V_WA: SpatialVelo
         force = force - eforce + polygon_force
         eforce = polygon_force
     centroid = surface.centroid
-    about_c = torque - np.cross(centroid, force) if surface.n_faces else np.zeros(3)
+    about_c = torque - cross3(centroid, force) if surface.n_faces else np.zeros(3)
     return ContactWrench(force, torque, about_c, centroid, eforce, etorque, float(power),
                          surface.total_area, surface.n_faces, chi, mu)
 

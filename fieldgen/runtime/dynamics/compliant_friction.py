@@ -33,6 +33,7 @@ from fieldgen.runtime.dynamics.bodies import Scene
 from fieldgen.runtime.dynamics.contact_wrenches import contact_pairs, contact_wrenches, pair_tangential
 from fieldgen.runtime.dynamics.continuous_integrator import (
     ContinuousRhs,
+    RadauCarry,
     advance_bar,
     radau_segments,
     refuse_core_contact,
@@ -107,6 +108,7 @@ def run_compliant(scene: Scene, n_steps: int, dt: float, record_every: int, reco
     rec.add(0.0, states, surfaces)
     breaks = schedule_breaks(scene, n_steps * dt)
     n_body = rhs.n_body
+    carry = RadauCarry()
     contacts = []
     bar = progress.bar(n_steps, "simulate")
     start = time.perf_counter()
@@ -114,10 +116,13 @@ def run_compliant(scene: Scene, n_steps: int, dt: float, record_every: int, reco
     steps = 0
     for k in range(n_steps):
         t1 = (k + 1) * dt
-        rhs.pairs = selected_pairs(scene, states, all_pairs, stored, boxes, 2.0 * dt)
+        pairs = selected_pairs(scene, states, all_pairs, stored, boxes, 2.0 * dt)
+        if pairs != rhs.pairs:
+            carry.J = None                    # another state vector: its Jacobian is computed afresh
+        rhs.pairs = pairs
         y = np.concatenate([pack_states(scene, states) if n_body else np.zeros(0)] + [stored[p] for p in rhs.pairs])
         if n_body:
-            y, n = radau_segments(rhs, y, t, t1, breaks, rtol=rtol, atol=atol, jac=rhs.jacobian)
+            y, n = radau_segments(rhs, y, t, t1, breaks, rtol=rtol, atol=atol, jac=rhs.jacobian, carry=carry)
             steps += n
         t = t1
         set_time(t)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.integrate import solve_ivp
+from scipy.integrate import Radau, solve_ivp
 
 from fieldgen.errors import BuildError
 from fieldgen.progress import Progress
@@ -32,15 +32,58 @@ from fieldgen.runtime.dynamics.rigid_contact import core_body
 from fieldgen.runtime.dynamics.warnings import set_time
 
 
-def radau_segments(rhs, y, t0: float, t1: float, breaks, *, rtol: float, atol: float, jac=None):
+@dataclass
+class RadauCarry:
+    """What one output interval's Radau hands the next (docs/model.md §5.2): the step size its
+    error control proposed last (``h``) and its Jacobian (``J``, reused while the state keeps its
+    size; Radau recomputes it as soon as a Newton iteration fails to converge with it)."""
+
+    h: float | None = None
+    J: np.ndarray | None = None
+
+
+def radau_failed(t: float, message: str) -> BuildError:
+    return BuildError(f"Radau failed at t = {t:.6g} s: {message}",
+                      fix="loosen rtol/atol or check the scene for deep initial overlaps")
+
+
+def radau_carried(rhs, y, a: float, b: float, *, rtol: float, atol: float, jac, carry: RadauCarry):
+    """Radau IIA from ``a`` to ``b``, started with ``carry``'s step size and Jacobian instead of
+    an initial-step search and a fresh Jacobian, and leaving its own in ``carry``: the state at ``b``."""
+    reuse = carry.J is not None and carry.J.shape == (len(y), len(y)) and jac is not None
+    start = {"J": carry.J if reuse else None}
+
+    def first_jacobian(t, yy):
+        J, start["J"] = start["J"], None
+        return J if J is not None else jac(t, yy)
+
+    first = min(carry.h, b - a) if carry.h else None
+    solver = Radau(rhs, a, y, b, rtol=rtol, atol=atol, jac=first_jacobian if jac is not None else None,
+                   first_step=first)
+    solver.current_jac = not reuse              # a carried Jacobian is refreshed on a failed Newton iteration
+    h = solver.h_abs
+    while solver.status == "running":
+        h = solver.h_abs
+        message = solver.step()
+        if solver.status == "failed":
+            raise radau_failed(solver.t, message)
+    carry.h, carry.J = h, solver.J
+    return solver.y.copy()
+
+
+def radau_segments(rhs, y, t0: float, t1: float, breaks, *, rtol: float, atol: float, jac=None,
+                   carry: RadauCarry | None = None):
     """Integrate ``y' = rhs(t, y)`` from ``t0`` to ``t1`` with Radau IIA, restarting at every
-    schedule break inside (a piecewise-constant load is smooth between breaks): ``(y, segments)``."""
+    schedule break inside (a piecewise-constant load is smooth between breaks): ``(y, segments)``.
+    With ``carry``, each segment starts from the previous one's step size and Jacobian."""
     stops = [t0] + [x for x in breaks if t0 < x < t1] + [t1]
     for a, b in zip(stops[:-1], stops[1:]):
+        if carry is not None:
+            y = radau_carried(rhs, y, a, b, rtol=rtol, atol=atol, jac=jac, carry=carry)
+            continue
         sol = solve_ivp(rhs, (a, b), y, method="Radau", rtol=rtol, atol=atol, jac=jac)
         if not sol.success:
-            raise BuildError(f"Radau failed at t = {a:.6g} s: {sol.message}",
-                             fix="loosen rtol/atol or check the scene for deep initial overlaps")
+            raise radau_failed(a, sol.message)
         y = sol.y[:, -1].copy()
     return y, len(stops) - 1
 
@@ -83,8 +126,15 @@ class ContinuousRhs:
         self.springs = springs
         self.n_body = 13 * sum(b.kind != "fixed" for b in scene.bodies)
         self.evaluations = 0
+        self.last = None            # (t, y, f, pairs) of the latest evaluation, for the Jacobian's base point
 
     def __call__(self, t, y):
+        out = self.rates(t, y)
+        self.last = (t, y.copy(), out.copy(), list(self.pairs))
+        return out
+
+    def rates(self, t, y):
+        """``f(t, y)`` (see the class doc)."""
         set_time(t)
         st = unpack_states(self.scene, y[:self.n_body], self.base_states, t)
         springs = y[self.n_body:].reshape(len(self.pairs), 6) if self.springs else None
@@ -96,15 +146,20 @@ class ContinuousRhs:
         return np.concatenate(out) if out else np.zeros(0)
 
     def jacobian(self, t, y):
-        """Central differences, increments 1e-7 of max(|y_i|, 1e-3): scipy's default forward
-        differences pick increments at which the clipped contact surface's round-off shows,
-        and Radau then refactors every step (docs/design/runtime.md)."""
+        """Forward differences with increments 1e-7 of max(|y_i|, 1e-3) from ``f(t, y)`` (reused
+        when it was the latest evaluation, as it is when Radau asks after a step): scipy's
+        default increments are ones at which the clipped contact surface's round-off shows, and
+        Radau then refactors every step (docs/design/runtime.md); with these increments forward
+        differences do as well as central ones at half the evaluations (benchmarks/README.md)."""
+        last = self.last
+        same = last is not None and last[0] == t and last[3] == list(self.pairs) and np.array_equal(last[1], y)
+        f = last[2] if same else self(t, y)
         J = np.empty((len(y), len(y)))
         for i in range(len(y)):
             h = 1e-7 * max(abs(y[i]), 1e-3)
             e = np.zeros(len(y))
             e[i] = h
-            J[:, i] = (self(t, y + e) - self(t, y - e)) / (2 * h)
+            J[:, i] = (self.rates(t, y + e) - f) / h
         return J
 
 

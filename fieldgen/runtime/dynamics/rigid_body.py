@@ -20,6 +20,7 @@ import numba as nb
 import numpy as np
 
 from fieldgen.errors import InputError
+from fieldgen.runtime.contact.pose import cross3
 from fieldgen.surface.topology import edge_use
 
 
@@ -169,7 +170,7 @@ def newton_euler_rhs(state: RigidBodyState, mass_properties: MassProperties,
     I_w = world_inertia(mass_properties, state.quaternion)
     w = state.angular_velocity
     dv = force / mass_properties.mass
-    dw = np.linalg.solve(I_w, torque - np.cross(w, I_w @ w))
+    dw = np.linalg.solve(I_w, torque - cross3(w, I_w @ w))
     dq = 0.5 * quaternion_multiply(np.concatenate([[0.0], w]), state.quaternion)
     return state.velocity.copy(), dq, dv, dw
 
