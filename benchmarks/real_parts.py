@@ -2,7 +2,8 @@
 
 For each part: tets (before and after layering), seconds per stage, the whole build, the ratio
 of the whole process to its TetGen stage, peak memory and the error estimate recorded in the
-asset. Each build runs in a fresh child process (``benchmarks/build_stages.py --child``), so the
+asset, the surface triangles the build starts from (and after a surface remeshing, when the asset
+records one) and the build's warnings. Each build runs in a fresh child process (``benchmarks/build_stages.py --child``), so the
 peak memory is that process's own; TetGen's and fTetWild's children report theirs separately.
 
 Usage::
@@ -10,6 +11,7 @@ Usage::
     python benchmarks/real_parts.py                       # every case below
     python benchmarks/real_parts.py --only angle_block --json out.json
     python benchmarks/real_parts.py --markdown            # the table for benchmarks/README.md
+    python benchmarks/real_parts.py --only xyz_cube,round_tube --markdown   # parts outside the corpus
 
 The machine is shared: the load average (``os.getloadavg``) is printed with every case.
 """
@@ -20,12 +22,17 @@ import argparse
 import json
 import os
 import platform
+import resource
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_stages import MESHES, run_case  # noqa: E402
+
+from fieldgen.errors import FieldgenError  # noqa: E402
+from fieldgen.io.asset import read_metadata  # noqa: E402
+from fieldgen.surface.stage import load_surface  # noqa: E402
 
 #: A 2 mm skin over a rigid interior, in the part's units (inches for the CAD parts here).
 SKIN_MM = 2.0
@@ -65,7 +72,48 @@ CASES = [
     # spout, which did not end on about half of fTetWild's runs (docs/model.md §2.2).
     ("teapot-robust-skin", "teapot.stl", "mm",
      {"robust": True, "skin": 5.0, "modulus": 1e5, "dissipation": 1.0}),
+    # The 305 mm self-intersecting counter part at the size it failed at (issue's flags: fTetWild,
+    # then tets left at e = 0): bonded at its pegs' feet, fTetWild's defaults (docs/model.md §2.2).
+    ("counter-robust-edge6", "counter.unitsmm.STL", "mm",
+     {"robust": True, "bonded": ["below:z=256.5"], "edge_length": 6.0, "modulus": 1e5, "dissipation": 1.0}),
 ]
+
+#: A 2 mm skin with K 0.8 over a robot finger's rigid link (metre files), as in the -skin cases.
+FINGER_SKIN = {"modulus": 1e6, "law": "hyperbolic", "k": 0.8, "skin": SKIN_MM / 1000, "dissipation": 1.0}
+
+#: Parts outside the development corpus (tests/data/meshes/SOURCES.md): the options a user would
+#: give (units, a bonded bottom on plates, trays and counters, a finger's skin), never a size flag.
+OUTSIDE_CASES = [
+    # CAD with embossed text; a small scanned-looking part (11 mm)
+    ("xyz_cube", "20mm-xyz-cube.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
+    ("busted", "busted.STL", "mm", {"modulus": 1e6, "dissipation": 1.0}),
+    # threads: a square nut (5 mm thread) and a bolt (3 mm shaft) made for 3D printing
+    ("threaded_nut", "SQNutO8T5P1.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
+    ("threaded_bolt", "Sqr3H5L3D3P1.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
+    # a thin-walled tube, 5.08 mm across, 61 mm long, ~0.3 mm wall
+    ("round_tube", "round.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
+    # a 355 x 355 x 3.2 mm tray bottom and a 229 x 165 x 16 mm plate with a pocket, bottoms bonded
+    ("tray_bottom", "1002_tray_bottom.STL", "mm",
+     {"bonded": ["normal:0,-1,0"], "modulus": 1e6, "dissipation": 1.0}),
+    ("octagonal_pocket", "octagonal_pocket.stl", "m",
+     {"bonded": ["normal:0,0,-1"], "modulus": 1e6, "dissipation": 1.0}),
+    # a 47 mm sensor housing with 7 um edges; a 75 mm sensor coupling plate (bonded) and a
+    # 75 mm gripper coupling with screw holes (edges down to 11 um)
+    ("adis16480", "ADIS16480.STL", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("robotiq_ft300_coupling", "robotiq_ft300_coupling.STL", "m",
+     {"bonded": ["normal:0,0,-1"], "modulus": 1e6, "dissipation": 1.0}),
+    ("robotiq_coupling", "robotiq_arg2f_coupling.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
+    # robot fingers' links under a 2 mm skin, K 0.8
+    ("robotiq_140_inner_finger-skin", "robotiq_arg2f_140_inner_finger.stl", "m", FINGER_SKIN),
+    ("robotiq_140_outer_finger-skin", "robotiq_arg2f_140_outer_finger.stl", "m", FINGER_SKIN),
+    ("robotiq_3f_link_1-skin", "robotiq_3f_link_1.STL", "m", FINGER_SKIN),
+    ("robotiq_3f_link_3-skin", "robotiq_3f_link_3.STL", "m", FINGER_SKIN),
+    # open or self-intersecting: a force-torque sensor's visual mesh and a 305 mm counter part
+    ("robotiq_fts150-robust", "robotiq_fts150.stl", "m", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
+    ("counter-robust", "counter.unitsmm.STL", "mm",
+     {"robust": True, "bonded": ["normal:0,0,-1"], "modulus": 1e6, "dissipation": 1.0}),
+]
+CASES = CASES + OUTSIDE_CASES
 
 STAGES = ("load", "tetrahedralize", "skin", "refine", "extent", "error estimate", "sizing", "layering",
           "damping", "write", "validate")
@@ -85,7 +133,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="fieldgen-real-parts-") as folder:
         for name, file, units, options in cases:
             case = {"name": name, "input": str(MESHES / file), "options": {"units": units, **options}}
+            cpu_before = _children_cpu_seconds()
             record = run_case(case, Path(folder), profile=False)
+            record["cpu_seconds"] = round(_children_cpu_seconds() - cpu_before, 1)
+            record.update(surface_triangles(case, Path(folder)))
             records.append(record)
             print(json.dumps(_summary(record)), flush=True)
     if args.json:
@@ -95,9 +146,45 @@ def main() -> None:
         print(markdown(records))
 
 
+def _children_cpu_seconds() -> float:
+    """User + system CPU seconds of the finished child processes (the build and its mesher's
+    children): less inflated by a shared machine's load than the wall-clock stage times."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def surface_triangles(case: dict, folder: Path) -> dict:
+    """Triangles of the surface the build starts from (read as the build reads it) and, when the
+    asset records a surface remeshing (metadata ``surface.remesh``), its record."""
+    options = case["options"]
+    out = {}
+    try:
+        surface = load_surface(case["input"], options["units"], require_closed=not options.get("robust"))
+        out["surface_triangles_input"] = int(len(surface.faces))
+    except FieldgenError:
+        out["surface_triangles_input"] = None
+    asset = folder / f"{case['name'].replace('.', '_')}.vtu"
+    if asset.exists():
+        out["surface_remesh"] = (read_metadata(asset).get("surface") or {}).get("remesh")
+    return out
+
+
+def _triangles(record: dict) -> str:
+    """"input → remeshed" surface triangles, or the input's count when the build kept its surface."""
+    before = record.get("surface_triangles_input")
+    remesh = record.get("surface_remesh") or {}
+    counts = [v for k, v in sorted(remesh.items()) if "triangle" in k and isinstance(v, int)]
+    text = f"{before:,}" if before is not None else "-"
+    if remesh:
+        after = remesh.get("triangles_after", counts[-1] if counts else "?")
+        text += f" → {after:,}" if isinstance(after, int) else f" → {after}"
+    return text
+
+
 def _summary(record: dict) -> dict:
     out = {k: record.get(k) for k in ("case", "load_average_1min", "tets_before_layering", "tets", "wall",
-                                      "maxrss_mb", "error_estimate", "error")}
+                                      "cpu_seconds", "maxrss_mb", "error_estimate", "error", "warnings",
+                                      "surface_triangles_input", "surface_remesh")}
     seconds = record.get("stage_seconds", {})
     out["stages"] = {k: round(v, 2) for k, v in seconds.items()}
     tetgen = seconds.get("tetrahedralize")
@@ -106,14 +193,20 @@ def _summary(record: dict) -> dict:
     return out
 
 
+def _clause(warning: str) -> str:
+    """A warning's first clause for the table (the full text is in --json)."""
+    head = warning.split(": ")[0]
+    return (head if len(head) >= 20 else warning[:110]).replace("|", "/")
+
+
 def markdown(records: list[dict]) -> str:
-    head = ("| case | load | tets (solve) | tets (asset) | est. e / p / L (%) | " +
-            " | ".join(STAGES) + " | build s | process / TetGen | peak MB |")
+    head = ("| case | load avg | surface triangles | tets (solve) | tets (asset) | est. e / p / L (%) | " +
+            " | ".join(STAGES) + " | build s | CPU s | process / TetGen | peak MB | warnings |")
     rule = "|" + "---|" * (head.count("|") - 1)
     rows = [head, rule]
     for r in records:
         if "error" in r:
-            rows.append(f"| {r['case']} | {r['load_average_1min']} | failed: {r['error']} |")
+            rows.append(f"| {r['case']} | {r['load_average_1min']} | {_triangles(r)} | failed: {r['error']} |")
             continue
         s = r["stage_seconds"]
         est = r.get("error_estimate") or {}
@@ -123,10 +216,12 @@ def markdown(records: list[dict]) -> str:
         # band (TetGen outside it included) are shown in the skin column, its ratio is over the band.
         s = {**s, "skin": s.get("skin", 0.0) + s.get("interior", 0.0) + s.get("band", 0.0)}
         meshing = s.get("tetrahedralize", 0.0) or s.get("band", 0.0)
-        rows.append(f"| {r['case']} | {r['load_average_1min']} | {r['tets_before_layering']:,} | {r['tets']:,} | "
+        warnings = "; ".join(_clause(w) for w in r.get("warnings") or ()) or "-"
+        rows.append(f"| {r['case']} | {r['load_average_1min']} | {_triangles(r)} | {r['tets_before_layering']:,} | "
+                    f"{r['tets']:,} | "
                     f"{estimate} | " + " | ".join(f"{s.get(k, 0.0):.2f}" for k in STAGES) +
-                    f" | {r['wall']:.1f} | {r['process_seconds'] / max(meshing, 1e-9):.2f} | "
-                    f"{r['maxrss_mb']:.0f} |")
+                    f" | {r['wall']:.1f} | {r.get('cpu_seconds', '-')} | {r['process_seconds'] / max(meshing, 1e-9):.2f} | "
+                    f"{r['maxrss_mb']:.0f} | {warnings} |")
     return "\n".join(rows)
 
 

@@ -13,6 +13,7 @@ from fieldgen.batch.manifest import read_manifest
 from fieldgen.batch.report import ItemResult, stderr_lines, summary_line, write_junit, write_report
 from fieldgen.batch.run import BatchInterrupted, run_batch
 from fieldgen.errors import FieldgenError
+from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
 
 from .common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, check_outputs, fail, json_option, print_json, quiet_option,
@@ -57,6 +58,9 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
         check_scheduler(executor, scheduler)
         parsed = read_manifest(manifest, output_dir=output_dir)
     with reported_errors():
+        check_distinct([("--report", report_path), ("--junit", junit_path)]
+                       + [(item.label + " output", item.output) for item in parsed.items],
+                       [("the manifest", manifest)] + [(item.label + " input", item.input) for item in parsed.items])
         check_outputs(report_path, junit_path)    # before the builds, not after them
 
     progress = Progress(enabled=not quiet)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 
+from pathlib import Path
+
 import click
 
+from fieldgen.io.asset import COMPRESSIONS
 from fieldgen.options import LAWS, SKIN_MESHES, BuildOptions, options_from_mapping, options_from_spec
+from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
 from fieldgen.units import LENGTH_UNITS
 
@@ -14,8 +18,17 @@ from .common import EXIT_USAGE, json_option, print_json, quiet_option, reported_
 _NUMBER = click.FLOAT
 
 
+def check_build_paths(input_path, output, spec, options) -> None:
+    """Refuse (exit 2) an asset or Drake file that would overwrite an input or each other."""
+    asset = output or Path(input_path).stem + ".vtu"          # the build's default (pipeline.default_output)
+    drake = options.drake_vtk
+    check_distinct({"the asset": asset, "--drake-vtk": drake,
+                    "the --drake-vtk SDF file": drake and Path(drake).with_suffix(".sdf")},
+                   {"INPUT": input_path, "--spec": spec, "--core": options.core, "--table": options.table})
+
+
 @click.command("build")
-@click.argument("input_path", metavar="INPUT", required=False, type=click.Path(dir_okay=False))
+@click.argument("input_path", metavar="INPUT", required=False, type=click.Path())
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Asset to write (.vtu). Default: INPUT's stem + .vtu here.")
 @click.option("--spec", type=click.Path(dir_okay=False), help="Build spec (TOML) with the same options; flags override it.")
 @click.option("--units", type=click.Choice(list(LENGTH_UNITS)), help="Units of INPUT and of lengths in flags (default m).")
@@ -44,6 +57,12 @@ _NUMBER = click.FLOAT
               help="Friction damper C̄ in s/m: c = C̄·p, time constant C̄/K̄ (default 10).")
 @click.option("--drake-vtk", type=click.Path(dir_okay=False),
               help="Also write the tet mesh as a legacy .vtk Drake loads, and FILE.sdf with matching drake: properties.")
+@click.option("--compression", type=click.Choice(list(COMPRESSIONS)),
+              help="How the asset's arrays are encoded: none (default: raw, the fastest; every VTK reader, meshio too), zlib (smaller, every reader) or lz4 (vtk and ParaView only).")
+@click.option("--surface-tolerance", type=_NUMBER, metavar="LENGTH",
+              help="Remesh the surface (MMGS) within LENGTH (input units) before meshing, keeping sharp edges and "
+                   "every face selection. Default: 0.1% of the part's diagonal, only when its triangles (micron "
+                   "slivers of a CAD export) would cost far more tets than the accuracy needs; 0 keeps the input.")
 @click.option("--skin", type=_NUMBER, metavar="THICKNESS",
               help="Compliant skin THICKNESS (input units) over a rigid interior (e = 1), measured from the free faces.")
 @click.option("--skin-mesh", type=click.Choice(SKIN_MESHES),
@@ -80,6 +99,7 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
         if input_path is None:
             raise click.UsageError("no INPUT given (on the command line or as `input` in the spec)")
         output = output or spec_output
+        check_build_paths(input_path, output, spec, options)
     # lazy: the pipeline's modules (scipy, the meshers) load only when a build runs, not for --help
     from fieldgen.pipeline import build
 

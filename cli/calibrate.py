@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import warnings
 
 import click
 
 from fieldgen.options import LAWS, BuildOptions, options_from_mapping, options_from_spec
 from fieldgen.calibrate.data import parse_targets, parse_units, read_data
-from fieldgen.errors import OptionError
+from fieldgen.errors import InputError, OptionError
+from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
 from fieldgen.units import LENGTH_UNITS
 
@@ -28,6 +31,61 @@ def _vector(text: str | None, name: str):
     return values
 
 
+#: Forces outside this range (N) are no indentation a contact model is fitted to: a unit slip
+#: (--units) or a typo, not a measurement.
+FORCE_RANGE = (1e-9, 1e9)
+
+
+def check_force_range(curve, path) -> None:
+    """Refuse forces outside :data:`FORCE_RANGE` (InputError for a data file, exit 1; OptionError
+    for --target, exit 2)."""
+    forces = [f for f in curve.force if f > 0]
+    low, high = FORCE_RANGE
+    bad = next((f for f in forces if not low <= f <= high), None)
+    if bad is not None:
+        error = InputError if path is not None else OptionError
+        raise error(f"a force of {bad:g} N is outside {low:g} .. {high:g} N, no indentation a contact model "
+                    "is fitted to", path=path, fix="check the force unit (--units LENGTH,FORCE, e.g. mm,N)")
+
+
+def check_sphere_depth(indenter: str, length_scale: float, curve) -> None:
+    """Refuse (exit 2) a sphere indenter pushed deeper than its radius: past the equator the
+    contact is no longer a cap, and its cap mesh would need spacings of nothing."""
+    kind, _, arg = str(indenter).partition(":")
+    if kind.strip().lower() != "sphere":
+        return
+    try:
+        radius = float(arg) * length_scale
+    except ValueError:
+        return                        # check_indenter_text has refused it
+    deepest = float(max(curve.depth))
+    if deepest > radius:
+        raise OptionError(f"--indenter {indenter}: the deepest depth, {deepest:g} m, is more than the sphere's "
+                          f"radius {radius:g} m (past its equator)",
+                          fix="use a larger sphere (or a paraboloid or cylinder), or drop the deeper rows")
+
+
+def _checked_curve(targets, data, units, indenter, length_scale, outputs, inputs):
+    """The data (read from ``data``) or the ``targets``, checked with the outputs, before the fit:
+    outputs apart from the inputs and writable, forces in range, a sphere not pushed past its equator."""
+    with reported_errors():
+        if targets is not None:
+            check_force_range(targets, None)
+        check_distinct(outputs, inputs)
+        check_outputs(*outputs.values())          # before the fit, not after it
+        curve = targets if targets is not None else read_data(data, units)
+        if targets is None:
+            check_force_range(curve, data)
+    with reported_errors(EXIT_USAGE):
+        check_sphere_depth(indenter, length_scale, curve)
+    return curve
+
+
+def _indenter_file(text: str) -> str | None:
+    """The mesh file an ``--indenter`` names, or None for a shape (``sphere:R``, ``plane``, ...)."""
+    return text if os.path.isfile(text) else None
+
+
 def _knots(text: str | None):
     if text is None:
         return None
@@ -41,7 +99,7 @@ def _knots(text: str | None):
 
 
 @click.command("calibrate")
-@click.argument("input_path", metavar="INPUT", required=False, type=click.Path(dir_okay=False))
+@click.argument("input_path", metavar="INPUT", required=False, type=click.Path())
 @click.option("--spec", type=click.Path(dir_okay=False), help="Build spec (TOML) of the part; its law is the start (and, with --target, the shape).")
 @click.option("--indenter", "indenter", required=True,
               help="sphere:R, paraboloid:R, cylinder:R (flat punch), plane, or a closed rigid mesh file.")
@@ -115,12 +173,16 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
             dataclasses.replace(options, law="linear", modulus=1.0, k=None, table=None).checked()
             kind = law or options.resolved_law()
             options = dataclasses.replace(options, law=kind)
-    with reported_errors():
-        check_outputs(output, png)                # before the fit, not after it
-        if not target:
-            curve = read_data(data, units)
+    curve = _checked_curve(curve if target else None, data, units, indenter, length_scale,
+                           {"-o": output, "--png": png},
+                           {"INPUT": input_path, "--spec": spec, "--data": data, "--indenter": _indenter_file(indenter),
+                            "the spec's --table": options.table, "the spec's --core": options.core})
     progress = Progress(enabled=not quiet)
-    with reported_errors():
+    # lazy: as calibrate; its pass-through is reported once, in result.warnings, not as raw lines
+    from fieldgen.runtime.contact.surface import PassThroughWarning
+
+    with reported_errors(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", PassThroughWarning)
         result = calibrate(input_path, output, options, indenter_text=indenter, direction=direction_vector,
                            at=at_point, data=curve, law_kind=law, targets=bool(target), knots=knot_values,
                            smoothness=smoothness, layer_tolerance=layer_tolerance, length_scale=length_scale,
@@ -128,11 +190,25 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
     if as_json:
         print_json(result.to_dict())
     elif not quiet:
-        click.echo(f"wrote {result.output}: {result.law['kind']} law {_summary(result.parameters)}; force residual "
-                   f"RMS {100 * result.rms_relative_residual:.3f}% ({result.rms_residual:.4g} N), max "
-                   f"{100 * result.max_relative_residual:.3f}%", err=True)
+        click.echo(_wrote(result), err=True)
     for warning in result.warnings:      # whatever --quiet or --json say (docs/model.md §1.5)
         click.echo(f"warning: {warning}", err=True)
+
+
+def _wrote(result) -> str:
+    """The one line of a calibration's outcome (docs/model.md §1.5)."""
+    return (f"wrote {result.output}: {result.law['kind']} law {_summary(result.parameters)}; force residual "
+            f"RMS {100 * result.rms_relative_residual:.3f}% ({result.rms_residual:.4g} N), max "
+            f"{100 * result.max_relative_residual:.3f}%{_determined(result.determined)}")
+
+
+def _determined(determined: dict) -> str:
+    """``; the data determine NAME = V ± U, ...`` (standard uncertainties; docs/model.md §2.3)."""
+    items = []
+    for name, entry in determined.get("parameters", {}).items():
+        u = entry["standard_uncertainty"]
+        items.append(f"{name} = {entry['value']:.6g} ± {u:.2g}" if u is not None else f"{name} = {entry['value']:.6g}")
+    return "; the data determine " + ", ".join(items) if items else ""
 
 
 def _summary(parameters: dict) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -53,8 +54,42 @@ def check_suffix(path: str | None, flag: str, suffix: str, what: str) -> None:
         fail(f"{flag} {path}: {what} is written as {suffix}. Name it FILE{suffix}.", EXIT_USAGE)
 
 
+def finite_json(data: Any) -> Any:
+    """``data`` with every NaN or infinite number as None (JSON's null: ``NaN`` is no JSON token)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: finite_json(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite_json(value) for value in data]
+    return data
+
+
+def has_non_finite(data: Any) -> bool:
+    """Whether ``data`` holds a NaN or an infinite number (which :func:`finite_json` makes null)."""
+    if isinstance(data, float):
+        return not math.isfinite(data)
+    if isinstance(data, dict):
+        return any(has_non_finite(value) for value in data.values())
+    if isinstance(data, (list, tuple)):
+        return any(has_non_finite(value) for value in data)
+    return False
+
+
+def echo_report(text: str) -> None:
+    """Print ``text`` on stdout; a full device or closed stdout exits 1 with a message, not a traceback."""
+    try:
+        if sys.stdout is None:
+            raise OSError("stdout is closed")
+        click.echo(text)
+        sys.stdout.flush()
+    except OSError as error:
+        fail(f"cannot write the report to stdout ({error.strerror or error}). Free space on the device or "
+             "redirect stdout to a file you can write")
+
+
 def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True))
+    echo_report(json.dumps(finite_json(data), indent=2, sort_keys=True, allow_nan=False))
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout.")

@@ -11,13 +11,16 @@ from pathlib import Path
 import click
 import numpy as np
 
+from fieldgen.errors import InputError
 from fieldgen.io.surface_readers import STEP_SUFFIXES
+from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.pose import Pose, SpatialVelocity, as_matrix
 from fieldgen.units import LENGTH_UNITS
+from fieldgen.validate import require_valid
 
-from .common import (EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, quiet_option,
-                     reported_errors)
+from .common import (EXIT_USAGE, check_outputs, check_suffix, echo_report, fail, json_option, print_json,
+                     quiet_option, reported_errors)
 
 
 def _numbers(text: str, names: tuple[str, ...], what: str) -> list[float]:
@@ -84,6 +87,10 @@ def _load(path: str, modulus: float | None, units: str | None, mu: float | None 
     from fieldgen.runtime.contact.geometries import load_body  # lazy: numba kernels, not for other commands
 
     suffix = Path(path).suffix.lower()
+    if Path(path).is_dir():          # a bad input file (exit 1), as a missing one
+        raise InputError("is a folder, not a file", path=path, fix="give the asset or mesh file inside it")
+    if suffix == ".vtu":
+        require_valid(path, use="a contact query")      # its metadata's ranges, before the field is used
     body = (load_body(path, modulus=modulus) if suffix == ".vtk" else load_body(path) if suffix == ".vtu"
             else load_body(path, units=units or "m"))
     if mu is not None:            # static = dynamic; fieldgen's contact uses the dynamic one (§4.3)
@@ -187,8 +194,8 @@ def summary_text(data: dict) -> str:
 
 
 @click.command("contact")
-@click.argument("a", type=click.Path(dir_okay=False))
-@click.argument("b", type=click.Path(dir_okay=False))
+@click.argument("a", type=click.Path())
+@click.argument("b", type=click.Path())
 @click.option("--pose-a", callback=parse_pose, metavar="P", help="Pose of A: x,y,z,roll,pitch,yaw (m, degrees; "
               "fixed X-Y-Z axes). Default: identity.")
 @click.option("--pose-b", callback=parse_pose, metavar="P", help="Pose of B, as --pose-a.")
@@ -238,9 +245,16 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
         fail(f"--paraview {paraview}: the script shows the contact surface file, so it needs -o SURFACE.vtp "
              "as well.", EXIT_USAGE)
     progress = Progress(enabled=not quiet)
+    from fieldgen.runtime.contact.kernels import announce_compiling  # lazy: numba, not for other commands
+
+    click.get_current_context().call_on_close(announce_compiling(progress))   # a cold numba cache: say why
     _check_body(a, modulus_a, units_a, "a")
     _check_body(b, modulus_b, units_b, "b")
     with reported_errors():
+        check_distinct({"-o": output, "--paraview": paraview,
+                        "the --paraview script's bodies file": paraview and Path(paraview).with_name(
+                            Path(paraview).stem + "_bodies.vtp")},
+                       {"A": a, "B": b})
         check_outputs(output, paraview)
         with progress.stage(f"load {a}"):
             body_a = _load(a, modulus_a, units_a, mu_a)
@@ -283,4 +297,4 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
     if as_json:
         print_json(data)
     elif not quiet:
-        click.echo(summary_text(data))
+        echo_report(summary_text(data))

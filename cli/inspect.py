@@ -6,14 +6,16 @@ import click
 
 from fieldgen.inspection import format_summary, plot_asset, summarize, summary_row, write_paraview_script
 from fieldgen.io.asset import read_asset
+from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
+from fieldgen.validate import validate_asset
 
-from .common import (EXIT_USAGE, check_outputs, check_suffix, fail, json_option, print_json, quiet_option,
-                     reported_errors)
+from .common import (EXIT_FAILED, EXIT_USAGE, check_outputs, check_suffix, echo_report, fail, has_non_finite,
+                     json_option, print_json, quiet_option, reported_errors)
 
 
 @click.command("inspect")
-@click.argument("asset", type=click.Path(dir_okay=False))
+@click.argument("asset", type=click.Path())
 @click.option("--png", "png", type=click.Path(dir_okay=False),
               help="Write a picture: three cuts coloured by pressure + element-quality histogram.")
 @click.option("--paraview", "paraview", type=click.Path(dir_okay=False),
@@ -36,11 +38,15 @@ def inspect_command(asset, png, paraview, cut, as_json, quiet):
 
     progress = Progress(enabled=not quiet)
     with reported_errors():
+        check_distinct({"--png": png, "--paraview": paraview}, {"ASSET": asset})
         check_outputs(png, paraview)
         with progress.stage(f"read {asset}"):
             data = read_asset(asset)
         with progress.stage("summary"):
             summary = summarize(data, asset)
+        with progress.stage("validate"):
+            failed = [check for check in validate_asset(asset).checks if not check.ok]
+        summary["valid"] = not failed
         if png:
             with progress.stage("picture"):
                 plot_asset(data, png)
@@ -52,7 +58,13 @@ def inspect_command(asset, png, paraview, cut, as_json, quiet):
     if as_json:
         print_json(summary)
     elif not quiet:
-        click.echo(format_summary(summary))
+        echo_report(format_summary(summary))
         for key, what in (("png", "picture"), ("paraview", "ParaView script")):
             if key in summary:
-                click.echo(summary_row("wrote", f"{what} {summary[key]}"))
+                echo_report(summary_row("wrote", f"{what} {summary[key]}"))
+    for check in failed:      # whatever --quiet or --json say (docs/model.md §1.5)
+        click.echo(f"warning: {asset}: invalid asset, {check.name}: {check.detail}", err=True)
+    if has_non_finite(summary):       # a NaN or infinity, reported as null: the numbers are not there
+        click.echo(f"error: {asset}: the summary has numbers that are not finite (null in --json). Build the "
+                   "asset again with fieldgen build", err=True)
+        raise SystemExit(EXIT_FAILED)

@@ -12,7 +12,7 @@ from fieldgen.io.asset import prepare_output
 from fieldgen.progress import Progress
 from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS
 
-from .common import EXIT_USAGE, fail, json_option, print_json, quiet_option, reported_errors
+from .common import EXIT_USAGE, echo_report, fail, json_option, print_json, quiet_option, reported_errors
 
 
 @click.command("simulate")
@@ -41,13 +41,25 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
     # lazy: the simulator compiles numba kernels, which other commands do not need
     from fieldgen.runtime.dynamics.simulate import check_integrator, run_settings, simulate
     from fieldgen.runtime.scene.load import load_scene
+    from fieldgen.runtime.scene.schema import check_step_count
+    from fieldgen.runtime.contact.kernels import announce_compiling
 
+    click.get_current_context().call_on_close(       # a cold numba cache: say why the first run pauses
+        announce_compiling(Progress(enabled=not quiet)))
+
+    if duration is not None and dt is not None and all(math.isfinite(v) and v > 0 for v in (duration, dt)):
+        with reported_errors():
+            check_step_count(duration, dt)       # before the scene's assets are built
+
+    notes: list[str] = []
     try:
-        scene, settings = load_scene(scene_file)
+        scene, settings = load_scene(scene_file, notes=notes)
     except OptionError as exc:      # a value refused before any work (unknown key, [simulate] face_rule)
         fail(str(exc), EXIT_USAGE)
     except FieldgenError as exc:
         fail(str(exc))
+    for note in notes:
+        click.echo(f"warning: {note}", err=True)
     if face_rule is not None:
         scene = dataclasses.replace(scene, face_rule=face_rule)
     with reported_errors():
@@ -57,6 +69,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
             if not (math.isfinite(value) and value > 0):
                 raise OptionError(f"{flag} must be a positive number of seconds, got {value}",
                                   fix="use e.g. --duration 1 --dt 1e-3")
+        check_step_count(duration, dt)
         friction, integrator = run_settings(friction or settings.get("friction"),
                                             integrator or settings.get("integrator"), path=scene_file)
         if record_every is None:
@@ -87,8 +100,8 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
         if as_json:
             print_json(summary)
         elif not quiet:
-            click.echo(f"{summary['steps']} steps, {summary['simulated_seconds']:.4g} s simulated in "
+            echo_report(f"{summary['steps']} steps, {summary['simulated_seconds']:.4g} s simulated in "
                        f"{summary['wall_seconds']:.3g} s (real-time factor {summary['realtime_factor']:.3g})")
             if "outputs" in summary:
-                click.echo(f"wrote {out_dir}; to watch it: pvpython {summary['outputs']['paraview']} "
+                echo_report(f"wrote {out_dir}; to watch it: pvpython {summary['outputs']['paraview']} "
                            "(or --screenshot frame.png --time T)")

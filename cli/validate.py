@@ -7,11 +7,11 @@ import click
 from fieldgen.progress import Progress
 from fieldgen.validate import reports_to_dict, validate_asset
 
-from .common import json_option, print_json, quiet_option
+from .common import echo_report, json_option, print_json, quiet_option
 
 
 @click.command("validate")
-@click.argument("assets", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("assets", nargs=-1, required=True, type=click.Path())
 @json_option
 @quiet_option
 def validate_command(assets, as_json, quiet):
@@ -29,5 +29,5 @@ def validate_command(assets, as_json, quiet):
     else:
         for report in reports:     # on stdout, the invalid ones listed even with -q
             for line in report.text_lines(quiet=quiet):
-                click.echo(line)
+                echo_report(line)
     raise SystemExit(0 if all(r.ok for r in reports) else 1)

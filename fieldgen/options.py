@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from fieldgen.errors import InputError, OptionError
+from fieldgen.io.asset import COMPRESSIONS, DEFAULT_COMPRESSION
 from fieldgen.material.levels import default_layer_tolerance
 from fieldgen.tables import check_keys
 from fieldgen.units import length_scale
@@ -51,7 +52,7 @@ class BuildOptions:
     modulus: float | None = None            #: M0, Pa
     k: float | None = None                  #: hyperbolic stiffening, 0 <= k < 1
     table: str | None = None                #: CSV of extent, pressure (Pa)
-    layer_tolerance: float | None = None    #: Pa; default 0.01 x max p0
+    layer_tolerance: float | None = None    #: Pa, absolute; default 1% of the local p0 (at most 0.01 x max p0)
     expansion_rate: float | None = None     #: tau, 1/s (D 5.2.1)
     dissipation: float | None = None        #: chi, s/m, given directly
     mu_static: float = DEFAULT_FRICTION
@@ -65,6 +66,8 @@ class BuildOptions:
     threads: int | None = None              #: fTetWild's threads with --robust (None/0: every core)
     estimate: bool = False                  #: estimate the error of a mesh sized by hand or by fTetWild too
     skin_mesh: str | None = None            #: "band" (layers, docs/model.md §2.4) or "cut"; None: band where it applies
+    compression: str = DEFAULT_COMPRESSION  #: the asset's array encoding: none (raw), zlib or lz4
+    surface_tolerance: float | None = None  #: remesh the surface within this distance, input units (None: by the part, 0: never)
 
     @property
     def skin_meshed_by(self) -> str | None:
@@ -77,8 +80,9 @@ class BuildOptions:
         return "band" if self.sized_by_accuracy and not (self.bonded or self.insulated) else "cut"
 
     def layer_tolerance_for(self, law) -> float:
-        """The layering's interpolation-error tolerance in Pa (docs/model.md §2.4): the one given,
-        else 1% of the law's largest pressure."""
+        """The layering's interpolation-error tolerance in Pa (docs/model.md §2.4): the one given
+        (absolute), else ``default_layer_tolerance(law)``: 1% of the local pressure, which as a
+        float is the most it allows anywhere, 1% of the law's largest pressure."""
         return default_layer_tolerance(law) if self.layer_tolerance is None else float(self.layer_tolerance)
 
     @property
@@ -193,7 +197,10 @@ def _check_accuracy_used(o: BuildOptions) -> None:
 
 
 def _check_meshing(o: BuildOptions) -> None:
-    """fTetWild's threads, and how a skin is meshed (docs/model.md §2.4)."""
+    """One size, fTetWild's threads, and how a skin is meshed (docs/model.md §2.4)."""
+    if o.edge_length is not None and o.max_volume is not None:
+        raise OptionError("--edge-length and --max-volume both given: the mesh takes one size",
+                          fix="drop one of them (edge_length or max_volume)")
     if o.threads is not None and not o.robust:
         raise OptionError("--threads given without --robust: it sets fTetWild's threads, and TetGen runs on one",
                           fix="add --robust (robust = true), or drop threads")
@@ -280,10 +287,28 @@ def _check_friction(o: BuildOptions) -> None:
                           fix="kinetic friction cannot exceed static friction; swap or lower them")
 
 
+def _check_compression(o: BuildOptions) -> None:
+    """The asset's array encoding is one the writer knows (fieldgen/io/asset.py)."""
+    if o.compression not in COMPRESSIONS:
+        raise OptionError(f"--compression must be one of {', '.join(COMPRESSIONS)}, got {o.compression!r}",
+                          fix='write e.g. compression = "none" (raw, the default) or "zlib"')
+
+
+def _check_surface_tolerance(o: BuildOptions) -> None:
+    """The surface tolerance (docs/model.md §2.11) is a length >= 0 (0 keeps the input's triangles)."""
+    value = o.surface_tolerance
+    if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                  and math.isfinite(value) and value >= 0):
+        raise OptionError(f"--surface-tolerance must be a length >= 0 in the input's units, got {value}",
+                          fix="give e.g. --surface-tolerance 0.05 (with --units mm: 50 µm), 0 to keep the "
+                              "input's triangles, or leave it out for the default (0.1% of the part's diagonal)")
+
+
 #: What :meth:`BuildOptions.checked` checks, in order (the first defect found is reported).
 CHECKS: tuple[Callable[[BuildOptions], None], ...] = (
-    _check_units, _check_law, _check_positive, _check_kinds, _check_accuracy_used, _check_meshing,
+    _check_units, _check_law, _check_positive, _check_kinds, _check_accuracy_used, _check_meshing, _check_compression,
     _check_interior, _check_damping, _check_drake_vtk, _check_selectors, _check_friction,
+    _check_surface_tolerance,
 )
 
 
@@ -330,14 +355,17 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
             raise OptionError(f"option 'threads' must be a whole number, got {value!r}", path=origin,
                               fix="write e.g. threads = 2")
         return value
-    if key in ("units", "law", "skin_mesh"):
+    if key in ("units", "law", "skin_mesh", "compression"):
         if value is not None and not isinstance(value, str):
             raise OptionError(f"option {key!r} must be a string, got {value!r}", path=origin, fix='write e.g. units = "mm"')
         return value
     # numbers
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool):         # TOML's true is no number (it would pass as 1.0)
+        raise OptionError(f"option {key!r} must be a number, got {str(value).lower()}", path=origin,
+                          fix="write a plain number, e.g. 1e5")
+    if not isinstance(value, (int, float)):
         try:
             value = float(value)
         except (TypeError, ValueError):
@@ -356,6 +384,9 @@ def read_spec(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
         raise InputError("spec file not found", path=str(path), fix="check the path given to --spec") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(path), fix="fix the syntax of the spec file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start}), so not a TOML spec", path=str(path),
+                         fix="save the spec as UTF-8 text") from None
     return data, path.parent
 
 

@@ -49,6 +49,7 @@ from fieldgen.skin.cut import skin_warnings
 from fieldgen.skin.interior import InteriorError
 from fieldgen.stages import Damping, ExtentField, LayeredField, MeshedPart, MesherRecord, PartMesh, Quality
 from fieldgen.surface.selectors import assign_conditions, parse_selector
+from fieldgen.surface.remesh import tolerated_surface
 from fieldgen.surface.stage import UNIT_SCALE, check_core_inside, load_surface
 from fieldgen.validate import BuiltGeometry, validate_asset
 
@@ -164,6 +165,7 @@ def extent_stage(meshed: MeshedPart, options: BuildOptions, law, progress: Progr
         if asked is not None:
             sized_by = "size" if options.edge_length is not None or options.max_volume is not None else "skin"
             warnings.extend(accuracy_warning(estimate, asked, None, meshed.mesh.n_tets, sized_by=sized_by))
+    warnings.extend(extent_solve.unreached_warnings(solution, options.units))
     if solution.max_violation > 0:   # not expected: the solve upwinds until the bounds hold
         warnings.append(f"discrete maximum principle violated by {solution.max_violation:.3g} "
                         "(extent clipped to [0, 1]); a finer or better-shaped mesh reduces it")
@@ -231,7 +233,7 @@ def write_and_validate(input_path: str, output_path: str, options: BuildOptions,
     drake = None
     with atomic_output(output_path) as temporary:
         with progress.stage("write"):
-            write_asset(temporary, asset, statistics=statistics)
+            write_asset(temporary, asset, statistics=statistics, compression=options.compression)
             built = BuiltGeometry(points=result.mesh.points, tets=result.mesh.tets, pressure=result.pressure,
                                   extent=result.extent, volumes=quality.volumes, min_dihedral_angle=quality.angles,
                                   gradients=quality.gradients, boundary_faces=quality.faces.result())
@@ -307,7 +309,8 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
         if error.path is None:     # the mesher's and the sizing's errors name no file themselves
             error.path = part.path
         raise
-    warnings = made.warnings + ((ftetwild.NONDETERMINISTIC_WARNING,) if options.robust else ())
+    warnings = part.surface.warnings + (part.core.warnings if part.core is not None else ()) + made.warnings \
+        + ((ftetwild.NONDETERMINISTIC_WARNING,) if options.robust else ())
     return MeshedPart(surface=part.surface, core=part.core, markers=part.markers, mesh=made.mesh, skin=made.skin,
                       split=int(made.split), solution=made.solution, estimate=made.estimate, record=made.record,
                       law=law, warnings=warnings)
@@ -327,6 +330,8 @@ def load_part(input_path: str, options: BuildOptions, progress: Progress) -> Par
         bonded = [parse_selector(text, scale) for text in options.bonded]
         insulated = [parse_selector(text, scale) for text in options.insulated]
         markers = assign_conditions(surface, bonded, insulated)
+    with progress.stage("surface"):
+        surface, markers, core = surface_stage(surface, markers, core, options, scale)
     for repair in surface.repairs:
         progress.message(f"repaired {input_path}: {repair}")
     # TetGen keeps the input's FREE faces in place, so the skin's depth is measured from them;
@@ -335,6 +340,25 @@ def load_part(input_path: str, options: BuildOptions, progress: Progress) -> Par
     return PartToMesh(surface=surface, core=core, markers=markers, path=input_path, units=options.units,
                       scale=scale, skin=None if options.skin is None else options.skin * scale,
                       free_surface=exposed)
+
+
+def surface_stage(surface, markers, core, options: BuildOptions, scale: float):
+    """The surface (and core) remeshed within the surface tolerance where it applies
+    (docs/model.md §2.11), the faces' conditions carried to the new faces; not under ``robust``
+    unless a tolerance is given (fTetWild meshes within its own envelope)."""
+    tolerance = None if options.surface_tolerance is None else options.surface_tolerance * scale
+    if options.robust and tolerance is None:
+        return surface, markers, core
+    outer = tolerated_surface(surface, markers, tolerance)
+    surface = dataclasses.replace(outer.surface, warnings=outer.surface.warnings + outer.warnings)
+    if core is not None:
+        inner = tolerated_surface(core, np.full(len(core.faces), RIGID, dtype=np.int64), tolerance)
+        if inner.remesh is not None or inner.warnings:
+            core = dataclasses.replace(inner.surface, warnings=inner.surface.warnings + inner.warnings)
+            check_core_inside(surface, core)
+        elif outer.remesh is not None:
+            check_core_inside(surface, core)
+    return surface, outer.markers, core
 
 
 def meshing_options(options: BuildOptions, scale: float) -> MeshingOptions:
@@ -379,7 +403,8 @@ def mesh_stage(part: PartToMesh, meshing: MeshingOptions, options: BuildOptions,
                                                                                 part.surface.faces)
     sized = sizing.mesh_by_accuracy(mesher, law, options.sizing_accuracy, abs(part.surface.volume),
                                     progress=progress, skin=part.skin, free_surface=part.free_surface,
-                                    first_edge=first_edge, plate=plate)
+                                    first_edge=first_edge, plate=plate,
+                                    surface=None if options.robust else (part.surface.vertices, part.surface.faces))
     return sized_part(sized, warnings)
 
 
@@ -424,6 +449,9 @@ def asset_metadata(input_path: str, options: BuildOptions, law, meshed: MeshedPa
     if meshed.skin is not None:
         metadata["skin"] = skin_description(meshed.skin)
         metadata["boundary"]["problem"] = "laplace"  # the interior under the skin is rigid, e = 1
+    surface_record = surface_description(meshed.surface, meshed.core)
+    if surface_record:
+        metadata["surface"] = surface_record
     if options.expansion_rate is not None:
         metadata["expansion_rate"] = float(options.expansion_rate)
     if extent.estimate is not None:
@@ -435,6 +463,16 @@ def asset_metadata(input_path: str, options: BuildOptions, law, meshed: MeshedPa
     # What the Drake export cannot carry follows from the metadata alone.
     metadata["warnings"] = list(warnings) + (drake_warnings(metadata) if options.drake_vtk is not None else [])
     return metadata
+
+
+def surface_description(surface, core) -> dict[str, Any]:
+    """What the surface tolerance did to the surface and the core (docs/model.md §2.11); empty
+    when both are the input's own triangles."""
+    record = {}
+    for key, which in (("remesh", surface), ("core_remesh", core)):
+        if which is not None and which.remesh is not None:
+            record[key] = which.remesh.to_metadata()
+    return record
 
 
 def layering_statistics(meshed: MeshedPart, layered: LayeredField) -> dict[str, int]:

@@ -214,6 +214,31 @@ def test_self_intersecting_part_builds_with_robust(meshes, tmp_path):
     assert volume == pytest.approx(winding_volume(path), rel=0.2)
 
 
+@pytest.mark.slow
+def test_self_intersecting_counter_with_a_bonded_bottom_builds_with_robust(meshes, tmp_path):
+    """counter.unitsmm.STL, a 305 mm plate with five pegs run into it (six overlapping shells),
+    bonded at the pegs' feet: fTetWild's union builds a valid asset. Any piece fTetWild leaves
+    with no path to the bonded feet gets a field of its own and a warning, never a failure
+    (docs/model.md §2.2); every tet of the asset carries pressure somewhere."""
+    path = meshes / "counter.unitsmm.STL"
+    out = tmp_path / "counter.vtu"
+    result = run("build", path, "--robust", "--units", "mm", "--bonded", "below:z=256.5", "--modulus", "1e5",
+                 "--edge-length", "10", "-o", out, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert validate_asset(out).ok
+    meta = read_metadata(out)
+    assert meta["mesh"]["zero_pressure_tets"] == 0
+    assert meta["mesh"]["boundary_faces_by_condition"]["rigid"] > 0
+    asset = read_asset(out)
+    assert not np.any(np.all(asset.extent[asset.tets] == 0, axis=1))
+    assert asset.extent.max() == 1.0
+    for warning in report["warnings"]:
+        if "has no path inside the part" in warning:
+            assert re.search(r"volume [0-9.e+-]+ mm\^3, centred at \(", warning)
+    assert meta["mesher"]["stop_energy"] == 10.0
+
+
 def _nearest_face_markers(points, faces, vertices, surface_faces, markers):
     """Reference: the marker of the nearest input face to each centroid, by brute force."""
     from triangle_distance import distances_to_each
@@ -266,3 +291,24 @@ def test_classify_boundary_breaks_exact_ties_towards_the_smaller_code():
     for markers in (np.array([RIGID, INSULATED]), np.array([INSULATED, RIGID])):
         got = classify_boundary(on_diagonal, np.array([[0, 1, 2]]), square, faces, markers)
         assert got.tolist() == [RIGID]
+
+
+def test_ftetwild_gets_the_improvement_limits_and_the_asset_records_them(monkeypatch):
+    """The passes and the stop energy (docs/design/meshing.md) reach fTetWild and its parameters."""
+    from fieldgen.meshing import ftetwild
+
+    seen = {}
+
+    def fake_run(vertices, faces, kwargs, **_):
+        seen.update(kwargs)
+        return (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]), np.array([[0, 1, 2, 3]]))
+
+    monkeypatch.setattr(ftetwild, "import_pytetwild", lambda path=None: None)
+    monkeypatch.setattr(ftetwild, "_run_ftetwild", fake_run)
+    box = trimesh.creation.box(extents=(1, 1, 1))
+    _, _, parameters = ftetwild.ftetwild_mesh(box.vertices, box.faces)
+    assert seen["num_opt_iter"] == ftetwild.OPTIMIZE_PASSES == parameters["optimize_iterations"]
+    assert seen["stop_energy"] == ftetwild.STOP_ENERGY == parameters["stop_energy"]
+    options = ftetwild.RobustOptions(optimize_iterations=5, stop_energy=40.0)
+    _, _, parameters = ftetwild.ftetwild_mesh(box.vertices, box.faces, options)
+    assert seen["num_opt_iter"] == 5 and seen["stop_energy"] == 40.0 == parameters["stop_energy"]

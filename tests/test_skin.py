@@ -391,13 +391,23 @@ def test_a_thick_skin_over_angle_block_builds_where_tetgen_failed_on_its_size_fi
 
 
 def test_skin_thicker_than_the_part_is_refused(tmp_path, meshes):
+    """The deepest point the message names (measured at the mesh's vertices, so at most the
+    part's true depth) is checked against the depth measured here by trimesh: the largest
+    distance to the surface of 8000 seeded random points inside the part."""
     out = tmp_path / "riser.vtu"
     result = run("build", meshes / "idler_riser.STL", "--units", "in", "--skin", "0.5",
                  "--modulus", "1e6", "-o", out)
     assert result.exit_code == 2
     message = result.stderr
     assert "idler_riser.STL" in message and "thicker than the part" in message
-    assert "deepest point is 0.12" in message and " in below the free surface" in message
+    assert " in below the free surface" in message
+    reported = float(message.split("deepest point is ")[1].split(" in below")[0])
+    part = trimesh.load(meshes / "idler_riser.STL", force="mesh")
+    lo, hi = part.bounds
+    inside = lo + np.random.default_rng(0).random((8000, 3)) * (hi - lo)
+    depth = float(trimesh.proximity.signed_distance(part, inside[part.contains(inside)]).max())   # in
+    assert depth < 0.5                                              # the skin is indeed thicker
+    assert 0.85 * depth <= reported <= 1.02 * depth + 0.005         # 2 digits in the message
     assert "--skin below" in message and "Traceback" not in message
     assert list(tmp_path.iterdir()) == []
 

@@ -42,8 +42,9 @@ import numpy as np
 from scipy.sparse import coo_matrix, diags, triu
 
 from fieldgen.errors import BuildError, InputError
-from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, hat_gradients
+from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, face_keys, hat_gradients, tet_volumes
 from fieldgen.surface.components import components
+from fieldgen.units import length_scale
 
 #: Excursions outside [0, 1] this small are the linear solver's rounding, not a maximum-principle
 #: violation: AMG-CG returns values like -1e-29 where the exact discrete solution is 0 (a vertex
@@ -69,6 +70,103 @@ class ExtentSolution:
     positive_edges: int = 0   # edges of the Galerkin stiffness with a positive coupling
     rounds: int = 1           # linear solves: 1 when the Galerkin solution already obeys the bounds
     rounding: float = 0.0     # largest excursion (<= ROUNDING) set to the bound: solver rounding
+    unreached: tuple = ()     # UnreachedPiece of each piece with no RIGID face, given its own Poisson field
+
+
+#: Local faces of a tet (face i opposite vertex i).
+TET_FACES = np.array([(1, 2, 3), (0, 3, 2), (0, 1, 3), (0, 2, 1)])
+
+
+@dataclass(frozen=True)
+class UnreachedPiece:
+    """A piece of a Laplace part that no path inside the part joins to a RIGID face
+    (docs/model.md §2.2): its tets, and its size and place, in m."""
+
+    tets: np.ndarray          # indices of its tets in the mesh
+    volume: float             # m^3
+    centroid: np.ndarray      # (3,) m, of its volume
+    lower: np.ndarray         # (3,) m, bounding box
+    upper: np.ndarray
+
+    @property
+    def size(self) -> float:
+        """The diagonal of its bounding box, m."""
+        return float(np.linalg.norm(self.upper - self.lower))
+
+
+def tet_pieces(tets: np.ndarray, n_points: int) -> np.ndarray:
+    """Each tet's piece: tets joined through shared faces, numbered in the order of each piece's
+    lowest tet. Pieces that touch only at a vertex or an edge are separate: no split of interior
+    edges or faces can join them (docs/model.md §2.2)."""
+    tets = np.asarray(tets, dtype=np.int64)
+    keys = face_keys(tets[:, TET_FACES].reshape(-1, 3), n_points)
+    order = np.argsort(keys, kind="stable")
+    same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    pairs = np.stack([order[same] // 4, order[same + 1] // 4], axis=1)
+    return components(len(tets), pairs)[1]
+
+
+def unreached_tets(mesh: TetMesh) -> np.ndarray:
+    """Per tet: whether its piece (:func:`tet_pieces`) holds no RIGID boundary face; all False for
+    a part with no RIGID face at all (a Poisson part, whose every piece has its own source)."""
+    rigid_faces = np.asarray(mesh.boundary_faces, dtype=np.int64)[np.asarray(mesh.boundary_markers) == RIGID]
+    if not len(rigid_faces):
+        return np.zeros(mesh.n_tets, dtype=bool)
+    tets = np.asarray(mesh.tets, dtype=np.int64)
+    piece = tet_pieces(tets, mesh.n_points)
+    rigid_keys = face_keys(rigid_faces, mesh.n_points)
+    holds = np.isin(face_keys(tets[:, TET_FACES].reshape(-1, 3), mesh.n_points), rigid_keys).reshape(-1, 4).any(axis=1)
+    reached = np.zeros(piece.max() + 1, dtype=bool)
+    reached[piece[holds]] = True
+    return ~reached[piece]
+
+
+def unreached_pieces(mesh: TetMesh, unreached: np.ndarray) -> tuple[np.ndarray, tuple[UnreachedPiece, ...]]:
+    """The vertices that only ``unreached`` tets hold, each one's group (-1 elsewhere: the
+    unreached tets joined through shared vertices, which one Poisson solve couples) and the
+    groups as :class:`UnreachedPiece`."""
+    tets = np.asarray(mesh.tets, dtype=np.int64)
+    own = np.zeros(mesh.n_points, dtype=bool)
+    own[tets[unreached].ravel()] = True
+    own[tets[~unreached].ravel()] = False
+    inside = tets[unreached]
+    label = components(mesh.n_points, np.stack([np.repeat(inside[:, 0], 3), inside[:, 1:].ravel()], axis=1))[1]
+    tet_group = label[inside[:, 0]]
+    groups, tet_group = np.unique(tet_group, return_inverse=True)
+    group = np.full(mesh.n_points, -1, dtype=np.int64)
+    group[inside.ravel()] = np.repeat(tet_group, 4)
+    group[~own] = -1
+    points = np.asarray(mesh.points, dtype=np.float64)
+    volumes = tet_volumes(points, inside)
+    centroids = points[inside].mean(axis=1)
+    index = np.flatnonzero(unreached)
+    pieces = []
+    for g in range(len(groups)):
+        mine = tet_group == g
+        corners = points[inside[mine]].reshape(-1, 3)
+        volume = float(volumes[mine].sum())
+        pieces.append(UnreachedPiece(tets=index[mine], volume=volume,
+                                     centroid=(volumes[mine] @ centroids[mine]) / volume,
+                                     lower=corners.min(axis=0), upper=corners.max(axis=0)))
+    return group, tuple(pieces)
+
+
+def unreached_warnings(solution: ExtentSolution, units: str = "m") -> list[str]:
+    """One warning per piece the extent gave a field of its own, naming its volume and place in
+    ``units`` (docs/model.md §2.2)."""
+    scale = length_scale(units)
+
+    def where(x, size):
+        x = np.where(np.abs(x) < 1e-9 * size, 0.0, x) / scale     # rounding beside 0 printed as 0
+        return "(" + ", ".join(f"{v:.4g}" for v in x) + ")"
+
+    return [f"a piece of the part of volume {piece.volume / scale ** 3:.4g} {units}^3, centred at "
+            f"{where(piece.centroid, piece.size)} {units} (box {where(piece.lower, piece.size)} to "
+            f"{where(piece.upper, piece.size)}), has no "
+            "path inside the part to a rigid (bonded, core or skin interior) face: it was given a field of "
+            "its own, as a part without rigid faces is (Poisson, 1 at its deepest point); bond a face of it "
+            "or give it a core to hold it from behind"
+            for piece in solution.unreached]
 
 
 def dirichlet_values(mesh: TetMesh) -> tuple[str, np.ndarray, np.ndarray]:
@@ -195,7 +293,8 @@ def _out_of_bounds(x: np.ndarray) -> np.ndarray:
     return (x < -ROUNDING) | (x > 1.0 + ROUNDING)
 
 
-def _positive_where_joined(x: np.ndarray, matrix, dofs: np.ndarray, values: np.ndarray, problem: str) -> np.ndarray:
+def _positive_where_joined(x: np.ndarray, matrix, dofs: np.ndarray, values: np.ndarray, problem: str,
+                           sourced: np.ndarray | None = None) -> np.ndarray:
     """``x`` with every unknown that the exact solution of ``matrix``'s system makes positive
     raised to the smallest positive double where the solver left it at 0 or below.
 
@@ -205,7 +304,8 @@ def _positive_where_joined(x: np.ndarray, matrix, dofs: np.ndarray, values: np.n
     exact value falls below the solver's absolute precision (about 1e-16 of e = 1;
     docs/design/extent-and-estimate.md) and can come out as 0 or a rounding negative;
     such a vertex would leave tets at e = 0 at all four vertices, which carry no force. Vertices
-    with no such path (cut off behind the free surface) stay at 0."""
+    with no such path (cut off behind the free surface) stay at 0. ``sourced``: vertices of a
+    Laplace part's unreached pieces, which carry a Poisson load of their own."""
     fixed = np.zeros(len(x), dtype=bool)
     fixed[dofs] = True
     low = ~fixed & (x <= 0.0)
@@ -217,6 +317,8 @@ def _positive_where_joined(x: np.ndarray, matrix, dofs: np.ndarray, values: np.n
         # Components of the coupling graph without the e = 0 vertices; joined if one holds an e = 1 vertex.
         rigid = np.zeros(len(x), dtype=bool)
         rigid[dofs[values > 0.5]] = True
+        if sourced is not None:
+            rigid |= sourced & ~fixed            # a load lifts them as the e = 1 vertices lift theirs
         index = np.flatnonzero(~fixed | rigid)
         coupled = matrix[index][:, index].tocoo()
         _, label = components(len(index), np.stack([coupled.row, coupled.col], axis=1))
@@ -241,18 +343,36 @@ def solve_extent(mesh: TetMesh, *, rtol: float = 1e-10, seed: int = 0,
     of bounds. ``direct_limit``: systems with more unknowns use AMG-CG (0 forces AMG).
     Raises BuildError if the relative residual of the condensed system exceeds ``rtol``.
     """
+    problem, dofs, values = dirichlet_values(mesh)
+    group = np.full(mesh.n_points, -1, dtype=np.int64)
+    solution = _monotone_solve(mesh, problem, dofs, values, group, (), rtol=rtol, seed=seed,
+                               direct_limit=direct_limit)
+    # Only a Laplace part with tets at e = 0 throughout can have a piece no path joins to a RIGID
+    # face (the refinement leaves none elsewhere): the search for such pieces runs then only.
+    if problem == "laplace" and np.any(np.all((solution.extent <= 0.0)[mesh.tets], axis=1)):
+        unreached = unreached_tets(mesh)
+        if unreached.any():
+            group, pieces = unreached_pieces(mesh, unreached)
+            solution = _monotone_solve(mesh, problem, dofs, values, group, pieces, rtol=rtol, seed=seed,
+                                       direct_limit=direct_limit)
+    return solution
+
+
+def _monotone_solve(mesh: TetMesh, problem: str, dofs, values, group: np.ndarray, pieces: tuple, *,
+                    rtol: float, seed: int, direct_limit: int) -> ExtentSolution:
+    """:func:`solve_extent` with the Dirichlet ``dofs`` and ``values``, and in a Laplace part the
+    unreached ``pieces`` (each vertex's ``group``, -1 outside them) under a Poisson source each."""
     from threadpoolctl import threadpool_limits  # lazy: only a solve needs it (warmed while TetGen runs)
 
-    problem, dofs, values = dirichlet_values(mesh)
     with threadpool_limits(1):
-        stiffness, load = assemble(mesh, problem)
+        stiffness, load = assemble(mesh, "poisson" if pieces else problem)
         edge_i, edge_j, coupling = positive_couplings(stiffness)
         upwind = np.zeros(len(coupling), dtype=bool)
         matrix, rounds, iterations = stiffness, 0, 0
         while True:
             rounds += 1
-            x, solver, its, residual = _solve_dirichlet(matrix, load, dofs, values, rtol=rtol, seed=seed,
-                                                        direct_limit=direct_limit)
+            x, solver, its, residual = _solve_sides(matrix, load, dofs, values, group, rtol=rtol, seed=seed,
+                                                    direct_limit=direct_limit)
             iterations += its
             if problem == "poisson":
                 peak = x.max()
@@ -260,6 +380,8 @@ def solve_extent(mesh: TetMesh, *, rtol: float = 1e-10, seed: int = 0,
                     raise BuildError(f"the Poisson extent has maximum {peak:.3g}, not positive",
                                      fix="check that the mesh has interior vertices and a free boundary")
                 x = x / peak  # exactly 1 at the maximum (IEEE: peak / peak == 1)
+            elif pieces:
+                x = _each_at_its_peak(x, group)
             bad = _out_of_bounds(x)
             if not bad.any() or upwind.all():
                 break
@@ -275,13 +397,50 @@ def solve_extent(mesh: TetMesh, *, rtol: float = 1e-10, seed: int = 0,
     violation = float(max(0.0, excursion.max()))     # 0 unless rounding defeats the M-matrix
     rounding = float(max(0.0, excursion[excursion <= ROUNDING].max(initial=0.0)))
     extent = np.clip(x, 0.0, 1.0) if excursion.max() > 0 else x
-    extent = _positive_where_joined(extent, matrix, dofs, values, problem)
+    extent = _positive_where_joined(extent, matrix, dofs, values, problem, sourced=group >= 0)
     if violation <= ROUNDING:
         violation = 0.0
     return ExtentSolution(extent=extent, problem=problem, solver=solver, iterations=int(iterations),
                           relative_residual=float(residual), max_violation=violation,
                           upwinded_edges=int(upwind.sum()), positive_edges=int(len(coupling)), rounds=rounds,
-                          rounding=rounding)
+                          rounding=rounding, unreached=pieces)
+
+
+def _solve_sides(matrix, load, dofs, values, group: np.ndarray, *, rtol: float, seed: int, direct_limit: int):
+    """:func:`_solve_dirichlet`, in a Laplace part with unreached pieces (``group`` >= 0) as two
+    solves of one matrix: the Laplace side with the pieces' vertices held at 0, and the pieces'
+    Poisson side (``load`` there) with every other vertex held at 0, added. Apart, each side's
+    residual is relative to its own right-hand side: together, a piece's load (of the order of its
+    volume) would be lost in the rounding of the Laplace side's (docs/model.md §2.2)."""
+    own = group >= 0
+    if not own.any():
+        return _solve_dirichlet(matrix, load, dofs, values, rtol=rtol, seed=seed, direct_limit=direct_limit)
+    held = np.zeros(len(own), dtype=bool)
+    held[dofs] = True
+    value = np.zeros(len(own))
+    value[dofs] = values
+    laplace_side = np.flatnonzero(held | own)
+    x, solver, its, residual = _solve_dirichlet(matrix, np.zeros_like(load), laplace_side, value[laplace_side],
+                                                rtol=rtol, seed=seed, direct_limit=direct_limit)
+    poisson_side = np.flatnonzero(held | ~own)
+    y, _, more, other = _solve_dirichlet(matrix, np.where(own, load, 0.0), poisson_side,
+                                         np.zeros(len(poisson_side)), rtol=rtol, seed=seed,
+                                         direct_limit=direct_limit)
+    return x + y, solver, its + more, max(residual, other)
+
+
+def _each_at_its_peak(x: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """``x`` with each unreached piece's values (``group`` >= 0) divided by that piece's maximum,
+    as the Poisson extent of a part without rigid faces is (docs/model.md §2.2)."""
+    own = group >= 0
+    peak = np.full(group.max() + 1, -np.inf)
+    np.maximum.at(peak, group[own], x[own])
+    if not np.all(peak > 0):
+        raise BuildError(f"the Poisson extent of a piece without a rigid face has maximum {peak.min():.3g}, "
+                         "not positive", fix="check that the mesh has interior vertices and a free boundary")
+    out = x.copy()
+    out[own] = x[own] / peak[group[own]]
+    return out
 
 
 def _solve_dirichlet(stiffness, load, dofs, values, *, rtol: float, seed: int, direct_limit: int):

@@ -13,6 +13,7 @@ import logging
 import numpy as np
 
 from fieldgen.errors import BuildError, InputError
+from fieldgen.fe.extent import unreached_tets
 from fieldgen.meshing.ftetwild import classify_boundary
 from fieldgen.meshing.tetmesh import (
     FREE,
@@ -376,6 +377,41 @@ def _check_lifted(mesh: TetMesh, points, tets, on_free, on_rigid, pieces_checked
 def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
     """Split every tet whose 4 vertices are at e = 0; return the new mesh and how many were found.
 
+    In a part with RIGID faces, a piece that holds none (tets joined through faces,
+    :func:`fieldgen.fe.extent.unreached_tets`) gets a Poisson field of its own in the extent solve
+    (docs/model.md §2.2), so its zero tets are lifted as a Poisson part's are, and the rest as a
+    Laplace part's: each side by :func:`_lift_zero_tets`, the reached one first. Such pieces are
+    looked for only when lifting the whole mesh at once fails (the search costs about as much as
+    finding the boundary faces). Boundary faces are unchanged.
+    """
+    try:
+        return _lift_zero_tets(mesh, path=path)
+    except (InputError, BuildError):
+        unreached = unreached_tets(mesh)
+        if not unreached.any():
+            raise
+    reached, found = _lift_zero_tets(_sub_mesh(mesh, mesh.points, ~unreached), path=path)
+    rest, more = _lift_zero_tets(_sub_mesh(mesh, reached.points, unreached), path=path)
+    refined = TetMesh(points=rest.points, tets=np.vstack([reached.tets, rest.tets]),
+                      boundary_faces=np.array(mesh.boundary_faces, dtype=np.int64),
+                      boundary_markers=np.array(mesh.boundary_markers, dtype=np.int64))
+    return refined, found + more
+
+
+def _sub_mesh(mesh: TetMesh, points: np.ndarray, chosen: np.ndarray) -> TetMesh:
+    """The ``chosen`` tets of ``mesh`` over ``points`` (``mesh``'s, perhaps with more after them)
+    with the boundary faces they hold."""
+    tets = np.asarray(mesh.tets, dtype=np.int64)[chosen]
+    faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
+    held = find_faces(faces, tets[:, _TET_FACES].reshape(-1, 3), len(points))[0]
+    return TetMesh(points=points, tets=tets, boundary_faces=faces[held],
+                   boundary_markers=np.asarray(mesh.boundary_markers, dtype=np.int64)[held])
+
+
+def _lift_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
+    """Split every tet whose 4 vertices are at e = 0, in a part whose every piece has a RIGID face
+    or none has; return the new mesh and how many were found.
+
     Such tets carry e = 0 everywhere and punch holes in the pressure field. A vertex is at e = 0
     when it lies on a FREE face or, in the Laplace problem, when no path through vertices off the
     free surface joins it to a RIGID one (:func:`_at_zero`). Each zero tet is removed by a
@@ -389,8 +425,9 @@ def refine_zero_tets(mesh: TetMesh, *, path=None) -> tuple[TetMesh, int]:
     an interior face split at the centroid in both tets sharing it, and a lone tet whose four
     faces are all boundary is split at its centroid. Boundary faces are unchanged. Repeats until
     none is left (verified).
-    A Laplace part with a separate piece that has no RIGID face is refused (InputError naming
-    ``path``): that piece is at e = 0 throughout, whatever is split.
+    A Laplace part with a separate piece that has no RIGID face raises InputError naming
+    ``path`` (that piece is at e = 0 throughout, whatever is split): :func:`refine_zero_tets`
+    then lifts such pieces apart, as Poisson parts.
     """
     points = np.asarray(mesh.points, dtype=np.float64)
     tets = np.asarray(mesh.tets, dtype=np.int64)

@@ -34,6 +34,8 @@ from fieldgen.meshing import refine
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, tet_volumes
 from fieldgen.progress import Progress
 from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH
+from fieldgen.sizing import adapt
+from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
 from fieldgen.sizing.size_field import (capped_sizes, first_near_edge, first_size, mesh_with_size_field,
                                         next_near_edge)
 from fieldgen.skin.cut import free_surface_depth
@@ -54,6 +56,18 @@ TETS_PER_MARKED = 3.0
 #: more than the tets around it when it shares a tet with another chosen edge, and the split of
 #: zero-pressure tets follows.
 EDGE_ROOM = 0.95
+#: A part with thin walls: edges across each wall in its first adapted mesh (a parabola across
+#: needs about 9 P1 elements for 1%: docs/design/sizing.md, "Thin walls"), and the passes adapted
+#: to the solved extent after it.
+WALL_ACROSS = 10.0
+#: ... and their edges along a wall, in first edges (the Hessian's passes refine along it where
+#: the field bends: near a wall's end).
+WALL_ALONG = 2.0
+THIN_PASSES = 2
+#: Off: MMG3D's anisotropic passes took minutes of CPU on a 20 mm tube (a 30 s budget is the
+#: target), so thin walls are refined by steepest edges as any part until that is met
+#: (docs/design/sizing.md, "Thin walls").
+THIN_WALL_ADAPTATION = False
 #: Largest mesh the sizing asks for (tets before layering).
 MAX_TETS = 280_000
 #: Why a sizing loop stopped (``SizedMesh.stopped``, the asset's ``mesher.sizing.stopped``).
@@ -77,6 +91,7 @@ class SizedMesh:
     stretch: dict | None = None     #: a plate's first mesh: {"axis": unit thin axis, "factor"}
     parameters: Mapping[str, Any] = field(default_factory=dict)   #: the mesher's, for the kept mesh
     band: Mapping[str, Any] | None = None   #: a layer band's description (the asset's mesher.band)
+    thin_walls: dict | None = None  #: thin walls adapted by MMG3D: {"thinnest", "hausdorff"} (m)
 
     @property
     def passes(self) -> int:
@@ -86,6 +101,7 @@ class SizedMesh:
         return {"accuracy": float(self.accuracy), "stopped": self.stopped,
                 **({"refinement": self.refinement} if self.refinement else {}),
                 **({"stretch": self.stretch} if self.stretch else {}),
+                **({"thin_walls": self.thin_walls} if self.thin_walls else {}),
                 "kept_pass": int(self.kept) + 1, "passes": list(self.history)}
 
 
@@ -131,11 +147,12 @@ def solved_pass(mesh: TetMesh, law, progress):
 
 
 def sized_mesh(best: SizingPass, accuracy: float, history: list, stopped: str, refinement: str = "",
-               stretch: dict | None = None, band: Mapping[str, Any] | None = None) -> SizedMesh:
+               stretch: dict | None = None, band: Mapping[str, Any] | None = None,
+               thin_walls: dict | None = None) -> SizedMesh:
     return SizedMesh(mesh=best.mesh, skin=best.skin, split=int(best.split), solution=best.solution,
                      estimate=best.estimate, accuracy=float(accuracy), history=history, stopped=stopped,
                      refinement=refinement, kept=best.index, stretch=stretch, parameters=best.parameters,
-                     band=band)
+                     band=band, thin_walls=thin_walls)
 
 
 def pass_record(mesh, estimate, edge, marked=None, split_edges=None) -> dict:
@@ -209,7 +226,8 @@ def _doerfler(squared: np.ndarray, share: float, limit: int | None) -> np.ndarra
 def mesh_by_accuracy(mesher, law, accuracy: float, volume: float, *,
                      progress=None, skin: float | None = None, free_surface=None,
                      max_passes: int = MAX_PASSES, max_tets: int = MAX_TETS,
-                     plate: np.ndarray | None = None, first_edge: float | None = None) -> SizedMesh:
+                     plate: np.ndarray | None = None, first_edge: float | None = None,
+                     surface: tuple[np.ndarray, np.ndarray] | None = None) -> SizedMesh:
     """Mesh, solve, estimate and refine until the estimated relative errors of e, p0 and L are
     all within ``accuracy``.
 
@@ -221,20 +239,23 @@ def mesh_by_accuracy(mesher, law, accuracy: float, volume: float, *,
 
     Without a skin: :func:`_refine_locally`, whose first mesh is stretched along ``plate`` (the
     thin axis of a plate-like part, :func:`fieldgen.sizing.plate.plate_axis`) if given, and has
-    edge ``first_edge`` (m) if given (fTetWild's default edge with --robust); with a ``skin``
+    edge ``first_edge`` (m) if given (fTetWild's default edge with --robust), and is sized from the
+    local thickness of ``surface`` (vertices, faces; m) if given, it has thin walls and
+    ``THIN_WALL_ADAPTATION`` is on (:func:`_adapt_thin_walls`); with a ``skin``
     thickness (m), whose depth is measured from ``free_surface`` (vertices, faces):
     :func:`_grade_by_depth`.
     """
     progress = progress or Progress(enabled=False)
     if skin is None:
         return _refine_locally(mesher, law, accuracy, volume, progress=progress, max_tets=max_tets,
-                               plate=plate, first_edge=first_edge)
+                               plate=plate, first_edge=first_edge, surface=surface)
     return _grade_by_depth(mesher, law, accuracy, volume, progress=progress, skin=skin,
                            free_surface=free_surface, max_passes=max_passes, max_tets=max_tets)
 
 
 def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, max_tets: int,
-                    plate: np.ndarray | None = None, first_edge: float | None = None) -> SizedMesh:
+                    plate: np.ndarray | None = None, first_edge: float | None = None,
+                    surface: tuple[np.ndarray, np.ndarray] | None = None) -> SizedMesh:
     """Adaptive refinement without a skin (the standard solve-estimate-mark-refine loop).
 
     A first, uniform TetGen mesh of about ``FIRST_TETS`` tets in ``volume`` (more where the
@@ -260,6 +281,11 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
     best = None
     passes = 1 + ADAPTIVE_PASSES
     stopped = "pass limit"
+    if THIN_WALL_ADAPTATION and surface is not None and stretch is None:
+        per_face = face_thickness(*surface)
+        if has_thin_walls(*surface, per_face, edge):
+            return _adapt_thin_walls(mesher, law, accuracy, surface, per_face, edge, progress=progress,
+                                     max_tets=max_tets)
     for index in range(passes):
         if mesh is None:
             made = mesher.mesh(edge) if stretch is None else mesher.mesh(edge, stretch=stretch)
@@ -292,6 +318,36 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
     return sized_mesh(best, accuracy, history, stopped,
                       refinement="" if steepest is None else "steepest edge" if steepest else "bisection",
                       stretch=None if stretch is None else {"axis": list(stretch[0]), "factor": float(stretch[1])})
+
+
+def _adapt_thin_walls(mesher, law, accuracy: float, surface, per_face: np.ndarray, edge: float, *,
+                      progress, max_tets: int) -> SizedMesh:
+    """A part with thin walls (:func:`fieldgen.sizing.thickness.has_thin_walls`): MMG3D adapts
+    the uniform first mesh at ``edge`` to the walls (:func:`fieldgen.sizing.adapt.wall_metric`,
+    ``WALL_ACROSS`` edges across each, ``WALL_ALONG`` first edges along), then, pass by pass, to
+    the solved extent's Hessian (:func:`fieldgen.sizing.adapt.hessian_metric`), each metric
+    fitted to ``max_tets``; the pass of least estimated error is kept. Off by default
+    (``THIN_WALL_ADAPTATION``)."""
+    made = mesher.mesh(edge, cut=False)    # MMG's input only: its zero tets are not split
+    vertices, faces = surface
+    thickness = vertex_thickness(vertices, faces, per_face)
+    hausdorff = adapt.HAUSDORFF_SHARE * float(np.min(per_face))
+    metric = adapt.wall_metric(made.mesh.points, vertices, faces, thickness, WALL_ALONG * edge, WALL_ACROSS)
+    mesh, history, best, stopped = made.mesh, [], None, "pass limit"
+    for index in range(1 + THIN_PASSES):
+        with progress.stage("adapt"):
+            mesh, split = refine.refine_zero_tets(adapt.remeshed(mesh, adapt.fitted_metric(mesh, metric, max_tets),
+                                                                 hausdorff))
+        solution, estimate, worst = solved_pass(mesh, law, progress)
+        history.append({**pass_record(mesh, estimate, edge), "meshed_by": "MMG3D"})
+        report_pass(progress, index, mesh, estimate, accuracy)
+        best = better_pass(best, SizingPass(index, worst, mesh, None, split, solution, estimate, made.parameters))
+        if worst <= accuracy:
+            stopped = "accuracy met"
+            break
+        metric = adapt.hessian_metric(mesh, solution.extent, AIM * accuracy, hausdorff, edge)
+    return sized_mesh(best, accuracy, history, stopped, refinement="anisotropic (MMG3D)",
+                      thin_walls={"thinnest": float(np.min(per_face)), "hausdorff": hausdorff})
 
 
 def _grade_by_depth(mesher, law, accuracy: float, volume: float, *, progress, skin: float,

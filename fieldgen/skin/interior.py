@@ -39,6 +39,7 @@ from rtree import index
 
 from fieldgen.errors import BuildError
 from fieldgen.io.vtk_data import distance_field, closest_points_on_triangles, distance_to_triangles
+from fieldgen.meshing.mmg import MmgFailure, remesh as run_mmg
 from fieldgen.surface.components import vertex_pieces
 from fieldgen.surface.topology import compacted, edge_use, face_areas
 
@@ -277,16 +278,11 @@ def _remeshed(points, triangles, edge, hausdorff):
     # vertex normals pointed away from them).
     label, area = _piece_areas(points, triangles)
     surface["metric"] = np.minimum(float(edge), PIECE_EDGE * np.sqrt(area[label])).reshape(-1, 1)
-    try:
-        done = surface.remesh(hausd=float(hausdorff), hgrad=1.3, verbose=-1, angle=0)
-    except RuntimeError as error:
+    try:     # a stop with a valid mesh is judged by the checks that follow
+        run_mmg(surface, hausd=float(hausdorff), hgrad=1.3, verbose=-1, angle=0)
+    except MmgFailure as error:
         raise InteriorError(f"MMGS could not remesh the interior's surface ({error})",
                             fix="report the part; the build cut the skin instead") from None
-    # MMG's return codes: 0 success, 1 stopped early with a valid mesh (the checks that follow
-    # judge it), 2 failed with no usable mesh.
-    if isinstance(done, dict) and int(done.get("return_code", 0)) >= 2:
-        raise InteriorError(f"MMGS could not remesh the interior's surface (return code {done['return_code']})",
-                            fix="report the part; the build cut the skin instead")
     return _cleaned(np.asarray(surface.get_vertices(), dtype=np.float64),
                     np.asarray(surface.get_triangles(), dtype=np.int64))
 

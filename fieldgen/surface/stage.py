@@ -15,12 +15,13 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.install import install_hint
-from fieldgen.io.surface_readers import SURFACE_FORMATS, read_bytes, read_triangles
+from fieldgen.io.surface_readers import SURFACE_FORMATS, read_bytes, read_triangles, size_warnings
 from fieldgen.surface.defects import describe, surface_defects
 from fieldgen.surface.intersections import intersecting_face_pairs
 from fieldgen.surface.repair import repair_surface
@@ -47,6 +48,8 @@ class Surface:
     sha256: str               # hex SHA-256 of the input file's bytes
     units: str                # the units the input was in
     repairs: tuple[str, ...]  # human sentences, e.g. "merged 1,204 duplicate/seam vertices"
+    remesh: Any = None        # fieldgen.surface.remesh.SurfaceRemesh when remeshed within a tolerance
+    warnings: tuple[str, ...] = ()  # what the surface stage warns of (a remeshing it could not use)
 
     @property
     def volume(self) -> float:
@@ -132,7 +135,8 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
     for array in (vertices, faces, groups):
         array.setflags(write=False)
     return Surface(vertices=vertices, faces=faces, face_groups=groups, group_names=names,
-                   path=path_text, sha256=sha, units=units, repairs=repairs)
+                   path=path_text, sha256=sha, units=units, repairs=repairs,
+                   warnings=size_warnings(vertices, units))
 
 
 # --------------------------------------------------------------------------- core

@@ -1,0 +1,56 @@
+"""The part's local thickness, and whether it has thin walls (docs/model.md §2.10, "Thin walls").
+
+A wall, floor or tube a few tenths of a millimetre thick in a part a few centimetres across gets
+no vertex inside it from a first mesh sized from the part's volume. The local thickness at each
+surface triangle is the distance along its inward normal to the surface on the other side (a ray
+from the triangle's centroid, trimesh's ray queries); a vertex takes the least of its
+triangles'. A part has thin walls when triangles thinner than ``THIN_EDGES`` first edges hold
+``THIN_SHARE`` of its area (:func:`has_thin_walls`); its mesh is then adapted to them
+(:mod:`fieldgen.sizing.adapt`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import trimesh
+
+#: A part has thin walls when the triangles whose thickness is under THIN_EDGES x the uniform
+#: first edge hold at least THIN_SHARE of its area; otherwise its first mesh stays uniform
+#: (docs/design/sizing.md, "Thin walls").
+THIN_EDGES = 0.75
+THIN_SHARE = 0.2
+
+
+def face_thickness(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Each triangle's local thickness: the distance from its centroid, along its inward normal,
+    to the nearest other triangle hit (``inf`` where the ray leaves the surface without a hit).
+    The surface is closed and wound outward (as :func:`fieldgen.surface.stage.load_surface`
+    gives it)."""
+    vertices = np.asarray(vertices, dtype=np.float64)
+    faces = np.asarray(faces, dtype=np.int64)
+    surface = trimesh.Trimesh(vertices, faces, process=False)
+    normals = np.asarray(surface.face_normals, dtype=np.float64)
+    centroids = vertices[faces].mean(axis=1)
+    scale = float(np.ptp(vertices, axis=0).max())
+    origins = centroids - 1e-9 * scale * normals
+    locations, rays, hit_faces = surface.ray.intersects_location(origins, -normals, multiple_hits=True)
+    distance = np.einsum("ij,ij->i", locations - centroids[rays], -normals[rays])
+    keep = (hit_faces != np.arange(len(faces))[rays]) & (distance > 1e-7 * scale)
+    thickness = np.full(len(faces), np.inf)
+    np.minimum.at(thickness, rays[keep], distance[keep])
+    return thickness
+
+
+def vertex_thickness(vertices: np.ndarray, faces: np.ndarray, per_face: np.ndarray) -> np.ndarray:
+    """Each vertex's local thickness: the least of its triangles' (``per_face``)."""
+    thickness = np.full(len(vertices), np.inf)
+    np.minimum.at(thickness, np.asarray(faces, dtype=np.int64).ravel(), np.repeat(per_face, 3))
+    return thickness
+
+
+def has_thin_walls(vertices: np.ndarray, faces: np.ndarray, per_face: np.ndarray, edge: float) -> bool:
+    """Whether triangles thinner than ``THIN_EDGES`` x ``edge`` hold ``THIN_SHARE`` of the area."""
+    corners = np.asarray(vertices, dtype=np.float64)[np.asarray(faces, dtype=np.int64)]
+    area = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
+    thin = area[per_face < THIN_EDGES * edge].sum()
+    return bool(area.sum() > 0 and thin >= THIN_SHARE * area.sum())

@@ -1,0 +1,242 @@
+"""The surface tolerance: over-tessellated CAD remeshed within a stated distance (docs/model.md §2.11).
+
+A CAD export with micron-wide slivers (along fillets, threads, text) makes TetGen's quality bound
+fill the part with tets of their size before the accuracy sizing can act. :func:`tolerated_surface`
+replaces such a surface: its slivers removed by local moves (:mod:`fieldgen.surface.slivers`), then
+remeshed by MMGS (``mmgpy``) with its Hausdorff parameter below the tolerance, sharp edges kept
+(MMGS's ridge detection by angle) and each face's boundary condition and group carried as a label
+(MMG's face reference, which MMG keeps and never merges across). The Hausdorff distance between
+the input and each result is measured independently of MMG (:func:`hausdorff_distance`); the
+cheapest result within the tolerance is used, or none (the input is kept, with a warning).
+
+A surface is remeshed by default only when its triangles would cost TetGen far more tets than the
+first mesh of the accuracy sizing has (:func:`surface_cost`); a well-tessellated part is left as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fieldgen.io.vtk_data import distance_to_triangles
+from fieldgen.meshing.mmg import remesh as run_mmg
+from fieldgen.sizing.size_field import FIRST_TETS
+from fieldgen.surface.defects import surface_defects
+from fieldgen.surface.slivers import without_slivers
+from fieldgen.surface.stage import Surface
+from fieldgen.surface.topology import face_areas, signed_volume
+
+#: The default tolerance, as a fraction of the part's bounding-box diagonal (docs/model.md §2.11).
+DEFAULT_FRACTION = 1e-3
+#: A surface is remeshed by default when its cost (:func:`surface_cost`) exceeds this many times
+#: the first mesh's tets (``FIRST_TETS``): its triangles, not the accuracy, would set the mesh.
+COST_RATIO = 5.0
+#: A result is used only if the triangles narrower than the tolerance left in it cost at most this
+#: fraction of the first mesh's tets (the slivers the local moves could not remove, docs/model.md §2.11).
+LEFT_COST = 0.1
+#: Dihedral angle (degrees) above which MMGS keeps an edge as a sharp ridge: a CAD export's flat
+#: facets meet at a few degrees along a coarse fillet, and MMGS's smooth (Bézier) surface through
+#: an edge it does not keep bulges past the tolerance at 20-45 degrees on a CAD part (docs/model.md §2.11).
+RIDGE_ANGLE = 10.0
+#: MMGS's size gradation (its default).
+GRADATION = 1.3
+#: MMGS's attempts: the ``k``-th with ``hausd`` = tolerance / 2^k and ridge angle RIDGE_ANGLE / 2^(k-1)
+#: (MMG's own distance is to its smooth surface, so it is asked for less than the tolerance).
+ATTEMPTS = 2
+#: Points sampled on each surface to measure the Hausdorff distance (besides the vertices).
+SAMPLES = 20_000
+
+
+@dataclass(frozen=True)
+class SurfaceRemesh:
+    """What the surface tolerance did (lengths in m)."""
+
+    tolerance: float            # the stated tolerance
+    triangles_before: int
+    triangles_after: int
+    hausdorff: float            # measured, two-sided, between the input and the result
+    cost_before: float          # surface_cost of the input
+    cost_after: float
+    hausd: float | None         # MMG's Hausdorff parameter of the result kept (None: the slivers' moves alone)
+    ridge_angle: float | None   # MMG's ridge angle of the result kept, degrees
+
+    def to_metadata(self) -> dict:
+        """The asset's ``metadata["surface"]["remesh"]`` (README, "The asset format")."""
+        return {"method": "slivers" if self.hausd is None else "slivers+mmgs", "tolerance": self.tolerance, "triangles_before": self.triangles_before,
+                "triangles_after": self.triangles_after, "hausdorff": self.hausdorff,
+                "mmg_hausd": self.hausd, "ridge_angle": self.ridge_angle, "cost_before": round(self.cost_before, 1),
+                "cost_after": round(self.cost_after, 1)}
+
+
+@dataclass(frozen=True)
+class ToleratedSurface:
+    """The surface stage's result: the surface to mesh, its faces' conditions, what was done."""
+
+    surface: Surface
+    markers: np.ndarray
+    remesh: SurfaceRemesh | None      # None: the input surface is kept
+    warnings: tuple[str, ...] = ()
+
+
+def default_tolerance(vertices: np.ndarray) -> float:
+    """``DEFAULT_FRACTION`` of the bounding-box diagonal of ``vertices`` (same units)."""
+    return DEFAULT_FRACTION * float(np.linalg.norm(np.ptp(vertices, axis=0)))
+
+
+def surface_cost(vertices: np.ndarray, faces: np.ndarray, narrower_than: float | None = None) -> float:
+    """About the number of tets TetGen's quality bound puts along the surface (docs/model.md
+    §2.11): each triangle's area over the square of its shortest height, ``l² / (4A)`` with ``l``
+    its longest edge. A sliver of length ``l`` and width ``w`` costs ``l / 2w``; a well-shaped
+    triangle about 0.5. With ``narrower_than``: only the triangles whose shortest height is less."""
+    tri = vertices[faces]
+    longest = np.max([np.einsum("ij,ij->i", d, d) for d in
+                      (tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 1], tri[:, 0] - tri[:, 2])], axis=0)
+    area = face_areas(vertices, faces)
+    cost = longest / (4.0 * np.maximum(area, 1e-300 + 1e-12 * longest))
+    if narrower_than is not None:
+        cost = cost[2.0 * area < narrower_than * np.sqrt(longest)]
+    return float(np.sum(cost))
+
+
+def needs_remesh(surface: Surface) -> bool:
+    """Whether the default tolerance applies: the surface costs more than ``COST_RATIO`` first
+    meshes (``FIRST_TETS``)."""
+    return surface_cost(surface.vertices, surface.faces) > COST_RATIO * FIRST_TETS
+
+
+def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | None) -> ToleratedSurface:
+    """The surface to mesh (docs/model.md §2.11): ``surface`` itself when ``tolerance`` is 0, or is
+    None (the default) and the surface does not need it; else its slivers removed
+    (:func:`fieldgen.surface.slivers.without_slivers`) and the result remeshed by MMGS, within
+    ``tolerance`` (metres; None: ``DEFAULT_FRACTION`` of the diagonal), with ``markers`` carried to
+    the new faces. Of the results within the tolerance (measured), the one of least
+    :func:`surface_cost` is kept; with none, the input is kept, with a warning."""
+    if tolerance == 0 or (tolerance is None and not needs_remesh(surface)):
+        return ToleratedSurface(surface=surface, markers=markers, remesh=None)
+    tolerance = default_tolerance(surface.vertices) if tolerance is None else float(tolerance)
+    labels, table = face_labels(markers, surface.face_groups)
+    cleaned = without_slivers(surface.vertices, surface.faces, labels, tolerance)
+    results, problems = [(cleaned, None)], []
+    # MMGS keeps the slivers the moves left (their edges look sharp to it): no attempt then.
+    attempts = ATTEMPTS if not _slivers_left(cleaned[0], cleaned[1], tolerance) else 0
+    for attempt in range(1, attempts + 1):
+        hausd, ridge = tolerance * 0.5**attempt, RIDGE_ANGLE * 2.0**(1 - attempt)
+        try:
+            results.append((mmgs_remesh(*cleaned, hausd, tolerance, ridge), (hausd, ridge)))
+        except RuntimeError as error:
+            problems.append(f"MMGS failed ({error})")
+    # The cheapest result first; the first one within the tolerance (measured) is kept.
+    for (vertices, faces, refs), mmg in sorted(results, key=lambda r: surface_cost(r[0][0], r[0][1])):
+        problem = _unusable(surface, vertices, faces, refs, table, tolerance)
+        if not problem:
+            measured = hausdorff_distance(surface.vertices, surface.faces, vertices, faces)
+            if measured <= tolerance:
+                return _kept(surface, vertices, faces, table[refs], measured, mmg, tolerance)
+            problem = f"the measured Hausdorff distance {measured:.3g} m exceeds it"
+        problems.append(problem)
+    warning = (f"the surface was not remeshed within the surface tolerance {tolerance:.3g} m: "
+               f"{problems[0]}; the input's triangles were meshed as they are "
+               "(--surface-tolerance 0 skips the attempt)")
+    return ToleratedSurface(surface=surface, markers=markers, remesh=None, warnings=(warning,))
+
+
+def face_labels(markers: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each face's label (1, 2, …: its MMG reference) for its (condition, group) pair, and the
+    pairs by label (row ``r`` of the table is label ``r``; row 0 is unused)."""
+    pairs = np.column_stack([np.asarray(markers, dtype=np.int64), np.asarray(groups, dtype=np.int64)])
+    unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    table = np.concatenate([np.full((1, 2), -2, dtype=np.int64), unique])
+    return inverse.reshape(-1).astype(np.int64) + 1, table
+
+
+def mmgs_remesh(vertices: np.ndarray, faces: np.ndarray, refs: np.ndarray, hausd: float,
+                tolerance: float, ridge: float = RIDGE_ANGLE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MMGS's remeshing within ``hausd`` of its smooth surface (edges no shorter than
+    ``tolerance`` where the geometry allows), edges sharper than ``ridge`` degrees and the borders
+    between references kept; the new vertices, faces and their references. RuntimeError when MMGS
+    fails."""
+    import mmgpy  # lazy: heavy, and only a surface with micron detail is remeshed
+
+    mesh = mmgpy.MmgMeshS()
+    mesh.set_mesh_size(vertices=len(vertices), triangles=len(faces))
+    mesh.set_vertices(np.ascontiguousarray(vertices, dtype=np.float64))
+    mesh.set_triangles(np.ascontiguousarray(faces, dtype=np.int32), refs=np.ascontiguousarray(refs, dtype=np.int32))
+    diagonal = float(np.linalg.norm(np.ptp(vertices, axis=0)))
+    run_mmg(mesh, hausd=float(hausd), hmin=float(tolerance), hmax=float(diagonal), hgrad=GRADATION,
+            ar=float(ridge), verbose=-1)
+    new_faces, new_refs = mesh.get_triangles_with_refs()
+    return (np.asarray(mesh.get_vertices(), dtype=np.float64), np.asarray(new_faces, dtype=np.int64),
+            np.asarray(new_refs, dtype=np.int64))
+
+
+def _unusable(surface: Surface, vertices, faces, refs, table, tolerance: float) -> str:
+    """Why MMG's result cannot replace the surface ('' if it can)."""
+    if len(faces) == 0 or refs.min() < 1 or refs.max() >= len(table):
+        return "MMGS returned faces without the input's references"
+    left = _slivers_left(vertices, faces, tolerance)
+    if left:
+        return left
+    defects = surface_defects(vertices, faces, check_intersections=True)
+    if not defects.ok:
+        return "MMGS's surface is not closed, manifold and free of self-intersections"
+    if abs(signed_volume(vertices, faces) - surface.volume) > tolerance * surface.area:
+        return "MMGS's surface encloses a volume that differs by more than the tolerance times the area"
+    return ""
+
+
+def _slivers_left(vertices, faces, tolerance: float) -> str:
+    """Why the triangles narrower than the tolerance left in a result bar it ('' if they do not):
+    they would cost more than ``LEFT_COST`` of the first mesh's tets."""
+    left = surface_cost(vertices, faces, narrower_than=tolerance)
+    if left <= LEFT_COST * FIRST_TETS:
+        return ""
+    return f"the triangles narrower than the tolerance that could not be removed would still cost about {left:,.0f} tets"
+
+
+def _kept(surface: Surface, vertices, faces, pairs, measured: float, mmg, tolerance: float):
+    """The surface remeshed, with its faces' conditions and groups from their labels."""
+    remesh = SurfaceRemesh(tolerance=tolerance, triangles_before=len(surface.faces), triangles_after=len(faces),
+                           hausdorff=measured, cost_before=surface_cost(surface.vertices, surface.faces),
+                           cost_after=surface_cost(vertices, faces), hausd=None if mmg is None else mmg[0],
+                           ridge_angle=None if mmg is None else mmg[1])
+    vertices, faces = np.ascontiguousarray(vertices), np.ascontiguousarray(faces)
+    groups = np.ascontiguousarray(pairs[:, 1])
+    for array in (vertices, faces, groups):
+        array.setflags(write=False)
+    new = dataclasses.replace(surface, vertices=vertices, faces=faces, face_groups=groups, remesh=remesh)
+    return ToleratedSurface(surface=new, markers=np.ascontiguousarray(pairs[:, 0]), remesh=remesh)
+
+
+# ------------------------------------------------------------------ the measured distance
+
+def hausdorff_distance(vertices_a, faces_a, vertices_b, faces_b, samples: int = SAMPLES) -> float:
+    """The two-sided Hausdorff distance between two triangle surfaces, measured on each one's
+    vertices and points spread over its faces (:func:`surface_samples`), as the exact distance
+    to the other's triangles (VTK's cell locator)."""
+    there = distance_to_triangles(surface_samples(vertices_a, faces_a, samples), vertices_b, faces_b)
+    back = distance_to_triangles(surface_samples(vertices_b, faces_b, samples), vertices_a, faces_a)
+    return float(max(there.max(initial=0.0), back.max(initial=0.0)))
+
+
+def surface_samples(vertices: np.ndarray, faces: np.ndarray, samples: int = SAMPLES) -> np.ndarray:
+    """The vertices and, on each face, a barycentric grid whose spacing is about
+    ``sqrt(area / samples)`` (at least the centroid and the edge midpoints): the same points
+    every time."""
+    vertices = np.asarray(vertices, dtype=np.float64)
+    tri = vertices[faces]
+    spacing = math.sqrt(max(float(face_areas(vertices, faces).sum()), 1e-300) / samples)
+    longest = np.sqrt(np.max([np.einsum("ij,ij->i", d, d) for d in
+                              (tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 1], tri[:, 0] - tri[:, 2])], axis=0))
+    order = np.clip(np.ceil(longest / spacing), 2, 32).astype(np.int64)
+    points = [vertices[np.unique(faces)]]
+    for k in np.unique(order):
+        i, j = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
+        keep = (i + j <= k) & ~(((i == k) | (j == k) | (i + j == 0)))   # the corners are vertices
+        a, b = i[keep] / k, j[keep] / k
+        weights = np.column_stack([1.0 - a - b, a, b])           # (s, 3)
+        chosen = tri[order == k]                                  # (f, 3, 3)
+        points.append(np.einsum("sc,fcd->fsd", weights, chosen).reshape(-1, 3))
+    return np.concatenate(points)

@@ -1,0 +1,138 @@
+"""Sliver triangles out of a closed surface, within a tolerance (docs/model.md §2.11).
+
+A CAD export leaves *caps* (a corner within micrometres of the opposite edge) and *needles* (an
+edge micrometres long). Their normals are noise, so an angle test (MMGS's ridge detection) takes
+their edges for sharp ones and keeps them, and TetGen's quality bound fills the part with tets of
+their size. :func:`without_slivers` removes them by the two local moves that change the surface by
+less than the sliver's own width: a cap's longest edge is flipped (the corner near it becomes a
+vertex of the flipped pair), a needle's short edge is collapsed. A move is made only between faces
+of the same label (each face's condition and group), and a collapse moves a vertex only onto one
+with all its labels, so a selection's border moves only along itself; and only if the surface
+stays a closed 2-manifold with no face turned over.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fieldgen.surface.topology import unit_normals
+
+#: Rounds of moves (each face takes part in one move a round).
+ROUNDS = 20
+
+
+def without_slivers(vertices: np.ndarray, faces: np.ndarray, labels: np.ndarray,
+                    width: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``faces`` (and their ``labels``) with every cap narrower than ``width`` flipped and every
+    edge shorter than ``width`` collapsed where the moves are allowed; unused vertices dropped."""
+    faces = np.array(faces, dtype=np.int64)
+    labels = np.array(labels, dtype=np.int64)
+    vertices = np.array(vertices, dtype=np.float64)
+    for _ in range(ROUNDS):
+        flipped = _flip_caps(vertices, faces, labels, width)
+        faces, labels, collapsed = _collapse_needles(vertices, faces, labels, width)
+        if not flipped and not collapsed:
+            break
+    used, faces = np.unique(faces, return_inverse=True)
+    return vertices[used], faces.reshape(-1, 3), labels
+
+
+def _shapes(vertices, faces):
+    """Each face's edge lengths (edge ``i`` from corner ``i`` to ``i + 1``) and smallest height."""
+    tri = vertices[faces]
+    lengths = np.stack([np.linalg.norm(tri[:, (i + 1) % 3] - tri[:, i], axis=1) for i in range(3)], axis=1)
+    area2 = np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+    return lengths, area2 / np.maximum(lengths.max(axis=1), 1e-300)
+
+
+def _edge_faces(faces) -> dict:
+    """Directed edge (a, b) -> the face that has it."""
+    return {(int(a), int(b)): f for f, row in enumerate(faces.tolist())
+            for a, b in ((row[0], row[1]), (row[1], row[2]), (row[2], row[0]))}
+
+
+def _flip_caps(vertices, faces, labels, width) -> int:
+    """Flip the longest edge of each cap narrower than ``width`` (in place); how many."""
+    lengths, height = _shapes(vertices, faces)
+    caps = np.flatnonzero((height < width) & (lengths.min(axis=1) >= width))
+    if not len(caps):
+        return 0
+    owner = _edge_faces(faces)
+    neighbours = _vertex_neighbours(faces)
+    normals = unit_normals(vertices, faces)
+    touched = np.zeros(len(faces), dtype=bool)
+    done = 0
+    for t in caps.tolist():
+        i = int(np.argmax(lengths[t]))
+        a, b, p = int(faces[t, i]), int(faces[t, (i + 1) % 3]), int(faces[t, (i + 2) % 3])
+        u = owner.get((b, a))
+        if u is None or touched[t] or touched[u] or labels[t] != labels[u]:
+            continue
+        q = int(next(x for x in faces[u].tolist() if x not in (a, b)))
+        if q == p or q in neighbours[p]:
+            continue
+        new = np.array([[a, q, p], [q, b, p]], dtype=np.int64)
+        if (unit_normals(vertices, new) @ normals[u] <= 0.0).any():
+            continue
+        if _shapes(vertices, new)[1].min() <= min(height[t], height[u]):
+            continue        # the pair would be no better: no flip (nor flipping back)
+        faces[t], faces[u] = new
+        neighbours[p].add(q)
+        neighbours[q].add(p)
+        touched[[t, u]] = True
+        done += 1
+    return done
+
+
+def _vertex_neighbours(faces) -> dict:
+    """Vertex -> the set of vertices it shares an edge with."""
+    out: dict = {}
+    for row in faces.tolist():
+        for a, b in ((row[0], row[1]), (row[1], row[2]), (row[2], row[0])):
+            out.setdefault(a, set()).add(b)
+            out.setdefault(b, set()).add(a)
+    return out
+
+
+def _collapse_needles(vertices, faces, labels, width):
+    """Collapse each edge shorter than ``width`` (one end onto the other) where the surface stays
+    a 2-manifold, the faces around keep their side and the end that moves has no label the other
+    lacks; the faces and labels left, and how many edges were collapsed."""
+    lengths, _ = _shapes(vertices, faces)
+    short = np.argwhere(lengths < width)
+    if not len(short):
+        return faces, labels, 0
+    neighbours = _vertex_neighbours(faces)
+    incident: dict = {}
+    for f, row in enumerate(faces.tolist()):
+        for v in row:
+            incident.setdefault(v, []).append(f)
+    normals = unit_normals(vertices, faces)
+    alive = np.ones(len(faces), dtype=bool)
+    touched = np.zeros(len(vertices), dtype=bool)
+    done = 0
+    for f, i in short.tolist():
+        a, b = int(faces[f, i]), int(faces[f, (i + 1) % 3])
+        if not alive[f] or touched[a] or touched[b]:
+            continue
+        if len(neighbours[a] & neighbours[b]) != 2:
+            continue
+        # The end that moves has no label the other lacks: a border between labels moves only
+        # along itself, by less than ``width``.
+        names = {v: set(labels[incident[v]].tolist()) for v in (a, b)}
+        ends = [v for v in (max(a, b), min(a, b)) if names[v] <= names[a + b - v]]
+        if not ends:
+            continue
+        drop = min(ends, key=lambda v: (len(names[v]), -v))
+        keep = a + b - drop
+        moved = [g for g in incident[drop] if keep not in faces[g]]
+        dying = [g for g in incident[drop] if keep in faces[g]]
+        trial = faces[moved].copy()
+        trial[trial == drop] = keep
+        if (np.einsum("ij,ij->i", unit_normals(vertices, trial), normals[moved]) <= 0.0).any():
+            continue
+        faces[moved] = trial
+        alive[dying] = False
+        touched[list(neighbours[a] | neighbours[b] | {a, b})] = True
+        done += 1
+    return faces[alive], labels[alive], done

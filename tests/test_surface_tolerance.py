@@ -1,0 +1,268 @@
+"""The surface tolerance (docs/model.md §2.11): a surface with micron-wide slivers is remeshed
+within the tolerance, keeps its face selections, and meshes with far fewer tets; ``0`` keeps the
+input; a well-tessellated part is left alone; the flag works end to end and refuses bad values.
+
+The distances are checked independently of the code under test: trimesh's closest-point query on
+randomly sampled points (a fixed seed), not the build's own sampler and VTK query.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+
+import numpy as np
+import pytest
+import tetgen
+import trimesh
+from click.testing import CliRunner
+
+from cli.main import main
+from fieldgen.io.asset import read_asset
+from fieldgen.meshing.tetmesh import FREE, RIGID
+from fieldgen.options import BuildOptions
+from fieldgen.pipeline import load_part
+from fieldgen.progress import Progress
+from fieldgen.sizing.size_field import first_size
+from fieldgen.surface.remesh import needs_remesh, tolerated_surface
+from fieldgen.surface.stage import load_surface
+
+MM = 1e-3
+SIZE = (20.0, 20.0, 10.0)       # mm
+
+
+def sliver_box(size=SIZE, step=2.0, width=0.005) -> trimesh.Trimesh:
+    """A box (mm) whose faces are grids with a line every ``step`` and another ``width`` (5 µm)
+    beside it: strips of triangles 5 µm wide and 2-20 mm long, as a CAD export leaves."""
+    axes = []
+    for length in size:
+        base = np.arange(0.0, length, step)
+        axes.append(np.unique(np.concatenate([base, base[1:] + width, [length]])))
+    pieces = []
+    for normal_axis in range(3):
+        u_axis, v_axis = [a for a in range(3) if a != normal_axis]
+        u, v = np.meshgrid(axes[u_axis], axes[v_axis], indexing="ij")
+        index = np.arange(u.size).reshape(u.shape)
+        a, b = index[:-1, :-1].ravel(), index[1:, :-1].ravel()
+        c, d = index[1:, 1:].ravel(), index[:-1, 1:].ravel()
+        quads = np.concatenate([np.column_stack([a, b, c]), np.column_stack([a, c, d])])
+        for side in (0.0, size[normal_axis]):
+            points = np.zeros((u.size, 3))
+            points[:, u_axis], points[:, v_axis], points[:, normal_axis] = u.ravel(), v.ravel(), side
+            pieces.append(trimesh.Trimesh(points, quads, process=False))
+    mesh = trimesh.util.concatenate(pieces)
+    mesh.merge_vertices()
+    trimesh.repair.fix_normals(mesh)
+    assert mesh.is_watertight and math.isclose(mesh.volume, np.prod(size), rel_tol=1e-12)
+    return mesh
+
+
+def chamfered_cylinder(radius=8.0, height=12.0, chamfer=0.005, sections=96) -> trimesh.Trimesh:
+    """A cylinder (mm) with a 5 µm chamfer round its top rim: a ring of triangles 5 µm wide."""
+    outline = [[0.0, 0.0], [radius, 0.0], [radius, height - chamfer], [radius - chamfer, height], [0.0, height]]
+    mesh = trimesh.creation.revolve(np.array(outline), sections=sections)
+    mesh.merge_vertices()
+    trimesh.repair.fix_normals(mesh)
+    assert mesh.is_watertight
+    return mesh
+
+
+@pytest.fixture(scope="module")
+def sliver_stl(tmp_path_factory):
+    path = tmp_path_factory.mktemp("slivers") / "sliver_box.stl"
+    sliver_box().export(path)
+    return path
+
+
+
+def two_sided_distance(a: trimesh.Trimesh, b: trimesh.Trimesh, count=40_000) -> float:
+    """The Hausdorff distance (m) between two surfaces (m) by trimesh: random points (seeded) on
+    each, and its vertices, to the other's closest point. Measured in mm: trimesh's closest point
+    on a triangle a few mm across, in metres, was off by 45 µm (its tolerances are absolute)."""
+    a, b = (trimesh.Trimesh(np.asarray(m.vertices) / MM, np.asarray(m.faces), process=False) for m in (a, b))
+    worst = 0.0
+    for one, other, seed in ((a, b, 1), (b, a, 2)):
+        points, _ = trimesh.sample.sample_surface(one, count, seed=seed)
+        points = np.concatenate([points, one.vertices])
+        _, distance, _ = trimesh.proximity.closest_point(other, points)
+        worst = max(worst, float(distance.max()))
+    return worst * MM
+
+
+def as_trimesh(surface) -> trimesh.Trimesh:
+    return trimesh.Trimesh(np.asarray(surface.vertices), np.asarray(surface.faces), process=False)
+
+
+def first_mesh_tets(surface) -> int:
+    """TetGen's first mesh of the accuracy sizing (its size from the volume) on ``surface``."""
+    volume = first_size(abs(surface.volume)) ** 3 / (6.0 * math.sqrt(2.0))
+    mesh = tetgen.TetGen(np.asarray(surface.vertices, dtype=float), np.asarray(surface.faces, dtype=np.int32))
+    mesh.tetrahedralize(switches="pq1.414/0.0a" + np.format_float_positional(volume, trim="-") + "Q")
+    return len(mesh.elem)
+
+
+# ------------------------------------------------------------------ the surface stage
+
+def test_micron_slivers_are_remeshed_within_the_tolerance_keeping_the_bonded_face(sliver_stl):
+    options = BuildOptions(units="mm", modulus=1e5, bonded=("normal:0,0,-1",))
+    part = load_part(str(sliver_stl), options, Progress(enabled=False))
+    record = part.surface.remesh
+    assert record is not None, "the default tolerance applies to a surface of micron slivers"
+    tolerance = 1e-3 * math.sqrt(sum(s * s for s in SIZE)) * MM          # 0.1% of the diagonal, m
+    assert record.tolerance == pytest.approx(tolerance)
+    assert record.triangles_before == len(sliver_box().faces)
+    assert record.triangles_after < record.triangles_before / 10
+    # Within the tolerance, measured independently.
+    source = sliver_box()
+    source.apply_scale(MM)
+    assert two_sided_distance(source, as_trimesh(part.surface)) <= tolerance
+    assert record.hausdorff <= tolerance
+    # The bonded bottom stays bonded and nothing else is: the rigid faces are the 20 x 20 mm bottom.
+    surface, markers = part.surface, part.markers
+    rigid = markers == RIGID
+    areas = as_trimesh(surface).area_faces
+    assert np.allclose(surface.vertices[surface.faces[rigid]][..., 2], 0.0, atol=1e-12)
+    assert areas[rigid].sum() == pytest.approx(SIZE[0] * SIZE[1] * MM**2, rel=1e-9)
+    assert (surface.face_normals[rigid] @ [0, 0, -1] > 0.999).all()
+    assert (markers[~rigid] == FREE).all() and not (surface.face_normals[~rigid] @ [0, 0, -1] > 0.999).any()
+
+
+def test_the_remeshed_surface_needs_far_fewer_tets():
+    """The first mesh of the accuracy sizing on 5 µm slivers and on the remeshed surface."""
+    mesh = sliver_box(size=(10.0, 10.0, 5.0), step=2.5)
+    mesh.apply_scale(MM)
+    surface = _surface(mesh)
+    result = tolerated_surface(surface, np.full(len(mesh.faces), FREE), 2e-5)
+    before, after = first_mesh_tets(surface), first_mesh_tets(result.surface)
+    assert after * 5 < before, (before, after)
+
+
+def _surface(mesh: trimesh.Trimesh):
+    """A Surface (m) of ``mesh`` through the reader, as a build loads it."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "part.stl")
+        mesh.export(path)
+        return load_surface(path, "m")
+
+
+def test_a_chamfer_5_um_wide_is_remeshed_within_the_tolerance():
+    mesh = chamfered_cylinder()
+    mesh.apply_scale(MM)
+    surface = _surface(mesh)
+    tolerance = 2e-5
+    result = tolerated_surface(surface, np.full(len(mesh.faces), FREE), tolerance)
+    assert result.remesh is not None and not result.warnings
+    assert two_sided_distance(mesh, as_trimesh(result.surface)) <= tolerance
+    edges = np.linalg.norm(np.diff(result.surface.vertices[result.surface.faces][:, [0, 1, 2, 0]], axis=1), axis=2)
+    assert edges.min() > 10e-6, "no edge of the 5 µm chamfer is left"
+    assert result.remesh.cost_after < result.remesh.cost_before / 2     # the long side facets stay
+
+
+def test_remeshing_is_deterministic(sliver_stl):
+    surface = load_surface(sliver_stl, "mm")
+    markers = np.full(len(surface.faces), FREE)
+    one, two = (tolerated_surface(surface, markers, None) for _ in range(2))
+    assert one.remesh is not None
+    assert np.array_equal(one.surface.vertices, two.surface.vertices)
+    assert np.array_equal(one.surface.faces, two.surface.faces)
+    assert one.remesh == two.remesh
+
+
+def test_zero_keeps_the_input_triangles_exactly(sliver_stl):
+    loaded = load_surface(sliver_stl, "mm")
+    part = load_part(str(sliver_stl), BuildOptions(units="mm", modulus=1e5, surface_tolerance=0.0),
+                     Progress(enabled=False))
+    assert part.surface.remesh is None
+    assert np.array_equal(part.surface.vertices, loaded.vertices)
+    assert np.array_equal(part.surface.faces, loaded.faces)
+
+
+@pytest.mark.parametrize("name, units", [("fandisk.obj", "m"), ("torus.STL", "mm"), ("angle_block.STL", "mm"),
+                                         ("featuretype.STL", "in"), ("idler_riser.STL", "mm")])
+def test_a_well_tessellated_part_is_untouched_by_default(meshes, name, units):
+    path = meshes / name
+    loaded = load_surface(path, units)
+    assert not needs_remesh(loaded)
+    part = load_part(str(path), BuildOptions(units=units, modulus=1e5), Progress(enabled=False))
+    assert part.surface.remesh is None
+    assert np.array_equal(part.surface.vertices, loaded.vertices)
+    assert np.array_equal(part.surface.faces, loaded.faces)
+
+
+def test_a_public_cad_part_with_micron_caps_is_remeshed_by_default(meshes):
+    """A 47 mm camera mount exported with 0.6 µm edges and caps (tests/data/meshes/SOURCES.md)."""
+    path = meshes / "xamla_mount_c920_left.stl"
+    part = load_part(str(path), BuildOptions(units="mm", modulus=1e5, bonded=("normal:0,0,-1",)),
+                     Progress(enabled=False))
+    record = part.surface.remesh
+    assert record is not None and record.hausdorff <= record.tolerance
+    assert record.cost_after < record.cost_before / 10
+    source = trimesh.load(path, force="mesh")
+    source.apply_scale(MM)
+    assert two_sided_distance(source, as_trimesh(part.surface)) <= record.tolerance
+    # The bonded faces are the input's downward faces, over the same area.
+    loaded = load_surface(path, "mm")
+    down = loaded.face_normals @ [0, 0, -1] > np.cos(np.radians(10))
+    rigid = part.markers == RIGID
+    assert as_trimesh(part.surface).area_faces[rigid].sum() == pytest.approx(
+        as_trimesh(loaded).area_faces[down].sum(), rel=1e-3)
+
+
+def test_a_part_whose_slivers_cannot_be_removed_keeps_its_triangles_with_a_warning(meshes):
+    """The 47 mm sensor housing: over a thousand caps the moves cannot remove (they meet at
+    corners), so no result is used: its triangles are meshed as they are, and the build says so."""
+    loaded = load_surface(meshes / "ADIS16480.STL", "m")
+    result = tolerated_surface(loaded, np.full(len(loaded.faces), FREE), None)
+    assert result.remesh is None and result.surface is loaded
+    assert len(result.warnings) == 1 and "surface tolerance" in result.warnings[0]
+
+
+# ------------------------------------------------------------------ the command line
+
+def _build(args):
+    return CliRunner().invoke(main, ["build", *args], catch_exceptions=False)
+
+
+def test_the_flag_end_to_end_records_the_remeshing_and_keeps_the_bonded_face(sliver_stl, tmp_path):
+    outputs = []
+    for name in ("a.vtu", "b.vtu"):
+        out = tmp_path / name
+        result = _build([str(sliver_stl), "--units", "mm", "--surface-tolerance", "0.02", "--bonded",
+                         "normal:0,0,-1", "--modulus", "1e5", "--dissipation", "1", "--edge-length", "3",
+                         "-o", str(out), "--quiet"])
+        assert result.exit_code == 0, result.output
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1], "same input, same options: byte-identical assets"
+    asset = read_asset(tmp_path / "a.vtu")
+    record = asset.metadata["surface"]["remesh"]
+    assert record["tolerance"] == pytest.approx(2e-5)
+    assert record["hausdorff"] <= 2e-5
+    assert record["triangles_before"] == len(sliver_box().faces) > record["triangles_after"]
+    # The bonded bottom: e = 1 at z = 0 (its rim, shared with the free sides, aside), e = 0 on top.
+    x, y, z = asset.points.T / MM
+    inner = (x > 1e-6) & (x < SIZE[0] - 1e-6) & (y > 1e-6) & (y < SIZE[1] - 1e-6)
+    assert (inner & (np.abs(z) < 1e-9)).sum() > 10
+    assert np.allclose(asset.extent[inner & (np.abs(z) < 1e-9)], 1.0)
+    assert np.allclose(asset.extent[np.abs(z - SIZE[2]) < 1e-9], 0.0)
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_a_bad_tolerance_exits_2_naming_the_flag(sliver_stl, tmp_path, value):
+    result = CliRunner().invoke(main, ["build", str(sliver_stl), "--units", "mm", "--modulus", "1e5",
+                                       "--surface-tolerance", value, "-o", str(tmp_path / "x.vtu")])
+    assert result.exit_code == 2, result.output
+    assert "--surface-tolerance" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "x.vtu").exists()
+
+
+def test_a_spec_sets_the_tolerance_and_refuses_a_negative_one(sliver_stl, tmp_path):
+    spec = tmp_path / "part.toml"
+    spec.write_text(f'input = "{sliver_stl}"\nunits = "mm"\nmodulus = 1e5\nsurface_tolerance = -0.01\n')
+    result = CliRunner().invoke(main, ["build", "--spec", str(spec), "-o", str(tmp_path / "x.vtu")])
+    assert result.exit_code == 2 and "--surface-tolerance" in result.output, result.output
+    spec.write_text(f'input = "{sliver_stl}"\nunits = "mm"\nmodulus = 1e5\ndissipation = 1.0\n'
+                    'edge_length = 4.0\nsurface_tolerance = 0.025\n')
+    result = CliRunner().invoke(main, ["build", "--spec", str(spec), "-o", str(tmp_path / "y.vtu"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert read_asset(tmp_path / "y.vtu").metadata["surface"]["remesh"]["tolerance"] == pytest.approx(2.5e-5)

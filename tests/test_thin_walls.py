@@ -1,0 +1,220 @@
+"""Thin walls: the local thickness, MMG3D's anisotropic adaptation, and the estimate held against
+closed forms across a wall (docs/model.md §2.10, "Thin walls").
+
+A part with no e = 1 face has the normalised Poisson extent (docs/model.md §2.2): across a free
+plate of thickness t, far from its edges, e = 1 − (2z/t)²; across a free tube wall of radii
+a < b, far from its ends, the axisymmetric solution of −Δu = 1 with u(a) = u(b) = 0,
+u(r) = (a² − r²)/4 + A ln(r/a) with A = (b² − a²)/(4 ln(b/a)), divided by its maximum.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import trimesh
+from skfem.quadrature import get_quadrature
+from skfem.refdom import RefTet
+
+from fieldgen.fe.estimate import estimate_error
+from fieldgen.fe.extent import solve_extent
+from fieldgen.io.asset import read_asset, read_metadata
+from fieldgen.material.modulus import linear_law
+from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
+from fieldgen.meshing.tetmesh import FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, box_grid, tet_volumes
+from fieldgen.options import BuildOptions
+from fieldgen.pipeline import build
+from fieldgen.sizing.adapt import hessian_metric, predicted_count, remeshed
+from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
+
+
+def plate_extent(z: np.ndarray, t: float) -> np.ndarray:
+    """A free plate's extent across its thickness ``t`` (mid-plane at z = 0)."""
+    return 1.0 - (2.0 * np.asarray(z) / t) ** 2
+
+
+def tube_extent(r: np.ndarray, a: float, b: float) -> np.ndarray:
+    """A free tube wall's extent at radius ``r`` (radii a < b), normalised to a maximum of 1."""
+    coefficient = (b * b - a * a) / (4.0 * math.log(b / a))
+    u = lambda x: (a * a - x * x) / 4.0 + coefficient * np.log(x / a)   # noqa: E731
+    peak = u(math.sqrt(2.0 * coefficient))          # u'(r) = 0 at r² = 2A
+    return u(np.asarray(r)) / peak
+
+
+def rms_error_where(points, tets, values, exact, inside) -> tuple[float, float]:
+    """The RMS of the P1 field ``values`` − ``exact`` (a function of points) over the tets whose
+    centroids are ``inside`` (a function of centroids), by scikit-fem's degree-4 quadrature on
+    each tet (the error of a P1 field against a quadratic is of degree 4), and their share of
+    the volume."""
+    keep = inside(points[tets].mean(axis=1))
+    volume = np.abs(tet_volumes(points, tets))
+    reference, weights = get_quadrature(RefTet, 4)            # (3, q), summing to 1/6
+    lam = np.vstack([1.0 - reference.sum(axis=0), reference])   # (4, q) barycentric
+    corners = points[tets[keep]]                              # (k, 4, 3)
+    at = np.einsum("vq,kvd->kqd", lam, corners)
+    p1 = np.einsum("vq,kv->kq", lam, values[tets[keep]])
+    d = p1 - exact(at.reshape(-1, 3)).reshape(p1.shape)
+    integral = np.sum(volume[keep] * (6.0 * (d * d) @ weights))
+    return float(np.sqrt(integral / volume[keep].sum())), float(volume[keep].sum() / volume.sum())
+
+
+# ------------------------------------------------------------------ closed forms themselves
+
+def test_tube_closed_form_solves_the_poisson_problem():
+    a, b = 2.2, 2.5
+    r = np.linspace(a, b, 2001)
+    e = tube_extent(r, a, b)
+    assert abs(e[0]) < 1e-12 and abs(e[-1]) < 1e-12 and abs(e.max() - 1.0) < 1e-6
+    # −(1/r)(r e')' is the same constant everywhere (the normalised source)
+    h = r[1] - r[0]
+    laplacian = np.gradient(r * np.gradient(e, h), h) / r
+    assert np.ptp(laplacian[5:-5]) < 1e-3 * abs(laplacian[5:-5].mean())
+
+
+# ------------------------------------------------------------------ the local thickness
+
+def test_face_thickness_of_a_tube_and_a_plate():
+    tube = trimesh.creation.annulus(r_min=2.2, r_max=2.5, height=30.0, sections=48)
+    per_face = face_thickness(tube.vertices, tube.faces)
+    normals = tube.face_normals
+    side = np.abs(normals[:, 2]) < 0.1
+    # across the wall: between b − a and the chord of the 48-gon
+    assert np.all(per_face[side] > 0.29) and np.all(per_face[side] < 0.31)
+    assert np.all(vertex_thickness(tube.vertices, tube.faces, per_face) < 0.31)
+    assert has_thin_walls(tube.vertices, tube.faces, per_face, edge=1.0)
+    plate = trimesh.creation.box(extents=(60.0, 40.0, 2.0))
+    per_face = face_thickness(plate.vertices, plate.faces)
+    top_bottom = np.abs(plate.face_normals[:, 2]) > 0.9
+    assert np.allclose(per_face[top_bottom], 2.0)
+    assert has_thin_walls(plate.vertices, plate.faces, per_face, edge=3.0)
+    assert not has_thin_walls(plate.vertices, plate.faces, per_face, edge=2.0)
+
+
+
+# ------------------------------------------------------------------ the estimate stays honest
+
+def _middle_estimate(estimate, points, tets, inside) -> float:
+    """The estimate's RMS of e − e_h over the tets whose centroids are ``inside``."""
+    keep = inside(points[tets].mean(axis=1))
+    volume = np.abs(tet_volumes(points, tets))[keep]
+    return float(np.sqrt((estimate.tet_rms_extent[keep] ** 2 * volume).sum() / volume.sum()))
+
+
+def test_estimate_matches_the_closed_form_across_a_free_plate():
+    """A free 40 x 40 x 1 plate, six layers of tets across: far from its edges the estimated
+    error of e is at least the true one (e = 1 − (2z/t)², RMS 4/(√30 n²) for n layers), and
+    at most 1.5 times it."""
+    t, n = 1.0, 6
+    points, tets = box_grid(np.linspace(-20, 20, 41), np.linspace(-20, 20, 41), np.linspace(-t / 2, t / 2, n + 1))
+    faces = boundary_faces_of(tets)
+    mesh = TetMesh(points, tets, faces, np.full(len(faces), FREE))
+    solution = solve_extent(mesh)
+    estimate = estimate_error(mesh, solution.extent, linear_law(1e5))
+    middle = lambda c: (np.abs(c[:, 0]) < 10) & (np.abs(c[:, 1]) < 10)   # noqa: E731
+    true, share = rms_error_where(points, tets, solution.extent, lambda x: plate_extent(x[:, 2], t), middle)
+    assert share > 0.2
+    assert true == pytest.approx(4.0 / (math.sqrt(30.0) * n * n), rel=0.05)
+    # the estimate is not below the truth, and not far above it (measured: 1.26 x)
+    assert true <= _middle_estimate(estimate, points, tets, middle) <= 1.5 * true
+
+
+# ------------------------------------------------------------------ MMG3D's adaptation
+
+def _small_slab():
+    """A 10 x 10 x 1 slab: top FREE, bottom RIGID, sides INSULATED (TetGen, edge 2)."""
+    box = trimesh.creation.box(extents=(10.0, 10.0, 1.0))
+    normals = box.face_normals
+    markers = np.where(normals[:, 2] > 0.9, FREE, np.where(normals[:, 2] < -0.9, RIGID, INSULATED))
+    return tetrahedralize(box.vertices, box.faces, markers, options=MeshingOptions(edge_length=2.0))
+
+
+def test_mmg_adapts_thin_across_keeps_every_condition_and_is_deterministic():
+    mesh = _small_slab()
+    # edges of 0.1 across (z), 1 along: the wall's metric
+    metric = np.tile([1.0, 0.0, 0.0, 1.0, 0.0, 100.0], (mesh.n_points, 1))
+    first = remeshed(mesh, metric, hausdorff=0.01)
+    second = remeshed(mesh, metric, hausdorff=0.01)
+    assert np.array_equal(first.points, second.points) and np.array_equal(first.tets, second.tets)
+    assert np.array_equal(first.boundary_markers, second.boundary_markers)
+    assert np.all(tet_volumes(first.points, first.tets) > 0)
+    assert len(np.unique(np.round(first.points[:, 2], 6))) >= 8      # layers across
+    assert predicted_count(mesh, metric) == pytest.approx(first.n_tets, rel=0.5)
+    for condition, side in ((FREE, 0.5), (RIGID, -0.5)):
+        faces = first.boundary_faces[first.boundary_markers == condition]
+        assert len(faces) and np.allclose(first.points[faces][..., 2], side)
+    sides = first.boundary_faces[first.boundary_markers == INSULATED]
+    assert len(sides) and np.all(np.abs(first.points[sides][..., :2]).max(axis=2) > 4.999)
+    total = np.abs(tet_volumes(first.points, first.tets)).sum()
+    assert total == pytest.approx(100.0, rel=1e-9)
+
+
+def test_hessian_metric_of_a_parabola_is_thin_across():
+    """e = 1 − (2z/t)² has ∂²e/∂z² = −8/t²: edges across of √(8 ε t² / 8) = t √ε, the longest
+    edge along."""
+    t, error = 1.0, 1e-3
+    points, tets = box_grid(np.linspace(0, 10, 11), np.linspace(0, 10, 11), np.linspace(-t / 2, t / 2, 9))
+    faces = boundary_faces_of(tets)
+    mesh = TetMesh(points, tets, faces, np.full(len(faces), FREE))
+    metric = hessian_metric(mesh, plate_extent(points[:, 2], t), error, hmin=1e-3, hmax=2.0)
+    inner = (np.abs(points[:, 2]) < 0.3) & (points[:, 0] > 1) & (points[:, 0] < 9) & (points[:, 1] > 1) & (points[:, 1] < 9)
+    across = 1.0 / np.sqrt(metric[inner, 5])
+    assert np.allclose(across, t * math.sqrt(error), rtol=1e-6)
+    assert np.allclose(metric[inner][:, [0, 3]], 1.0 / 4.0)
+
+
+# ------------------------------------------------------------------ default builds
+
+def _built(tmp_path, surface, name):
+    path = tmp_path / f"{name}.stl"
+    surface.export(path)
+    out = tmp_path / f"{name}.vtu"
+    result = build(path, out, BuildOptions(units="mm", modulus=1e5, dissipation=1.0))
+    return result, read_asset(out), read_metadata(out)
+
+
+def _worst(metadata) -> float:
+    estimate = metadata["error_estimate"]
+    return max(estimate["extent"], estimate["pressure"], estimate["characteristic_length"])
+
+
+#: Measured on the 2-core machine (docs/design/sizing.md, "Thin walls"): by default a free tube of
+#: 0.3 mm wall reaches 10.8 % (30 mm long) to 45 % (20 mm, this test) and a free 40 x 40 x 1 mm
+#: plate 2.1 % within the 280k budget (the honesty checks before the last assert pass);
+#: MMG3D's anisotropic adaptation (``THIN_WALL_ADAPTATION``) is off until it fits the time budget.
+NOT_YET = "thin walls do not reach 1% by default yet (docs/design/sizing.md, 'Thin walls')"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason=NOT_YET, strict=True)
+def test_a_thin_tube_meets_the_accuracy_by_default(tmp_path):
+    """A free tube 5 mm across, 0.3 mm wall, 20 mm long: by default within 1% estimated and
+    within the budget, and the true error against the closed form across the wall (far from
+    the ends) no more than twice the estimate."""
+    a, b, length = 2.2, 2.5, 20.0
+    tube = trimesh.creation.annulus(r_min=a, r_max=b, height=length, sections=96)
+    result, asset, metadata = _built(tmp_path, tube, "tube")
+    assert result.tets <= 300_000
+    points = asset.points * 1e3
+    exact = lambda x: tube_extent(np.hypot(x[:, 0], x[:, 1]), a, b)   # noqa: E731
+    true, share = rms_error_where(points, asset.tets, asset.extent, exact,
+                                  lambda c: np.abs(c[:, 2]) < 0.25 * length)
+    assert share > 0.3
+    assert true <= 2.0 * metadata["error_estimate"]["extent"]
+    assert _worst(metadata) <= 0.01
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason=NOT_YET, strict=True)
+def test_a_thin_plate_meets_the_accuracy_by_default(tmp_path):
+    """A free 40 x 40 x 1 mm plate: by default within 1% estimated and within the budget, and
+    the true error against 1 − (2z/t)² far from its edges no more than twice the estimate."""
+    t = 1.0
+    plate = trimesh.creation.box(extents=(40.0, 40.0, t))
+    result, asset, metadata = _built(tmp_path, plate, "plate")
+    assert result.tets <= 300_000
+    points = asset.points * 1e3
+    true, _ = rms_error_where(points, asset.tets, asset.extent, lambda x: plate_extent(x[:, 2], t),
+                              lambda c: (np.abs(c[:, 0]) < 10) & (np.abs(c[:, 1]) < 10))
+    assert true <= 2.0 * metadata["error_estimate"]["extent"]
+    assert _worst(metadata) <= 0.01
