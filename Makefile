@@ -19,8 +19,12 @@ $(VENV)/.installed-test: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed
 
+# Each also compiles the runtime's numba kernels into their cache (a minute the first time, a few
+# seconds when they are cached), so that no first run pauses for it (docs/design/first-run.md).
 install: $(VENV)/.installed
+	$(VENV)/bin/fieldgen compile-kernels
 install-test: $(VENV)/.installed-test
+	$(VENV)/bin/fieldgen compile-kernels
 
 # Build every example of assets/manifest.toml into build/ (only what changed) and validate them.
 demo: install

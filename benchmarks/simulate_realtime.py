@@ -14,7 +14,9 @@ Rows (one JSON line each):
   box's drift over the last second (exact statics: < 1e-9 m) are reported.
 - ``coin_first_run``: ``fieldgen simulate assets/scenes/coin.toml`` as a child process twice with
   ``NUMBA_CACHE_DIR`` set to a fresh directory: cold (every kernel compiled) then warm (loaded
-  from that cache); the wall time of each process and the pause the cold run adds.
+  from that cache); then, on another fresh directory, ``fieldgen compile-kernels`` (the install
+  step) and the first run after it. Wall and CPU seconds of each process, and the pause each
+  first run adds to the warm one (docs/design/first-run.md).
 
 ``--cold`` also times each in-process scene in a child with a fresh kernel cache.
 Report the load (``uptime``) with the figures: on a shared machine they scale with it. The
@@ -28,6 +30,7 @@ import argparse
 import dataclasses
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -87,21 +90,37 @@ def stepper_row(name: str, duration: float | None) -> dict | None:
             **{f"{k}_ms": round(1e3 * v / max(result.steps, 1), 3) for k, v in result.stage_seconds.items()}}
 
 
+def _timed_child(args: list[str], cache: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run ``args`` with NUMBA_CACHE_DIR=cache: the process, its wall and CPU seconds."""
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, NUMBA_CACHE_DIR=cache),
+                          cwd=ROOT, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, {"process_seconds": round(time.perf_counter() - start, 2),
+                  "cpu_seconds": round(after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime, 2)}
+
+
 def first_run_row(scene: str = "coin", duration: float = 0.6) -> dict:
-    """The CLI twice on one fresh kernel cache: cold, then warm."""
-    runs = []
+    """The CLI on a fresh kernel cache: cold, then warm; and on another fresh cache after
+    ``fieldgen compile-kernels`` (what ``make install`` runs): the first run after install."""
+    simulate_args = [sys.executable, "-m", "fieldgen.cli.main", "simulate", str(SCENES / f"{scene}.toml"),
+                     "--duration", str(duration), "--json"]
+
+    def run(cache: str) -> dict:
+        done, times = _timed_child(simulate_args, cache)
+        return {**times, "realtime_factor": round(json.loads(done.stdout)["realtime_factor"], 3),
+                "compile_message": "compiling fieldgen's contact kernels" in done.stderr}
+
     with tempfile.TemporaryDirectory() as cache:
-        for _ in range(2):
-            start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "fieldgen.cli.main", "simulate", str(SCENES / f"{scene}.toml"),
-                                   "--duration", str(duration), "--json"], capture_output=True, text=True,
-                                  env=dict(os.environ, NUMBA_CACHE_DIR=cache), cwd=ROOT, check=True)
-            summary = json.loads(done.stdout)
-            runs.append({"process_seconds": round(time.perf_counter() - start, 2),
-                         "realtime_factor": round(summary["realtime_factor"], 3),
-                         "compile_message": "compiling fieldgen's contact kernels" in done.stderr})
-    return {"scene": f"{scene}_first_run", "cold": runs[0], "warm": runs[1],
-            "pause_seconds": round(runs[0]["process_seconds"] - runs[1]["process_seconds"], 2)}
+        cold, warm = run(cache), run(cache)
+    with tempfile.TemporaryDirectory() as cache:
+        _, install_step = _timed_child([sys.executable, "-m", "fieldgen.cli.main", "compile-kernels", "-q"], cache)
+        after_install = run(cache)
+    return {"scene": f"{scene}_first_run", "cold": cold, "warm": warm, "compile_kernels": install_step,
+            "first_run_after_compile_kernels": after_install,
+            "pause_seconds": round(cold["process_seconds"] - warm["process_seconds"], 2),
+            "pause_after_compile_kernels_seconds": round(after_install["process_seconds"] - warm["process_seconds"], 2)}
 
 
 def cold_row(name: str, duration: float | None) -> dict:

@@ -9,6 +9,7 @@ from fieldgen import __version__
 from .batch import batch_command
 from .build import build_command
 from .calibrate import calibrate_command
+from .compile_kernels import compile_kernels_command
 from .contact import contact_command
 from .inspect import inspect_command
 from .simulate import simulate_command
@@ -28,6 +29,7 @@ main.add_command(inspect_command)
 main.add_command(contact_command)
 main.add_command(simulate_command)
 main.add_command(calibrate_command)
+main.add_command(compile_kernels_command)
 
 if __name__ == "__main__":
     main()

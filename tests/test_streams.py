@@ -14,7 +14,7 @@ from fieldgen.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BALL = ROOT / "assets" / "foam_ball.obj"
-COMMANDS = ["build", "validate", "inspect", "batch", "contact", "simulate", "calibrate"]
+COMMANDS = ["build", "validate", "inspect", "batch", "contact", "simulate", "calibrate", "compile-kernels"]
 
 
 def invoke(*args):

@@ -3,9 +3,11 @@
 Every kernel of ``runtime/contact`` and ``runtime/dynamics`` is ``@nb.njit(cache=True)``: it is
 compiled on its first call and kept on disk where the user can write, chosen by numba's cache
 locators in order: ``NUMBA_CACHE_DIR`` when set, else the ``__pycache__`` beside the module when
-that is writable (an editable install), else the user-wide cache directory
-(``~/.cache/numba`` on Linux; a non-editable install in a read-only site-packages). Later
-runs load the compiled code from there.
+that is writable (an editable install, or any install into a virtualenv the user owns), else the
+user-wide cache directory (``~/.cache/numba`` on Linux; an install in a site-packages the user
+cannot write). Later runs load the compiled code from there. ``fieldgen compile-kernels`` (run by
+``make install``; fieldgen/runtime/compile_kernels.py) compiles them all ahead, so that even the
+first run loads them (docs/design/first-run.md).
 
 numba broadcasts a ``numba:compile`` event only when a kernel is really compiled, never when it
 is loaded from the cache; a cold cache is therefore detected exactly by the first such event, and
@@ -18,8 +20,8 @@ from numba.core import event
 
 from fieldgen.progress import Progress
 
-COMPILING_MESSAGE = ("compiling fieldgen's contact kernels (first run after install; cached for later "
-                     "runs) ...")
+COMPILING_MESSAGE = ("compiling fieldgen's contact kernels (a minute, once: cached for later runs; "
+                     "`fieldgen compile-kernels` does it ahead) ...")
 
 
 class CompileNotice(event.Listener):
