@@ -214,12 +214,45 @@ def combined_tangential(stiffness_a: float, damping_a: float, stiffness_b: float
     return series(float(stiffness_a), float(stiffness_b)), series(float(damping_a), float(damping_b))
 
 
-def friction_wrench(surface: ContactSurface | Quadrature, state=None, *, linear_velocity, angular_velocity,
-                    mu: float, stiffness: float, damping: float, reference_point=None) -> TangentialResult:
+@dataclass(frozen=True)
+class SpringGeometry:
+    """What the friction spring takes from the contact surface alone (its pose, not the
+    velocities or the state): the quadrature arrays, the centre c (6.9), K (D.6), ∫ p dS and the
+    scaling of K (None without contact). Built once per surface by :func:`spring_geometry`,
+    so evaluations at the same poses (a finite-difference Jacobian's velocity and state
+    columns) reuse it; the arithmetic is the same as computing it in :func:`friction_wrench`."""
+
+    points: np.ndarray
+    weights: np.ndarray
+    pressures: np.ndarray
+    normals: np.ndarray
+    centre: np.ndarray
+    K: np.ndarray
+    total: float
+    scaling: StiffnessScaling | None
+    stiffness: float
+
+
+def spring_geometry(surface: ContactSurface | Quadrature, stiffness: float) -> SpringGeometry:
+    """The :class:`SpringGeometry` of ``surface`` for the pair's K̄ ``stiffness`` (1/m)."""
+    quad = surface if isinstance(surface, Quadrature) else surface_quadrature(surface)
+    points = np.ascontiguousarray(quad.points, dtype=np.float64)
+    weights = np.ascontiguousarray(quad.weights, dtype=np.float64)
+    pressures = np.maximum(np.ascontiguousarray(quad.pressures, dtype=np.float64), 0.0)   # round-off below 0
+    normals = np.ascontiguousarray(quad.normals, dtype=np.float64)
+    centre, K, total = _centre_and_stiffness(points, weights, pressures, normals, float(stiffness))
+    scaling = stiffness_scaling(K) if total > 0 else None
+    return SpringGeometry(points, weights, pressures, normals, centre, K, total, scaling, float(stiffness))
+
+
+def friction_wrench(surface: ContactSurface | Quadrature | SpringGeometry, state=None, *, linear_velocity,
+                    angular_velocity, mu: float, stiffness: float, damping: float,
+                    reference_point=None) -> TangentialResult:
     """Friction wrench and state rate of one contact surface with a spatial friction spring (D 6.2).
 
-    ``surface``: the runtime's :class:`ContactSurface` (normals from A into B) or its
-    :class:`Quadrature`. ``state``: s (6,) = [s_θ; s_r] in world components (None: zero).
+    ``surface``: the runtime's :class:`ContactSurface` (normals from A into B), its
+    :class:`Quadrature`, or its :class:`SpringGeometry` for this ``stiffness``.
+    ``state``: s (6,) = [s_θ; s_r] in world components (None: zero).
     ``linear_velocity``: velocity of B's material point relative to A's at ``reference_point``
     (world, default the origin); ``angular_velocity``: ω_B − ω_A. ``mu``: the pair's friction
     coefficient; ``stiffness`` K̄ (1/m) and ``damping`` C̄ (s/m): k = K̄ p, c = C̄ p (6.17, 6.18).
@@ -233,13 +266,10 @@ def friction_wrench(surface: ContactSurface | Quadrature, state=None, *, linear_
     omega = np.asarray(angular_velocity, dtype=np.float64).reshape(3)
     v_ref = np.asarray(linear_velocity, dtype=np.float64).reshape(3)
     ref = np.zeros(3) if reference_point is None else np.asarray(reference_point, dtype=np.float64).reshape(3)
-    quad = surface if isinstance(surface, Quadrature) else surface_quadrature(surface)
-    points = np.ascontiguousarray(quad.points, dtype=np.float64)
-    weights = np.ascontiguousarray(quad.weights, dtype=np.float64)
-    pressures = np.maximum(np.ascontiguousarray(quad.pressures, dtype=np.float64), 0.0)   # round-off below 0
-    normals = np.ascontiguousarray(quad.normals, dtype=np.float64)
-    centre, K, total = _centre_and_stiffness(points, weights, pressures, normals, float(stiffness))
-    scaling = stiffness_scaling(K) if total > 0 else None
+    geometry = surface if isinstance(surface, SpringGeometry) and surface.stiffness == float(stiffness) \
+        else spring_geometry(surface, stiffness)
+    points, weights, pressures, normals = geometry.points, geometry.weights, geometry.pressures, geometry.normals
+    centre, K, total, scaling = geometry.centre, geometry.K, geometry.total, geometry.scaling
     if scaling is None:                    # no contact: the spring relaxes (6.26, second case)
         z = np.zeros(3)
         if tau > 0:

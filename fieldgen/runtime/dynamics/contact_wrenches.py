@@ -22,7 +22,7 @@ import numpy as np
 from fieldgen.runtime.contact.geometries import CompliantGeometry
 from fieldgen.runtime.contact.pose import SpatialVelocity, cross3
 from fieldgen.runtime.contact.surface import ContactSurface, compute_contact_surface
-from fieldgen.runtime.contact.tangential import combined_tangential, friction_wrench
+from fieldgen.runtime.contact.tangential import combined_tangential, friction_wrench, spring_geometry
 from fieldgen.runtime.contact.wrench import combined_friction, compute_wrench
 from fieldgen.runtime.dynamics.bodies import Scene
 from fieldgen.runtime.dynamics.rigid_body import RigidBodyState
@@ -72,12 +72,14 @@ def block_rotate(R: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 def contact_wrenches(scene: Scene, states: list[RigidBodyState], pairs: list[tuple[int, int]] | None = None,
                      springs: np.ndarray | None = None, *, keep_surfaces: bool = False,
-                     records: bool = False) -> ContactWrenches:
+                     records: bool = False, cache: dict | None = None) -> ContactWrenches:
     """Contact wrenches on every body at ``states`` (see the module doc).
 
     ``pairs``: the pairs to query (default :func:`contact_pairs`). ``springs`` (n_pairs, 6):
     each pair's friction-spring state in its B frame, for compliant friction (D 6); without
-    it, friction is regularised (D 5.3)."""
+    it, friction is regularised (D 5.3). ``cache`` (a dict the caller keeps across calls):
+    each pair's latest contact surface and friction-spring geometry with the two poses they
+    were computed at, reused when a call has exactly those poses (same bits out)."""
     pairs = contact_pairs(scene) if pairs is None else pairs
     out = np.zeros((len(scene.bodies), 6))
     rates = np.zeros((len(pairs), 6)) if springs is not None else np.zeros((0, 6))
@@ -85,17 +87,15 @@ def contact_wrenches(scene: Scene, states: list[RigidBodyState], pairs: list[tup
     poses = [b.pose(s) for b, s in zip(scene.bodies, states)]
     for k, (i, j) in enumerate(pairs):
         bi, bj = scene.bodies[i], scene.bodies[j]
-        with watched((bi.name, bj.name)):
-            surface = compute_contact_surface(bi.geometry, poses[i], bj.geometry, poses[j], "triangle",
-                                              face_rule=scene.face_rule)
+        surface, geometry = _cached_surface(scene, poses, i, j, cache, springs is not None)
         if springs is None:
             if surface.n_faces == 0:
                 continue
             force, torque = _pressure_wrench(surface, bi.geometry, bj.geometry, states[i], poses[i], states[j],
                                              poses[j], None)
         else:
-            force, torque, rates[k], row = _spring_wrench(surface, bi, bj, states[i], poses[i], states[j], poses[j],
-                                                          springs[k])
+            force, torque, rates[k], row = _spring_wrench(surface, geometry, bi, bj, states[i], poses[i], states[j],
+                                                          poses[j], springs[k])
             if records:
                 rows.append(row)
         if keep_surfaces and surface.n_faces:
@@ -105,6 +105,23 @@ def contact_wrenches(scene: Scene, states: list[RigidBodyState], pairs: list[tup
         out[i, :3] -= force
         out[i, 3:] += -torque + cross3(states[i].position, force)
     return ContactWrenches(out, rates, surfaces, rows)
+
+
+def _cached_surface(scene: Scene, poses, i: int, j: int, cache: dict | None, spring: bool):
+    """The pair's triangle-representation contact surface at ``poses`` (and, with ``spring``, its
+    friction-spring geometry): from ``cache`` when it holds this pair at exactly these poses."""
+    key = (poses[i].tobytes(), poses[j].tobytes())
+    hit = cache.get((i, j)) if cache is not None else None
+    if hit is not None and hit[0] == key and (hit[2] is not None or not spring):
+        return hit[1], hit[2]
+    bi, bj = scene.bodies[i], scene.bodies[j]
+    with watched((bi.name, bj.name)):
+        surface = compute_contact_surface(bi.geometry, poses[i], bj.geometry, poses[j], "triangle",
+                                          face_rule=scene.face_rule)
+    geometry = spring_geometry(surface, pair_tangential(bi.geometry, bj.geometry)[0]) if spring else None
+    if cache is not None:
+        cache[(i, j)] = (key, surface, geometry)
+    return surface, geometry
 
 
 def _pressure_wrench(surface: ContactSurface, ga, gb, sa, Xa, sb, Xb, mu):
@@ -119,7 +136,7 @@ def _pressure_wrench(surface: ContactSurface, ga, gb, sa, Xa, sb, Xb, mu):
     return w.force, w.torque
 
 
-def _spring_wrench(surface: ContactSurface, bi, bj, si, Xi, sj, Xj, spring):
+def _spring_wrench(surface: ContactSurface, geometry, bi, bj, si, Xi, sj, Xj, spring):
     """Compliant friction on one pair (D 6.2.4): (force, torque) on B about the world origin
     (friction spring plus the frictionless pressure-field wrench), the rate of the spring state
     in B's frame, and the pair's record."""
@@ -129,7 +146,7 @@ def _spring_wrench(surface: ContactSurface, bi, bj, si, Xi, sj, Xj, spring):
     # relative velocity of B's and A's material points at the world origin, and ω_B − ω_A
     v_rel = (sj.velocity - cross3(sj.angular_velocity, sj.position)) \
         - (si.velocity - cross3(si.angular_velocity, si.position))
-    res = friction_wrench(surface, block_rotate(Rj, spring), linear_velocity=v_rel,
+    res = friction_wrench(geometry, block_rotate(Rj, spring), linear_velocity=v_rel,
                           angular_velocity=sj.angular_velocity - si.angular_velocity,
                           mu=combined_friction(gi, gj), stiffness=k_bar, damping=c_bar)
     force, torque = res.force.copy(), res.torque.copy()

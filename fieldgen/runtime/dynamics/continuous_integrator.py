@@ -127,6 +127,7 @@ class ContinuousRhs:
         self.n_body = 13 * sum(b.kind != "fixed" for b in scene.bodies)
         self.evaluations = 0
         self.last = None            # (t, y, f, pairs) of the latest evaluation, for the Jacobian's base point
+        self.cache = {}             # each pair's latest surface at its poses (contact_wrenches' cache)
 
     def __call__(self, t, y):
         out = self.rates(t, y)
@@ -138,7 +139,7 @@ class ContinuousRhs:
         set_time(t)
         st = unpack_states(self.scene, y[:self.n_body], self.base_states, t)
         springs = y[self.n_body:].reshape(len(self.pairs), 6) if self.springs else None
-        contact = contact_wrenches(self.scene, st, self.pairs, springs)
+        contact = contact_wrenches(self.scene, st, self.pairs, springs, cache=self.cache)
         self.evaluations += 1
         out = state_rates(self.scene, st, contact.wrenches, t)
         if self.springs:

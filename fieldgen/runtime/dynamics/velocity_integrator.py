@@ -156,7 +156,7 @@ def solve_step(scene: Scene, states, dyn_index: dict, contacts: PointContacts, M
         assembled = time.perf_counter()
         v, impulses, iterations = lcp_fallback(scene, states, dyn_index, contacts, dt, t, n_directions)
         return StepSolution(v, impulses, "lemke", iterations), assembled
-    frames = contact_frames(contacts.normal) if contacts.n else np.zeros((0, 3, 3))
+    frames = pair_friction_planes(contact_frames(contacts.normal), contacts) if contacts.n else np.zeros((0, 3, 3))
     J, bias = jacobians(scene, states, dyn_index, contacts, frames, t)
     assembled = time.perf_counter()
     solve = solve_compliant_step if not np.any(rigid) else solve_with_rigid_rows   # core reached
@@ -166,6 +166,74 @@ def solve_step(scene: Scene, states, dyn_index: dict, contacts: PointContacts, M
     impulses = np.einsum("ck,ckj->cj", result.impulses, frames) if contacts.n else np.zeros((0, 3))
     solver = "newton" if solve is solve_compliant_step else "newton+rigid"
     return StepSolution(result.velocity, impulses, solver, result.newton_iterations), assembled
+
+
+#: a pair's compliant contacts share a friction plane when their net normal force is at least this
+#: share of the sum of their normal forces (else, e.g. a peg held from opposite sides, each keeps its own)
+SHARED_PLANE_SHARE = 0.5
+
+
+def pair_friction_planes(frames: np.ndarray, contacts: PointContacts) -> np.ndarray:
+    """``frames`` (rows t1, t2, n per contact) with the tangent rows of each pair's compliant
+    contacts replaced by those of the pair's net normal force direction (docs/model.md §5.3):
+    slip is measured in the pair's contact plane, so a body pressed into a curved patch (whose
+    polygons are tilted) has no slip from its normal approach, and friction cannot hold it
+    off the field's balance. Rigid rows keep their own frames."""
+    slot, net, total = _pair_net_normals(contacts.body_a.astype(np.int64), contacts.body_b.astype(np.int64),
+                                         np.ascontiguousarray(contacts.stiffness, dtype=np.float64),
+                                         np.ascontiguousarray(contacts.phi0, dtype=np.float64),
+                                         np.ascontiguousarray(contacts.normal, dtype=np.float64))
+    size = np.sqrt(np.einsum("ij,ij->i", net, net))
+    shared = size > SHARED_PLANE_SHARE * total
+    if not np.any(shared):
+        return frames
+    planes = contact_frames(np.where(shared[:, None], net, 1.0) / np.where(shared, size, 1.0)[:, None])
+    out = frames.copy()
+    _set_tangent_rows(out, planes, slot, shared, np.ascontiguousarray(contacts.stiffness, dtype=np.float64))
+    return out
+
+
+@nb.njit(cache=True)
+def _set_tangent_rows(out, planes, slot, shared, stiffness):
+    """Rows t1, t2 of each compliant contact whose pair shares a plane: that plane's, in place."""
+    for c in range(out.shape[0]):
+        q = slot[c]
+        if shared[q] and np.isfinite(stiffness[c]):
+            for r in range(2):
+                for i in range(3):
+                    out[c, r, i] = planes[q, r, i]
+
+
+@nb.njit(cache=True)
+def _pair_net_normals(body_a, body_b, stiffness, phi0, normal):
+    """Each contact's pair slot, and per slot the net normal force direction Σ k (−φ0)₊ n̂ and
+    the sum of k (−φ0)₊ over its compliant contacts (rigid rows count for neither)."""
+    n = stiffness.shape[0]
+    slot = np.empty(n, np.int64)
+    seen_a = np.empty(n, np.int64)
+    seen_b = np.empty(n, np.int64)
+    net = np.zeros((n, 3))
+    total = np.zeros(n)
+    m = 0
+    last = -1
+    for c in range(n):
+        if not (last >= 0 and seen_a[last] == body_a[c] and seen_b[last] == body_b[c]):
+            last = -1
+            for q in range(m):
+                if seen_a[q] == body_a[c] and seen_b[q] == body_b[c]:
+                    last = q
+                    break
+            if last < 0:
+                seen_a[m], seen_b[m] = body_a[c], body_b[c]
+                last = m
+                m += 1
+        slot[c] = last
+        if np.isfinite(stiffness[c]) and phi0[c] < 0.0:
+            w = stiffness[c] * -phi0[c]
+            total[last] += w
+            for i in range(3):
+                net[last, i] += w * normal[c, i]
+    return slot, net[:m].copy(), total[:m].copy()
 
 
 def advance(scene: Scene, states: list[RigidBodyState], dyn_index: dict, v: np.ndarray, t: float,
