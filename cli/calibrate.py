@@ -10,8 +10,9 @@ import warnings
 import click
 
 from fieldgen.options import LAWS, BuildOptions, options_from_mapping, options_from_spec
-from fieldgen.calibrate.data import parse_targets, parse_units, read_data
+from fieldgen.calibrate.data import length_unit_name, parse_targets, parse_units, read_data
 from fieldgen.errors import InputError, OptionError
+from fieldgen.io.surface_readers import read_triangles, size_warnings
 from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
 from fieldgen.units import LENGTH_UNITS
@@ -86,6 +87,19 @@ def _indenter_file(text: str) -> str | None:
     return text if os.path.isfile(text) else None
 
 
+def indenter_size_notes(indenter: str, length_scale: float) -> tuple[str, ...]:
+    """The size warning of an ``--indenter`` mesh file, read in the length unit of ``--units``
+    as the calibration reads it (docs/model.md §1.4); none for a shape."""
+    path = _indenter_file(indenter)
+    if path is None:
+        return ()
+    units = length_unit_name(length_scale)
+    with reported_errors():                   # an unreadable or non-finite mesh: exit 1, before the fit
+        vertices = read_triangles(path, units=units).vertices
+    return size_warnings(vertices * LENGTH_UNITS[units], units, what=f"the indenter {path}",
+                         fix="check the length unit of --units (the indenter mesh is read in it)")
+
+
 def _knots(text: str | None):
     if text is None:
         return None
@@ -112,7 +126,7 @@ def _knots(text: str | None):
 @click.option("--law", type=click.Choice(LAWS), help="Law to fit (default: the spec's).")
 @click.option("--knots", help="Table law: a count, or the extents E1,E2,... of the table's points (default 8 up to the deepest extent reached).")
 @click.option("--smoothness", type=float, default=1e-4, show_default=True, help="Table law: weight of the slope-change penalty.")
-@click.option("--layer-tolerance", type=float, help="Layer tolerance of the calibrated asset, Pa (default the spec's, else 1% of max p0).")
+@click.option("--layer-tolerance", type=float, help="Layer tolerance of the calibrated asset, Pa (default the spec's, else 1% of the local p0 down to the shallowest contact's pressures).")
 @click.option("--mesh-units", type=click.Choice(list(LENGTH_UNITS)), help="Units of INPUT (default: the spec's, else m).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Calibrated asset to write (.vtu).")
 @click.option("--png", type=click.Path(dir_okay=False), help="Also write the fit plot (measured vs predicted force, residuals).")
@@ -177,6 +191,9 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
                            {"-o": output, "--png": png},
                            {"INPUT": input_path, "--spec": spec, "--data": data, "--indenter": _indenter_file(indenter),
                             "the spec's --table": options.table, "the spec's --core": options.core})
+    sizes = indenter_size_notes(indenter, length_scale)
+    for warning in sizes:                     # before the fit, which may fail for the same reason
+        click.echo(f"warning: {warning}", err=True)
     progress = Progress(enabled=not quiet)
     # lazy: as calibrate; its pass-through is reported once, in result.warnings, not as raw lines
     from fieldgen.runtime.contact.surface import PassThroughWarning
@@ -188,7 +205,8 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
                            smoothness=smoothness, layer_tolerance=layer_tolerance, length_scale=length_scale,
                            png=png, progress=progress)
     if as_json:
-        print_json(result.to_dict())
+        report = result.to_dict()
+        print_json({**report, "warnings": [*sizes, *report["warnings"]]})
     elif not quiet:
         click.echo(_wrote(result), err=True)
     for warning in result.warnings:      # whatever --quiet or --json say (docs/model.md §1.5)

@@ -12,7 +12,7 @@ import click
 import numpy as np
 
 from fieldgen.errors import InputError
-from fieldgen.io.surface_readers import STEP_SUFFIXES
+from fieldgen.io.surface_readers import STEP_SUFFIXES, size_warnings
 from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.pose import Pose, SpatialVelocity, as_matrix
@@ -96,6 +96,19 @@ def _load(path: str, modulus: float | None, units: str | None, mu: float | None 
     if mu is not None:            # static = dynamic; fieldgen's contact uses the dynamic one (§4.3)
         body.mu_static = body.mu_dynamic = float(mu)
     return body
+
+
+def _size_notes(path: str, body, units: str | None, side: str) -> tuple[str, ...]:
+    """The size warning of a mesh read here (a rigid surface or a .vtk tet mesh; an asset's size
+    was checked when it was built): docs/model.md §1.4."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".vtu":
+        return ()
+    if suffix == ".vtk":
+        return size_warnings(body.points, "m", what=path, fix="a .vtk tet mesh is read in metres: export it so")
+    fix = ("a STEP file names its own unit: check its export" if suffix in STEP_SUFFIXES
+           else f"check --units-{side}")
+    return size_warnings(body.vertices, units or "m", what=path, fix=fix)
 
 
 def _vector(values) -> list[float]:
@@ -260,6 +273,7 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
             body_a = _load(a, modulus_a, units_a, mu_a)
         with progress.stage(f"load {b}"):
             body_b = _load(b, modulus_b, units_b, mu_b)
+    sizes = [*_size_notes(a, body_a, units_a, "a"), *_size_notes(b, body_b, units_b, "b")]
     from fieldgen.runtime.contact.geometries import RigidGeometry  # lazy: numba kernels, not for other commands
 
     if isinstance(body_a, RigidGeometry) and isinstance(body_b, RigidGeometry):
@@ -269,6 +283,7 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
         with progress.stage("contact"):
             surface, wrench, seconds, messages, other = run_contact(
                 body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation, repeat, face_rule)
+        messages = sizes + messages
         if output is not None:
             from fieldgen.runtime.contact.export import write_contact_surface  # lazy: only with -o
 

@@ -144,6 +144,8 @@ def inputs(tmp_path_factory) -> Path:
     write(folder / "same_names.toml", scene(name="floor"))
     write(folder / "no_bodies.toml", "gravity = [0, 0, -9.81]\n")
     write(folder / "nan_mesh_scene.toml", scene(geometry='{mesh = "nan.obj"}'))
+    write(folder / "tiny_mesh_scene.toml", scene(geometry='{mesh = "tiny.obj"}'))
+    write(folder / "big_mesh_scene.toml", scene(geometry='{mesh = "big.obj"}'))
     write(folder / "bad_asset_scene.toml", scene(floor="", name="pad", mass="mass = 0.1",
                                                    geometry='{asset = "negative_dissipation.vtu"}'))
     write(folder / "motion.toml", FLOOR.replace('"fixed"', '"kinematic"')
@@ -254,12 +256,32 @@ REFUSED = [
     ("--duration 1e9", ["simulate", f"{I}/ball_scene.toml", "--duration", "1e9"], 2, "1e+12 steps"),
 ]
 
+#: Meshes of an absurd size (a unit slip), in every command that reads one: warned about on
+#: stderr, naming the mesh and the option or key that sets its unit (docs/model.md §1.4); the work
+#: goes on (exit 0), or fails for its own reason (exit 1), with nothing written.
+WARNED = [
+    ("contact rigid B 1e-32 m across", ["contact", f"{I}/asset.vtu", f"{I}/tiny.obj", "-q"], 0,
+     "tiny.obj is 1e-32 m across (read in m), outside 1e-06 .. 1000 m: check --units-b"),
+    ("contact rigid A 1e30 m across", ["contact", f"{I}/big.obj", f"{I}/asset.vtu", "-q"], 0,
+     "big.obj is 1e+30 m across (read in m), outside 1e-06 .. 1000 m: check --units-a"),
+    ("contact rigid B 1e30 mm across", ["contact", f"{I}/asset.vtu", f"{I}/big.obj", "--units-b", "mm", "--json",
+     "-q"], 0, "big.obj is 1e+27 m across (read in mm)"),
+    ("calibrate indenter mesh 1e30 mm across", ["calibrate", *PAD, "--indenter", f"{I}/big.obj", "--data",
+     str(PRESS), "-o", f"{O}/x.vtu"], 1,
+     "big.obj is 1e+27 m across (read in mm), outside 1e-06 .. 1000 m: check the length unit of --units"),
+    ("scene mesh 1e-32 m across", ["simulate", f"{I}/tiny_mesh_scene.toml", "-q"], 0,
+     "tiny.obj of body 'box' is 1e-32 m across (read in m), outside 1e-06 .. 1000 m: check the units"),
+    ("scene mesh 1e30 m across", ["simulate", f"{I}/big_mesh_scene.toml", "--json", "-q"], 0,
+     "big.obj of body 'box' is 1e+30 m across"),
+]
+
 
 def _expand(args: list[str], inputs: Path, out: Path) -> list[str]:
     return [a.replace(I, str(inputs)).replace(O, str(out)) for a in args]
 
 
-@pytest.mark.parametrize("args, code, words", [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
+@pytest.mark.parametrize("args, code, words", [c[1:] for c in REFUSED + WARNED],
+                         ids=[c[0] for c in REFUSED + WARNED])
 def test_hostile_input_is_refused(inputs, tmp_path, monkeypatch, args, code, words):
     out = tmp_path / "out"
     out.mkdir()
@@ -303,6 +325,25 @@ def test_size_warnings_for_absurd_scales(inputs, tmp_path):
                                            "-q", "-o", str(tmp_path / f"{name}.vtu")])
         assert result.exit_code == 0, result.output
         assert f"the part is {size} across" in result.stderr
+
+
+def test_size_warning_of_a_rigid_body_in_the_json_report(inputs):
+    """The rigid body's size warning is in contact's --json warnings too."""
+    result = CliRunner().invoke(main, ["contact", str(inputs / "asset.vtu"), str(inputs / "tiny.obj"), "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    assert [w for w in json.loads(result.stdout)["warnings"] if "m across" in w] == [
+        f"{inputs / 'tiny.obj'} is 1e-32 m across (read in m), outside 1e-06 .. 1000 m: check --units-b"]
+
+
+@pytest.mark.slow
+def test_size_warning_of_an_indenter_in_the_json_report(inputs, tmp_path):
+    """The indenter mesh's size warning is in calibrate's --json warnings too (the fit of a
+    1e-35 m indenter goes on: one to three minutes)."""
+    result = CliRunner().invoke(main, ["calibrate", *PAD, "--indenter", str(inputs / "tiny.obj"), "--data", str(PRESS),
+                                       "-o", str(tmp_path / "x.vtu"), "--json", "-q"])
+    assert [w for w in json.loads(result.stdout)["warnings"] if "m across" in w] == [
+        f"the indenter {inputs / 'tiny.obj'} is 1e-35 m across (read in mm), outside 1e-06 .. 1000 m: check the "
+        "length unit of --units (the indenter mesh is read in it)"]
 
 
 def test_inspect_names_what_is_invalid(inputs):

@@ -60,6 +60,17 @@ def p1_rms(points, tets, values) -> float:
     return float(np.sqrt(integral / volume.sum()))
 
 
+def rms_against(path, closed_form) -> float:
+    """The asset's RMS extent error against ``closed_form(points)`` over its volume, both sampled
+    on its mesh refined 1:8 (the asset's P1 extent at the edge midpoints is the mean of the ends)."""
+    asset = read_asset(path)
+    mesh = TetMesh(points=asset.points, tets=asset.tets, boundary_faces=np.zeros((0, 3), np.int64),
+                   boundary_markers=np.zeros(0, np.int64))
+    fine = red_refine(mesh)
+    coarse_on_fine = np.concatenate([asset.extent, 0.5 * asset.extent[fine.edges].sum(axis=1)])
+    return p1_rms(fine.mesh.points, fine.mesh.tets, closed_form(fine.mesh.points) - coarse_on_fine)
+
+
 def test_red_refinement_is_conforming_and_keeps_the_boundary():
     mesh = slab_mesh(0.2)
     fine = red_refine(mesh).mesh
@@ -519,6 +530,8 @@ def test_accuracy_option_is_checked_and_recorded(meshes, tmp_path):
     passes = meta["mesher"]["sizing"]["passes"]
     assert passes[meta["mesher"]["sizing"]["kept_pass"] - 1]["extent"] == meta["error_estimate"]["extent"]
     assert max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length")) <= 0.05
+    # and met in truth: a free ball's extent is 1 − r²/R² (Poisson, normalised; docs/model.md §2.2)
+    assert rms_against(out, lambda x: 1 - np.sum(x ** 2, axis=1)) <= 0.05            # 0.63% measured
     assert meta["mesher"]["sizing"]["stopped"] == "accuracy met"
     assert not any("accuracy asked" in w for w in report["warnings"])
     # A size given by hand: no sizing, no estimate.
@@ -950,6 +963,12 @@ def test_accuracy_sized_skin_build_meets_the_accuracy_and_records_its_passes(mes
     report = json.loads(result.stdout)
     meta = read_metadata(out)
     assert max(meta["error_estimate"][k] for k in ("extent", "pressure", "characteristic_length")) <= 0.01
+    # against the shell's closed form (a = 0.85, b = 1; docs/model.md §2.2): 1.64% measured, so
+    # within 2%, not 1% (the estimate says 0.65%): the closed form is the round sphere's, the part
+    # is a 1280-triangle one (sagitta 1.2 mm; the skin's interior follows its facets), and how much
+    # of the gap the facets make is not separated here
+    shell = lambda x: np.clip((1 / np.linalg.norm(x, axis=1) - 1) / (1 / 0.85 - 1), 0.0, 1.0)
+    assert rms_against(out, shell) <= 0.02
     passes = meta["mesher"]["sizing"]["passes"]
     assert passes[0]["edge_length"] == pytest.approx(0.075)          # skin / 2
     assert all(b["edge_length"] <= MIN_SHRINK * a["edge_length"] for a, b in zip(passes, passes[1:]))

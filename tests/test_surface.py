@@ -82,39 +82,62 @@ def independent_merge_count(path) -> int:
 
 # File -> patterns that must all appear in the refusal, and whether --robust is offered.
 REFUSED = {
-    "box.STL": ([r"intersects itself: 4,665 pairs of faces"], True),
-    "bunny.ply": ([r"215 open edges", r"70 holes", r"125 non-manifold edges",
-                   r"199 non-manifold vertices"], True),
-    # {open} and {holes}: counted here by open_edges_and_holes (trimesh and scipy), not by fieldgen
+    # the count of crossing pairs: bounded independently by test_box_stl_crossing_pairs_counted_by_vtk
+    "box.STL": ([r"intersects itself: [\d,]+ pairs of faces"], True),
+    # {open}, {holes}, {nonmanifold_edges}, {nonmanifold_vertices}: counted here by
+    # surface_counts (trimesh and scipy), not by fieldgen
+    "bunny.ply": ([r"{open} open edges", r"{holes} holes?\b", r"{nonmanifold_edges} non-manifold edges",
+                   r"{nonmanifold_vertices} non-manifold vertices"], True),
     "drake_neg_volume.obj": ([r"not closed: {open} open edges", r"{holes} holes?\b"], True),
     "drake_two_inverted_faces.obj": ([r"not closed: {open} open edges", r"{holes} holes?\b"], True),
     "pr2_l_finger_tip.obj": ([r"not closed: {open} open edges", r"{holes} holes?\b"], True),
     "soup.stl": ([r"{open} open edges", r"{holes} holes?\b", r"intersects itself: [\d,]+ pairs"], True),
-    "teapot.stl": ([r"{open} open edges", r"{holes} holes?\b", r"1 non-manifold vertices"], True),
+    "teapot.stl": ([r"{open} open edges", r"{holes} holes?\b", r"{nonmanifold_vertices} non-manifold vertices"],
+                   True),
     "drake_one_negative_tetrahedron.vtk": ([r"no triangles \(4 vertices"], False),
     "yellow_bell_pepper_no_stem_low.vtk": ([r"no triangles \(667 vertices"], False),
 }
 
 
-def open_edges_and_holes(path) -> dict[str, int]:
-    """Counted independently of fieldgen: the file read by trimesh, coincident corners merged
-    (to 10^-6 of the file's unit), degenerate triangles dropped; open edges are those one
-    triangle uses, holes the connected loops they form (scipy's connected components)."""
+def _components(n: int, pairs: np.ndarray) -> np.ndarray:
+    """scipy's connected components of the graph of ``pairs`` over ``n`` nodes: each node's label."""
     import scipy.sparse
     from scipy.sparse.csgraph import connected_components
 
+    graph = scipy.sparse.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    return connected_components(graph, directed=False)[1]
+
+
+def surface_counts(path) -> dict[str, int]:
+    """Counted independently of fieldgen: the file read by trimesh, coincident corners merged
+    (to 10^-6 of the file's unit), degenerate and repeated triangles dropped. Open edges are
+    those one triangle uses, holes the connected loops they form; non-manifold edges those
+    more than two use; a non-manifold vertex is one whose triangles fall into more than one fan,
+    triangles at the vertex joined across the edges through it that exactly two triangles use."""
     raw = trimesh.load(path, force="mesh", process=False)
     mesh = trimesh.Trimesh(raw.vertices, raw.faces, process=False)
     mesh.merge_vertices(digits_vertex=6)
     f = mesh.faces[(mesh.faces[:, 0] != mesh.faces[:, 1]) & (mesh.faces[:, 1] != mesh.faces[:, 2])
                    & (mesh.faces[:, 2] != mesh.faces[:, 0])]
-    edges, uses = np.unique(np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1),
-                            axis=0, return_counts=True)
+    f = f[np.sort(np.unique(np.sort(f, axis=1), axis=0, return_index=True)[1])]
+    n, m = len(mesh.vertices), len(f)
+    # side k of face i is row k·m + i
+    sides = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
+    edges, edge_of, uses = np.unique(sides, axis=0, return_inverse=True, return_counts=True)
+    edge_of = edge_of.ravel()
     open_edges = edges[uses == 1]
-    n = len(mesh.vertices)
-    graph = scipy.sparse.coo_matrix((np.ones(len(open_edges)), (open_edges[:, 0], open_edges[:, 1])), shape=(n, n))
-    _, label = connected_components(graph, directed=False)
-    return {"open": len(open_edges), "holes": len(np.unique(label[np.unique(open_edges)]))}
+    hole_of = _components(n, open_edges)
+    # fans: nodes are (vertex, face) incidences; two faces sharing a two-face edge join at both its ends
+    incidence = np.unique(f.ravel() * m + np.repeat(np.arange(m), 3))
+    shared = np.flatnonzero(uses[edge_of] == 2)
+    shared = shared[np.argsort(edge_of[shared], kind="stable")].reshape(-1, 2)     # the two sides of each edge
+    face_a, face_b = shared[:, 0] % m, shared[:, 1] % m
+    joins = [np.searchsorted(incidence, np.stack([sides[shared[:, 0], end] * m + face_a,
+                                                   sides[shared[:, 0], end] * m + face_b], axis=1)) for end in (0, 1)]
+    fan_of = _components(len(incidence), np.concatenate(joins))
+    fans = np.bincount(np.unique(np.stack([incidence // m, fan_of], axis=1), axis=0)[:, 0], minlength=n)
+    return {"open": len(open_edges), "holes": len(np.unique(hole_of[np.unique(open_edges)])),
+            "nonmanifold_edges": int((uses > 2).sum()), "nonmanifold_vertices": int((fans > 1).sum())}
 
 
 def _units(name: str) -> str:
@@ -176,7 +199,7 @@ def test_corpus_file_refused_naming_file_defect_and_fix(meshes, name):
         load_surface(meshes / name, _units(name))
     message = str(info.value)
     assert message.startswith(str(meshes / name) + ":")
-    counts = open_edges_and_holes(meshes / name) if any("{" in p for p in patterns) else {}
+    counts = surface_counts(meshes / name) if any("{" in p for p in patterns) else {}
     for pattern in patterns:
         pattern = pattern.format(**counts) if counts else pattern
         assert re.search(pattern, message), (pattern, message)
@@ -208,6 +231,49 @@ def test_box_stl_really_overlaps_itself(meshes):
     pts = np.random.default_rng(0).uniform(v.min(axis=0), v.max(axis=0), (500, 3))
     w = np.round(winding_numbers(v, f, pts), 6)
     assert (w == -1).any()
+
+
+def vtk_crossing_pairs(vertices: np.ndarray, faces: np.ndarray) -> int:
+    """Pairs of triangles with no corner in common that VTK's triangle-triangle test
+    (vtkCollisionDetectionFilter, the surface against itself) finds meeting."""
+    import vtk
+    from vtk.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray, vtk_to_numpy
+
+    def poly():
+        data, points, cells = vtk.vtkPolyData(), vtk.vtkPoints(), vtk.vtkCellArray()
+        points.SetData(numpy_to_vtk(np.ascontiguousarray(vertices, dtype=np.float64), deep=True))
+        cells.SetData(numpy_to_vtkIdTypeArray(np.arange(0, 3 * len(faces) + 1, 3, dtype=np.int64), deep=True),
+                      numpy_to_vtkIdTypeArray(np.ascontiguousarray(faces, dtype=np.int64).ravel(), deep=True))
+        data.SetPoints(points)
+        data.SetPolys(cells)
+        return data
+
+    collide = vtk.vtkCollisionDetectionFilter()
+    for port in (0, 1):
+        collide.SetInputData(port, poly())
+        collide.SetMatrix(port, vtk.vtkMatrix4x4())
+    collide.SetCollisionModeToAllContacts()
+    collide.Update()
+    pairs = np.stack([vtk_to_numpy(collide.GetContactCells(0)), vtk_to_numpy(collide.GetContactCells(1))], axis=1)
+    pairs = np.unique(np.sort(pairs, axis=1), axis=0)
+    apart = ~(faces[pairs[:, 0]][:, :, None] == faces[pairs[:, 1]][:, None, :]).any(axis=(1, 2))
+    return int(apart.sum())
+
+
+def test_box_stl_crossing_pairs_counted_by_vtk(meshes):
+    """The refusal's count of crossing face pairs against VTK's own triangle-triangle test on
+    the same triangles (read and merged by trimesh): at least VTK's count, and at most 2% above
+    it (VTK's test leaves out pairs that only overlap in a common plane or touch, which the
+    count includes: 53 of 4,665 here, measured when this test was written)."""
+    raw = trimesh.load(meshes / "box.STL", force="mesh", process=False)
+    mesh = trimesh.Trimesh(raw.vertices, raw.faces, process=False)
+    mesh.merge_vertices(digits_vertex=6)
+    reference = vtk_crossing_pairs(np.asarray(mesh.vertices), np.asarray(mesh.faces))
+    with pytest.raises(InputError) as info:
+        load_surface(meshes / "box.STL", "mm")
+    reported = int(re.search(r"intersects itself: ([\d,]+) pairs", str(info.value)).group(1).replace(",", ""))
+    assert reference > 4000
+    assert reference <= reported <= 1.02 * reference, (reported, reference)
 
 
 def test_robust_path_loads_open_surface_without_refusing(meshes):

@@ -348,9 +348,11 @@ def check_coordinates(vertices, path: str) -> None:
 SANE_SIZE = (1e-6, 1e3)
 
 
-def size_warnings(vertices_m, units: str) -> tuple[str, ...]:
-    """A warning when a part in metres is smaller than a micrometre or larger than a kilometre
-    across (docs/model.md §1.2): almost always the wrong ``--units``."""
+def size_warnings(vertices_m, units: str, what: str = "the part",
+                  fix: str = "check --units (or the spec's units)") -> tuple[str, ...]:
+    """A warning when a mesh in metres (a part, a rigid body, a scene mesh, an indenter: ``what``
+    names it, ``fix`` is the option or key that sets its unit) is smaller than a micrometre or
+    larger than a kilometre across (docs/model.md §1.2, §1.4): almost always the wrong units."""
     vertices_m = np.asarray(vertices_m, dtype=float)
     if not vertices_m.size:
         return ()
@@ -358,8 +360,7 @@ def size_warnings(vertices_m, units: str) -> tuple[str, ...]:
     low, high = SANE_SIZE
     if low <= size <= high:
         return ()
-    return (f"the part is {size:.3g} m across (read in {units}), outside {low:g} .. {high:g} m: check --units "
-            "(or the spec's units)",)
+    return (f"{what} is {size:.3g} m across (read in {units}), outside {low:g} .. {high:g} m: {fix}",)
 
 
 def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangles:

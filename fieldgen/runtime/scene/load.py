@@ -47,7 +47,7 @@ except ModuleNotFoundError:  # Python 3.10
 from scipy.spatial.transform import Rotation
 
 from fieldgen.errors import InputError, OptionError
-from fieldgen.io.surface_readers import STEP_SUFFIXES
+from fieldgen.io.surface_readers import STEP_SUFFIXES, size_warnings
 from fieldgen.meshing.tetmesh import boundary_faces_of
 from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry, load_body
 from fieldgen.runtime.contact.pose import rotation_from_rpy
@@ -134,7 +134,11 @@ def geometry_from_table(table: dict, *, base_dir: Path, path=None, name: str = "
                               fix="drop units from the geometry table (it applies to surface meshes, which carry no unit)")
         if "mu_static" in friction and "mu_dynamic" not in friction:
             friction["mu_dynamic"] = friction["mu_static"]
-        return load_body(base_dir / table["mesh"], units=table.get("units", "m"), name=name, **friction)
+        body = load_body(base_dir / table["mesh"], units=table.get("units", "m"), name=name, **friction)
+        if notes is not None:        # a unit slip is warned about, as for a built part (docs/model.md §1.4)
+            notes.extend(size_warnings(body.vertices, table.get("units", "m"), what=f"the mesh {base_dir / table['mesh']} "
+                                       f"of body {name!r}", fix="check the units of its geometry table"))
+        return body
     shape = table.get("shape")
     try:
         if shape == "box":
