@@ -46,7 +46,7 @@ def check_build_paths(input_path, output, spec, options) -> None:
 @click.option("--modulus", type=_NUMBER, help="Modulus scale M0 in Pa.")
 @click.option("--k", type=_NUMBER, help="Hyperbolic stiffening 0 <= K < 1: p0 = M0 e / (1 - K e).")
 @click.option("--table", type=click.Path(dir_okay=False), help="CSV of extent, pressure (Pa): a measured law.")
-@click.option("--layer-tolerance", type=_NUMBER, help="Largest allowed interpolation error of p0, Pa (default 1% of max p0).")
+@click.option("--layer-tolerance", type=_NUMBER, help="Largest allowed interpolation error of p0, Pa, the same at every pressure (default: 1% of the local p0, docs/model.md §2.4).")
 @click.option("--expansion-rate", type=_NUMBER, help="Material's maximum expansion rate tau, 1/s: dissipation = 1/(L tau).")
 @click.option("--dissipation", type=_NUMBER, help="Hunt-Crossley dissipation chi in s/m, given directly.")
 @click.option("--mu-static", type=_NUMBER, help="Static friction coefficient (default 0.5).")

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.asset import COMPRESSIONS, DEFAULT_COMPRESSION
-from fieldgen.material.levels import default_layer_tolerance
+from fieldgen.material.levels import LayerTolerance, default_layer_tolerance
 from fieldgen.tables import check_keys
 from fieldgen.units import length_scale
 
@@ -79,11 +79,11 @@ class BuildOptions:
             return self.skin_mesh
         return "band" if self.sized_by_accuracy and not (self.bonded or self.insulated) else "cut"
 
-    def layer_tolerance_for(self, law) -> float:
-        """The layering's interpolation-error tolerance in Pa (docs/model.md §2.4): the one given
-        (absolute), else ``default_layer_tolerance(law)``: 1% of the local pressure, which as a
-        float is the most it allows anywhere, 1% of the law's largest pressure."""
-        return default_layer_tolerance(law) if self.layer_tolerance is None else float(self.layer_tolerance)
+    def layer_tolerance_for(self, law) -> LayerTolerance:
+        """The layering's interpolation-error tolerance (docs/model.md §2.4): the one given
+        (absolute, Pa), else ``default_layer_tolerance(law)``: relative to the local pressure, at
+        most (``float()``) 1% of the law's largest pressure."""
+        return default_layer_tolerance(law) if self.layer_tolerance is None else LayerTolerance(float(self.layer_tolerance))
 
     @property
     def sized_by_accuracy(self) -> bool:

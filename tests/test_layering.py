@@ -3,6 +3,7 @@ unchanged, and brings the linear-interpolation error of a nonlinear p0 within to
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 
@@ -13,8 +14,8 @@ from scipy.spatial import cKDTree
 from fieldgen.errors import BuildError, OptionError
 from fieldgen.material.layering import layer, max_interpolation_error
 from fieldgen.material.halfspace import hertz_table
-from fieldgen.material.levels import (ON_LEVEL, SNAP_FRACTION, balanced_levels, chord_oscillation, default_layer_tolerance,
-                                      extent_levels, snap_to_levels)
+from fieldgen.material.levels import (ON_LEVEL, SNAP_FRACTION, balanced_levels, check_tolerance, chord_oscillation,
+                                      default_layer_tolerance, extent_levels, relative_down_to, snap_to_levels)
 from fieldgen.material.slicing import slice_by_levels
 from fieldgen.meshing.tetmesh import (FREE, INSULATED, RIGID, TetMesh, boundary_faces_of, orient_positive,
                            p1_gradients, tet_volumes)
@@ -285,6 +286,52 @@ def test_a_given_tolerance_is_absolute():
     error = np.abs(np.interp(e, bounds, law.pressure(bounds)) - law.pressure(e))
     assert 0.5 * tol < error.max() <= tol
     assert float(default_layer_tolerance(law)) == pytest.approx(0.01 * law.max_pressure, rel=1e-12)
+
+
+def test_a_layer_tolerance_is_plain_frozen_data_not_a_number():
+    """The default rule is data (largest, relative, floor, default) that cannot be changed, and
+    arithmetic on it is refused instead of silently giving a plain number without the relative
+    rule; ``float()`` and ``scaled`` keep what they say."""
+    law = LAWS["hertz"]
+    tol = default_layer_tolerance(law)
+    assert (tol.largest, tol.relative, tol.floor, tol.default) == pytest.approx(
+        (0.01 * law.max_pressure, 0.01, 0.01 * DOWN_TO * law.max_pressure, True))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tol.relative = 0.0
+    for operation in (lambda t: 2 * t, lambda t: t + 1.0, lambda t: t > 1.0):
+        with pytest.raises(TypeError):
+            operation(tol)
+    assert float(tol) == tol.largest
+    half = tol.scaled(0.5)
+    assert (half.largest, half.relative, half.floor, half.default) == pytest.approx(
+        (0.5 * tol.largest, 0.005, 0.5 * tol.floor, True))
+    given = check_tolerance(123.0, law)
+    assert (given.largest, given.relative, given.floor, given.default) == (123.0, 0.0, 123.0, False)
+    assert float(given.at(1e9)) == float(given.at(0.0)) == 123.0
+    assert float(tol.at(0.5 * law.max_pressure)) == pytest.approx(0.005 * law.max_pressure)
+
+
+def test_relative_down_to_a_pressure_holds_the_relative_bound_there():
+    """Calibration's tolerance (docs/model.md §2.4): the default held down to a pressure below the
+    default's floor keeps the layered law within 1% of the law from that pressure up (checked by
+    interpolating through the levels at random extents), where the default alone does not; a
+    given (absolute) tolerance is left as it is."""
+    law = hyperbolic_law(3e5, 0.6)
+    low = 0.002 * law.max_pressure                   # a tenth of the default's 2% floor
+    tol = relative_down_to(default_layer_tolerance(law), low)
+    assert tol.default and tol.floor == pytest.approx(0.01 * low)
+    e = np.random.default_rng(9).uniform(0.0, 1.0, 400_000)
+    exact = law.pressure(e)
+    above = exact >= low
+
+    def worst(tolerance):
+        bounds = np.concatenate([[0.0], balanced_levels(law, tolerance), [1.0]])
+        layered = np.interp(e, bounds, law.pressure(bounds))
+        return np.max(np.abs(layered - exact)[above] / exact[above])
+
+    assert worst(tol) <= RELATIVE < worst(default_layer_tolerance(law))
+    given = check_tolerance(50.0, law)
+    assert relative_down_to(given, low) is given
 
 
 def test_bad_tolerance_is_refused():

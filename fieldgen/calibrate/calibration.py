@@ -45,6 +45,7 @@ from fieldgen.calibrate.report import (CalibrationResult, calibration_record, js
                                        write_plot)
 from fieldgen.errors import InputError, OptionError
 from fieldgen.material.layering import LayeringResult, layer
+from fieldgen.material.levels import LayerTolerance, relative_down_to
 from fieldgen.material.modulus import ModulusLaw, is_linear
 from fieldgen.pipeline import build, make_law
 from fieldgen.progress import Progress
@@ -55,6 +56,10 @@ from fieldgen.runtime.contact.surface import PassThroughWarning
 MAX_CORRECTIONS = 6
 #: Stop correcting when the layered forces match the fitted ones this closely (relative).
 CORRECTION_TOLERANCE = 2e-4
+#: The default layer tolerance's relative bound is held down to this fraction of the largest
+#: pressure of the shallowest contact (docs/model.md §2.4): a sphere's contact area is spread
+#: evenly over its depths, so below a quarter of its peak lies about 1/16 of its force (linear law).
+SHALLOW_FRACTION = 0.25
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ class LayeredPart:
     forces: np.ndarray
 
 
-def press_layered(press: Press, prepared: PreparedPart, law: ModulusLaw, tolerance: float,
+def press_layered(press: Press, prepared: PreparedPart, law: ModulusLaw, tolerance: LayerTolerance,
                   depths: np.ndarray) -> LayeredPart:
     """Layer the part for ``law`` (:func:`fieldgen.material.layering.layer`, the build's layering
     stage) and press the layered part at ``depths``."""
@@ -87,7 +92,7 @@ class Corrected:
     iterations: int
     layered: LayeredPart | None      #: the layering of ``fit.law``, when the last round made it
     warnings: tuple[str, ...]
-    tolerance: float | None = None   #: the layer tolerance of every round (the first fit's law's)
+    tolerance: LayerTolerance | None = None   #: the layer tolerance of every round (the first fit's law's)
 
 
 def correct_for_layers(fit: Fit, law_to_fit: LawToFit, model: ForceModel, press: Press,
@@ -97,9 +102,11 @@ def correct_for_layers(fit: Fit, law_to_fit: LawToFit, model: ForceModel, press:
     matches the data (at most MAX_CORRECTIONS rounds). ``layer_options`` give the layer tolerance
     (``layer_tolerance_for``), taken once for the first fit's law and kept: a default tolerance
     that followed each refit's largest pressure would let the correction feed on itself (a
-    stiffer law, coarser layers, a larger defect, a stiffer law ...)."""
+    stiffer law, coarser layers, a larger defect, a stiffer law ...). The default's relative bound
+    is held down to the pressures of the shallowest contact (:func:`shallow_pressure`)."""
     evaluations, iterations = fit.evaluations, fit.iterations
-    tolerance = layer_options.layer_tolerance_for(fit.law)
+    tolerance = relative_down_to(layer_options.layer_tolerance_for(fit.law),
+                                 SHALLOW_FRACTION * shallow_pressure(fit.law, model))
     warnings: list[str] = []
     layered = None
     corrections = 0
@@ -138,12 +145,17 @@ def fit_and_correct(law_to_fit: LawToFit, model: ForceModel, target: np.ndarray,
         return correct_for_layers(fit, law_to_fit, model, press, prepared, target, layer_options, progress), determined
 
 
-def tolerance_warning(law: ModulusLaw, tolerance: float, model: ForceModel) -> list[str]:
+def shallow_pressure(law: ModulusLaw, model: ForceModel) -> float:
+    """The largest pressure of ``law`` on the shallowest depth's contact surface (Pa)."""
+    return float(law.pressure(np.array([model.extent_reached(int(np.argmin(model.depth)))]))[0])
+
+
+def tolerance_warning(law: ModulusLaw, tolerance: LayerTolerance, model: ForceModel) -> list[str]:
     """A warning when the layer tolerance is large against the pressures at the shallowest depth:
     the fit then bends the law to make up for the layers' interpolation error."""
-    peak = float(law.pressure(np.array([model.extent_reached(int(np.argmin(model.depth)))]))[0])
+    peak = shallow_pressure(law, model)
     # A default tolerance is relative to the local pressure (docs/model.md §2.4): what it allows there.
-    allowed = float(tolerance.at(peak)) if hasattr(tolerance, "at") else float(tolerance)
+    allowed = float(tolerance.at(peak))
     if not allowed > 0.1 * peak:
         return []
     return [f"the layer tolerance {allowed:.4g} Pa is large against the contact pressures "
@@ -153,7 +165,9 @@ def tolerance_warning(law: ModulusLaw, tolerance: float, model: ForceModel) -> l
 
 
 def fitted_options(options, law: ModulusLaw, layer_tolerance: float | None, folder: str):
-    """``options`` with the fitted ``law`` (a table written as a CSV into ``folder``)."""
+    """``options`` with the fitted ``law`` (a table written as a CSV into ``folder``) and
+    ``layer_tolerance`` (Pa, or None for the default rule, which stays relative to the local
+    pressure when a spec is rebuilt from these options: docs/model.md §2.4)."""
     new = {"law": law.kind, "modulus": None, "k": None, "table": None, "layer_tolerance": layer_tolerance}
     if law.kind == "table":
         table_path = os.path.join(folder, "calibrated_table.csv")
@@ -256,7 +270,7 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
     record = calibration_record(data, press, u, law_to_fit.kind, parameters, residual_summary(layered.forces, target),
                                 determined.to_metadata())
     with tempfile.TemporaryDirectory() as folder:
-        build_options = fitted_options(options, fit.law, tol_used if nonlinear else tolerance, folder)
+        build_options = fitted_options(options, fit.law, tolerance, folder)    # None: the default rule
         with progress.stage("build"):
             result = build(input_path, output_path, build_options, progress=Progress(enabled=False),
                            extra_metadata={"calibration": record}, meshed=prepared.meshed,
@@ -276,7 +290,7 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
         rms_relative_residual=residual["rms_relative"], max_relative_residual=residual["max_relative"],
         fit_rms_relative_residual=float(np.sqrt(np.mean(fit_r ** 2))),
         iterations=int(corrected.iterations), evaluations=int(corrected.evaluations),
-        corrections=int(corrected.corrections), layer_tolerance=float(tol_used),
+        corrections=int(corrected.corrections), layer_tolerance=float(layer_options.layer_tolerance_for(fit.law)),   # as the asset records it
         tets=int(result.tets), touch=[float(x) for x in press.touch], indenter=record["indenter"],
         seconds={k: round(v, 4) for k, v in seconds.items()}, png=png, warnings=warnings,
         determined=determined.to_metadata())

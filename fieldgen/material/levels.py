@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,31 +50,57 @@ TOLERANCE_MARGIN = 0.995
 MAX_LEVELS = 2000
 
 
-class LayerTolerance(float):
-    """A layer tolerance: as a float, the largest interpolation error it allows anywhere (Pa);
-    on an extent interval whose smallest pressure is ``p`` it allows ``max(relative·p, floor)``,
-    at most that (docs/model.md §2.4). ``relative`` 0 is an absolute tolerance (a given one)."""
+@dataclass(frozen=True)
+class LayerTolerance:
+    """A layer tolerance (docs/model.md §2.4): ``largest`` is the most interpolation error it
+    allows anywhere (Pa; what the asset records as ``layer_tolerance``); on an extent interval
+    whose smallest pressure is ``p`` it allows ``min(largest, max(relative·p, floor))``.
+    ``relative`` 0 is an absolute tolerance (a given one); ``default`` marks the default rule
+    (:func:`default_layer_tolerance`), which options record as "not given" rather than as Pa.
 
-    def __new__(cls, largest: float, relative: float = 0.0, floor: float | None = None):
-        value = super().__new__(cls, largest)
-        value.relative = float(relative)
-        value.floor = float(largest if floor is None else floor)
-        return value
+    Not a number: arithmetic on it is an error rather than a silent loss of the relative rule;
+    ``float()`` gives ``largest``."""
 
-    def __getnewargs__(self):
-        return (float(self), self.relative, self.floor)
+    largest: float
+    relative: float = 0.0
+    floor: float | None = None       #: None: ``largest`` (an absolute tolerance)
+    default: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "largest", float(self.largest))
+        object.__setattr__(self, "relative", float(self.relative))
+        object.__setattr__(self, "floor", self.largest if self.floor is None else float(self.floor))
+
+    def __float__(self) -> float:
+        return self.largest
 
     def at(self, pressure):
         """The error allowed where the smallest pressure is ``pressure`` (Pa; array or scalar)."""
-        return np.minimum(float(self), np.maximum(self.relative * np.abs(pressure), self.floor))
+        return np.minimum(self.largest, np.maximum(self.relative * np.abs(pressure), self.floor))
+
+    def scaled(self, factor: float) -> "LayerTolerance":
+        """Every bound (largest, relative, floor) times ``factor``."""
+        return LayerTolerance(factor * self.largest, factor * self.relative, factor * self.floor, self.default)
 
 
 def default_layer_tolerance(law: ModulusLaw) -> LayerTolerance:
     """The layer tolerance when none is given: 1% of the local pressure, not below 1% of
-    ``RELATIVE_DOWN_TO`` x the largest pressure; as a float, 1% of the largest pressure, the most
-    it allows anywhere (Pa; docs/model.md §2.4)."""
+    ``RELATIVE_DOWN_TO`` x the largest pressure; at most 1% of the largest pressure, its
+    ``largest`` (Pa; docs/model.md §2.4)."""
     largest = DEFAULT_TOLERANCE_FRACTION * law.max_pressure
-    return LayerTolerance(largest, DEFAULT_TOLERANCE_FRACTION, RELATIVE_DOWN_TO * largest)
+    return LayerTolerance(largest, DEFAULT_TOLERANCE_FRACTION, RELATIVE_DOWN_TO * largest, default=True)
+
+
+def relative_down_to(tolerance: LayerTolerance, pressure: float) -> LayerTolerance:
+    """The default rule with its relative bound held down to ``pressure`` (Pa): the floor lowered
+    to 1% of it where that is below the default's floor. For calibration, whose shallowest contact
+    has its largest pressure known (docs/model.md §2.4): a sphere's contact integrates the layered
+    law from 0 up to that pressure, so the layers are kept within 1% of the law over the range the
+    data press. A tolerance that is not the default is returned as it is."""
+    if not tolerance.default or not pressure > 0:
+        return tolerance
+    floor = min(tolerance.floor, tolerance.relative * float(pressure))
+    return LayerTolerance(tolerance.largest, tolerance.relative, floor, default=True)
 
 
 def check_tolerance(tolerance, law: ModulusLaw) -> LayerTolerance:
@@ -148,13 +175,13 @@ def extent_levels(law: ModulusLaw, tolerance) -> np.ndarray:
         lo = _next_level(law, a, target)
         if lo - a <= 16 * ON_LEVEL:
             raise OptionError(
-                f"layer_tolerance {tol:g} Pa needs layers thinner than {lo - a:.1e} in extent "
+                f"layer_tolerance {tol.largest:g} Pa needs layers thinner than {lo - a:.1e} in extent "
                 f"near e = {a:.6g} (the law bends too sharply there)",
                 fix="raise layer_tolerance or smooth the modulus law")
         levels.append(lo)
         if len(levels) > MAX_LEVELS:
             raise OptionError(
-                f"layer_tolerance {tol:g} Pa needs more than {MAX_LEVELS} extent layers",
+                f"layer_tolerance {tol.largest:g} Pa needs more than {MAX_LEVELS} extent layers",
                 fix=f"raise layer_tolerance (at most 0.01 x max p0 = {float(default_layer_tolerance(law)):g} Pa)")
         a = lo
     return np.array(levels)
@@ -175,16 +202,11 @@ def balanced_levels(law: ModulusLaw, tolerance, *, steps: int = 20) -> np.ndarra
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
         try:
-            fits = len(extent_levels(law, scaled_tolerance(tol, mid))) <= len(greedy)
+            fits = len(extent_levels(law, tol.scaled(mid))) <= len(greedy)
         except OptionError:            # too tight to layer at all
             fits = False
         lo, hi = (lo, mid) if fits else (mid, hi)
-    return extent_levels(law, scaled_tolerance(tol, hi))
-
-
-def scaled_tolerance(tolerance: LayerTolerance, factor: float) -> LayerTolerance:
-    """``tolerance`` with every bound (largest, relative, floor) times ``factor``."""
-    return LayerTolerance(factor * float(tolerance), factor * tolerance.relative, factor * tolerance.floor)
+    return extent_levels(law, tol.scaled(hi))
 
 
 def snap_to_levels(extent: np.ndarray, levels: np.ndarray, fraction: float = SNAP_FRACTION) -> np.ndarray:
