@@ -177,7 +177,7 @@ def layering_stage(mesh, solution, law, options: BuildOptions, progress: Progres
     (``given``: this stage's result, already made by the caller)."""
     with progress.stage("layering"):
         layered = layering.layer(mesh, solution.extent, law, options.layer_tolerance) if given is None else given
-    tolerance = options.layer_tolerance_for(law)
+    tolerance = float(options.layer_tolerance_for(law))     # the most it allows anywhere, Pa
     warnings = ()
     if layered.max_interpolation_error > tolerance:
         warnings = (f"measured interpolation error {layered.max_interpolation_error:.4g} Pa exceeds the "
@@ -344,12 +344,10 @@ def load_part(input_path: str, options: BuildOptions, progress: Progress) -> Par
 
 def surface_stage(surface, markers, core, options: BuildOptions, scale: float):
     """The surface (and core) remeshed within the surface tolerance where it applies
-    (docs/model.md §2.11), the faces' conditions carried to the new faces; not under ``robust``
-    unless a tolerance is given (fTetWild meshes within its own envelope)."""
+    (docs/model.md §2.11), the faces' conditions carried to the new faces; under ``robust`` by the
+    slivers' moves alone (fTetWild inserts fewer triangles)."""
     tolerance = None if options.surface_tolerance is None else options.surface_tolerance * scale
-    if options.robust and tolerance is None:
-        return surface, markers, core
-    outer = tolerated_surface(surface, markers, tolerance)
+    outer = tolerated_surface(surface, markers, tolerance, robust=options.robust)
     surface = dataclasses.replace(outer.surface, warnings=outer.surface.warnings + outer.warnings)
     if core is not None:
         inner = tolerated_surface(core, np.full(len(core.faces), RIGID, dtype=np.int64), tolerance)

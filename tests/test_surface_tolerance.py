@@ -25,7 +25,7 @@ from fieldgen.options import BuildOptions
 from fieldgen.pipeline import load_part
 from fieldgen.progress import Progress
 from fieldgen.sizing.size_field import first_size
-from fieldgen.surface.remesh import needs_remesh, tolerated_surface
+from fieldgen.surface.remesh import needs_remesh, surface_cost, tolerated_surface
 from fieldgen.surface.stage import load_surface
 
 MM = 1e-3
@@ -159,6 +159,48 @@ def test_a_chamfer_5_um_wide_is_remeshed_within_the_tolerance():
     assert result.remesh.cost_after < result.remesh.cost_before / 2     # the long side facets stay
 
 
+def fan_prism(step=0.2, sag=0.01, height=10.0) -> trimesh.Trimesh:
+    """A prism (mm) whose top and bottom are fans from one corner to a row of points 0.2 mm apart
+    along a shallow arc (10 µm sagitta) nearly in line with the fan's rays: caps 0.2 mm by 10-80 µm
+    with no short edge, which no flip improves (the flipped pair is three points of the row), as
+    a CAD export leaves on planar faces (the sensor housing's kind)."""
+    x = np.arange(5.0, 20.0 + 1e-9, step)
+    row = np.column_stack([x, 2.0 + sag * (1.0 - ((x - 12.5) / 7.5) ** 2)])
+    outline = np.concatenate([[[0.0, 4.0]], row, [[20.0, 10.0], [0.0, 10.0]]])
+    n = len(outline)
+    vertices = np.concatenate([np.column_stack([outline, np.zeros(n)]), np.column_stack([outline, np.full(n, height)])])
+    faces = [(0, k + 1, k) for k in range(1, n - 1)] + [(n, n + k, n + k + 1) for k in range(1, n - 1)]
+    for k in range(n):
+        faces += [(k, (k + 1) % n, n + (k + 1) % n), (k, n + (k + 1) % n, n + k)]
+    mesh = trimesh.Trimesh(vertices, np.array(faces), process=False)
+    trimesh.repair.fix_normals(mesh)
+    assert mesh.is_watertight
+    return mesh
+
+
+def test_caps_no_flip_improves_are_collapsed_within_the_tolerance_keeping_the_bonded_face():
+    """The fan's caps (a corner 10-80 µm from the opposite edge, every edge longer than the
+    tolerance) are removed by moving the corner onto an end of that edge (docs/model.md §2.11);
+    the result is within the tolerance (measured by trimesh), and the bonded bottom stays bonded."""
+    mesh = fan_prism()
+    mesh.apply_scale(MM)
+    surface = _surface(mesh)
+    tolerance = 3e-5
+    down = surface.face_normals @ [0, 0, -1] > 0.999
+    markers = np.where(down, RIGID, FREE)
+    before = surface_cost(surface.vertices, surface.faces, narrower_than=tolerance)
+    result = tolerated_surface(surface, markers, tolerance)
+    assert result.remesh is not None and not result.warnings, result.warnings
+    new = result.surface
+    assert surface_cost(new.vertices, new.faces, narrower_than=tolerance) < before / 10
+    assert two_sided_distance(mesh, as_trimesh(new)) <= tolerance
+    rigid = result.markers == RIGID
+    assert (new.face_normals[rigid] @ [0, 0, -1] > 0.999).all()
+    assert not (new.face_normals[~rigid] @ [0, 0, -1] > 0.999).any()
+    areas = as_trimesh(new).area_faces
+    assert areas[rigid].sum() == pytest.approx(as_trimesh(surface).area_faces[down].sum(), rel=1e-3)
+
+
 def test_remeshing_is_deterministic(sliver_stl):
     surface = load_surface(sliver_stl, "mm")
     markers = np.full(len(surface.faces), FREE)
@@ -210,8 +252,9 @@ def test_a_public_cad_part_with_micron_caps_is_remeshed_by_default(meshes):
 
 
 def test_a_part_whose_slivers_cannot_be_removed_keeps_its_triangles_with_a_warning(meshes):
-    """The 47 mm sensor housing: over a thousand caps the moves cannot remove (they meet at
-    corners), so no result is used: its triangles are meshed as they are, and the build says so."""
+    """The 47 mm sensor housing: over a thousand caps the moves cannot remove (no flip improves
+    them and their corners cannot move within a tenth of the tolerance), so no result is used:
+    its triangles are meshed as they are, and the build says so."""
     loaded = load_surface(meshes / "ADIS16480.STL", "m")
     result = tolerated_surface(loaded, np.full(len(loaded.faces), FREE), None)
     assert result.remesh is None and result.surface is loaded

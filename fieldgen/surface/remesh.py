@@ -107,13 +107,16 @@ def needs_remesh(surface: Surface) -> bool:
     return surface_cost(surface.vertices, surface.faces) > COST_RATIO * FIRST_TETS
 
 
-def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | None) -> ToleratedSurface:
+def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | None,
+                      robust: bool = False) -> ToleratedSurface:
     """The surface to mesh (docs/model.md §2.11): ``surface`` itself when ``tolerance`` is 0, or is
     None (the default) and the surface does not need it; else its slivers removed
     (:func:`fieldgen.surface.slivers.without_slivers`) and the result remeshed by MMGS, within
     ``tolerance`` (metres; None: ``DEFAULT_FRACTION`` of the diagonal), with ``markers`` carried to
     the new faces. Of the results within the tolerance (measured), the one of least
-    :func:`surface_cost` is kept; with none, the input is kept, with a warning."""
+    :func:`surface_cost` is kept; with none, the input is kept, with a warning. With ``robust``
+    (fTetWild meshes the result, whatever its slivers, overlaps or holes): the slivers' moves
+    only, checked by the measured distance alone."""
     if tolerance == 0 or (tolerance is None and not needs_remesh(surface)):
         return ToleratedSurface(surface=surface, markers=markers, remesh=None)
     tolerance = default_tolerance(surface.vertices) if tolerance is None else float(tolerance)
@@ -121,7 +124,7 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
     cleaned = without_slivers(surface.vertices, surface.faces, labels, tolerance)
     results, problems = [(cleaned, None)], []
     # MMGS keeps the slivers the moves left (their edges look sharp to it): no attempt then.
-    attempts = ATTEMPTS if not _slivers_left(cleaned[0], cleaned[1], tolerance) else 0
+    attempts = ATTEMPTS if not robust and not _slivers_left(cleaned[0], cleaned[1], tolerance) else 0
     for attempt in range(1, attempts + 1):
         hausd, ridge = tolerance * 0.5**attempt, RIDGE_ANGLE * 2.0**(1 - attempt)
         try:
@@ -130,7 +133,7 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
             problems.append(f"MMGS failed ({error})")
     # The cheapest result first; the first one within the tolerance (measured) is kept.
     for (vertices, faces, refs), mmg in sorted(results, key=lambda r: surface_cost(r[0][0], r[0][1])):
-        problem = _unusable(surface, vertices, faces, refs, table, tolerance)
+        problem = "" if robust else _unusable(surface, vertices, faces, refs, table, tolerance)
         if not problem:
             measured = hausdorff_distance(surface.vertices, surface.faces, vertices, faces)
             if measured <= tolerance:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldgen.surface.topology import unit_normals
+from fieldgen.surface.topology import cross, unit_normals
 
 #: Rounds of moves (each face takes part in one move a round).
 ROUNDS = 20
+#: A cap's corner is collapsed only if the surface moves less than this fraction of the width.
+DEVIATION = 0.1
 
 
 def without_slivers(vertices: np.ndarray, faces: np.ndarray, labels: np.ndarray,
@@ -41,7 +43,7 @@ def _shapes(vertices, faces):
     """Each face's edge lengths (edge ``i`` from corner ``i`` to ``i + 1``) and smallest height."""
     tri = vertices[faces]
     lengths = np.stack([np.linalg.norm(tri[:, (i + 1) % 3] - tri[:, i], axis=1) for i in range(3)], axis=1)
-    area2 = np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+    area2 = np.linalg.norm(cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
     return lengths, area2 / np.maximum(lengths.max(axis=1), 1e-300)
 
 
@@ -95,12 +97,13 @@ def _vertex_neighbours(faces) -> dict:
 
 
 def _collapse_needles(vertices, faces, labels, width):
-    """Collapse each edge shorter than ``width`` (one end onto the other) where the surface stays
-    a 2-manifold, the faces around keep their side and the end that moves has no label the other
-    lacks; the faces and labels left, and how many edges were collapsed."""
-    lengths, _ = _shapes(vertices, faces)
-    short = np.argwhere(lengths < width)
-    if not len(short):
+    """Collapse each edge shorter than ``width`` (one end onto the other), and each cap's corner
+    onto an end of its opposite edge (:func:`_collapses`), where the surface stays a 2-manifold,
+    the faces around keep their side, the end that moves has no label the other lacks and (for a
+    cap) the surface moves less than ``DEVIATION`` × ``width``; the faces and labels left, and how
+    many edges were collapsed."""
+    candidates = _collapses(vertices, faces, width)
+    if not candidates:
         return faces, labels, 0
     neighbours = _vertex_neighbours(faces)
     incident: dict = {}
@@ -111,8 +114,7 @@ def _collapse_needles(vertices, faces, labels, width):
     alive = np.ones(len(faces), dtype=bool)
     touched = np.zeros(len(vertices), dtype=bool)
     done = 0
-    for f, i in short.tolist():
-        a, b = int(faces[f, i]), int(faces[f, (i + 1) % 3])
+    for f, a, b, corner in candidates:
         if not alive[f] or touched[a] or touched[b]:
             continue
         if len(neighbours[a] & neighbours[b]) != 2:
@@ -120,7 +122,7 @@ def _collapse_needles(vertices, faces, labels, width):
         # The end that moves has no label the other lacks: a border between labels moves only
         # along itself, by less than ``width``.
         names = {v: set(labels[incident[v]].tolist()) for v in (a, b)}
-        ends = [v for v in (max(a, b), min(a, b)) if names[v] <= names[a + b - v]]
+        ends = [v for v in ((a,) if corner else (max(a, b), min(a, b))) if names[v] <= names[a + b - v]]
         if not ends:
             continue
         drop = min(ends, key=lambda v: (len(names[v]), -v))
@@ -131,8 +133,36 @@ def _collapse_needles(vertices, faces, labels, width):
         trial[trial == drop] = keep
         if (np.einsum("ij,ij->i", unit_normals(vertices, trial), normals[moved]) <= 0.0).any():
             continue
+        if corner and not _within(vertices, drop, keep, trial, faces[incident[drop]], DEVIATION * width):
+            continue
         faces[moved] = trial
         alive[dying] = False
         touched[list(neighbours[a] | neighbours[b] | {a, b})] = True
         done += 1
     return faces[alive], labels[alive], done
+
+
+def _collapses(vertices, faces, width) -> list:
+    """The collapses to try, as (face, a, b, corner): each edge (a, b) shorter than ``width``
+    (corner False: either end may move), then each cap's corner ``a`` onto the nearer, then the
+    farther, end ``b`` of its opposite edge (corner True: ``a`` moves)."""
+    lengths, height = _shapes(vertices, faces)
+    out = [(f, int(faces[f, i]), int(faces[f, (i + 1) % 3]), False)
+           for f, i in np.argwhere(lengths < width).tolist()]
+    for t in np.flatnonzero((height < width) & (lengths.min(axis=1) >= width)).tolist():
+        i = int(np.argmax(lengths[t]))        # the longest edge, from corner i to i + 1
+        p = int(faces[t, (i + 2) % 3])
+        near, far = (i, (i + 1) % 3) if lengths[t, (i + 2) % 3] < lengths[t, (i + 1) % 3] else ((i + 1) % 3, i)
+        out += [(t, p, int(faces[t, near]), True), (t, p, int(faces[t, far]), True)]
+    return out
+
+
+def _within(vertices, drop, keep, new_faces, old_faces, bound: float) -> bool:
+    """Whether moving vertex ``drop`` onto ``keep`` moves the surface less than ``bound``: ``drop``
+    within it of the plane of each new face, and ``keep`` of each old face around ``drop`` (the
+    two stars share their outer edges)."""
+    for point, around in ((vertices[drop], new_faces), (vertices[keep], old_faces)):
+        normals = unit_normals(vertices, around)
+        if np.abs(np.einsum("ij,ij->i", normals, point - vertices[around[:, 0]])).max(initial=0.0) >= bound:
+            return False
+    return True

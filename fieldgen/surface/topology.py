@@ -24,10 +24,17 @@ def face_areas(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     return 0.5 * np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]), axis=1)
 
 
+def cross(u: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Row-wise cross product of (n, 3) arrays: ``np.cross``'s arithmetic, without its overhead
+    on the few rows a local move looks at."""
+    return np.column_stack([u[:, 1] * w[:, 2] - u[:, 2] * w[:, 1], u[:, 2] * w[:, 0] - u[:, 0] * w[:, 2],
+                            u[:, 0] * w[:, 1] - u[:, 1] * w[:, 0]])
+
+
 def unit_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     """Unit normal of each triangle by the right-hand rule (zero where the area is zero)."""
     p = vertices[faces]
-    n = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    n = cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
     length = np.linalg.norm(n, axis=1, keepdims=True)
     return np.divide(n, length, out=np.zeros_like(n), where=length > 0)
 
