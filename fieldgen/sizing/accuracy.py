@@ -34,7 +34,7 @@ from fieldgen.meshing import refine
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, tet_volumes
 from fieldgen.progress import Progress
 from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH
-from fieldgen.sizing import adapt
+from fieldgen.sizing import adapt, skin_grading
 from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
 from fieldgen.sizing.size_field import (capped_sizes, first_near_edge, first_size, mesh_with_size_field,
                                         next_near_edge)
@@ -286,8 +286,16 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
         if has_thin_walls(*surface, per_face, edge):
             return _adapt_thin_walls(mesher, law, accuracy, surface, per_face, edge, progress=progress,
                                      max_tets=max_tets)
+    layered = None
+    if plate is not None and surface is not None and hasattr(mesher, "layered") \
+            and has_thin_walls(*surface, face_thickness(*surface), first_size(volume)):
+        layered = mesher.layered(plate, max_tets)   # a thin right-prism plate (sizing.extrusion), else None
+        layered = layered if layered is not None and layered.mesh.n_tets <= max_tets else None
     for index in range(passes):
-        if mesh is None:
+        if mesh is None and layered is not None:
+            made, stretch = layered, None
+            mesh, split, parameters = made.mesh, made.split, made.parameters
+        elif mesh is None:
             made = mesher.mesh(edge) if stretch is None else mesher.mesh(edge, stretch=stretch)
             mesh, split, parameters = made.mesh, made.split, made.parameters
         else:
@@ -357,7 +365,9 @@ def _grade_by_depth(mesher, law, accuracy: float, volume: float, *, progress, sk
     is cut away (TetGen's -m with a background size field over a first coarse mesh of the part,
     :func:`fieldgen.sizing.size_field.depth_graded_sizes`). Each pass asks for the ``near`` edge
     that brings the worst error to ``AIM`` x the accuracy (error ∝ h^rate, the rate measured from
-    two passes)."""
+    two passes). A skin with a rim (:func:`has_rim`: on a mount) is bisected after its first pass
+    instead, where its error is, within ``skin_grading.SKIN_MAX_TETS``
+    (:mod:`fieldgen.sizing.skin_grading`)."""
     first = first_size(volume)
     history: list[dict] = []
     goal = AIM * accuracy
@@ -368,7 +378,7 @@ def _grade_by_depth(mesher, law, accuracy: float, volume: float, *, progress, sk
     near = first_near_edge(coarse, sizes, 0.5 * skin, max_tets)
     previous = None
     best = None
-    stopped = "pass limit"
+    stopped, refinement = "pass limit", ""
     # A uniform edge meshes where TetGen fails on the size field, if one within the budget is
     # no longer than half the skin (the cut needs tets smaller than the skin, as with --edge-length).
     budget_edge = first_size(volume, max_tets)
@@ -390,6 +400,30 @@ def _grade_by_depth(mesher, law, accuracy: float, volume: float, *, progress, sk
         if worst <= accuracy:
             stopped = "accuracy met"
             break
+        if index == 0 and has_rim(made.mesh):
+            # A skin on a mount: bisected where its error is (fieldgen.sizing.skin_grading).
+            cut = skin_grading.skin_on(made.skin, made.mesh, free_surface)
+            split, refinement = made.split, "bisection"
+            budget = skin_grading.SKIN_MAX_TETS if max_tets == MAX_TETS else max_tets
+            per_marked = TETS_PER_MARKED     # then as the last pass measured (closure, zero tets)
+            for more in range(1, 1 + skin_grading.SKIN_BISECTIONS):
+                if stop_reason(worst, accuracy, cut.mesh, budget):
+                    break
+                volumes = np.abs(tet_volumes(cut.mesh.points, cut.mesh.tets))
+                marked = marked_tets(estimate, volumes, law, share=skin_grading.bisected_share(worst, accuracy),
+                                     limit=int((budget - cut.mesh.n_tets) / per_marked))
+                before = cut.mesh.n_tets
+                with progress.stage("refine"):
+                    cut, added = skin_grading.bisected_skin(cut, marked, free_surface)
+                per_marked = max(TETS_PER_MARKED, (cut.mesh.n_tets - before) / max(len(marked), 1))
+                split += added
+                solution, estimate, worst = solved_pass(cut.mesh, law, progress)
+                history.append({**pass_record(cut.mesh, estimate, edge, marked), "meshed_by": "bisection"})
+                report_pass(progress, more, cut.mesh, estimate, accuracy)
+                best = better_pass(best, SizingPass(more, worst, cut.mesh, cut, split, solution, estimate,
+                                                    made.parameters))
+            stopped = stop_reason(worst, accuracy, cut.mesh, budget) or "pass limit"
+            break
         if index == max_passes - 1:
             break
         new = next_near_edge(near, worst, previous, goal, made.mesh.n_tets, max_tets)
@@ -398,5 +432,5 @@ def _grade_by_depth(mesher, law, accuracy: float, volume: float, *, progress, sk
             break   # the tet budget allows no mesh much finer: the estimate says how far it is
         previous = (near, worst)
         near = new
-    return sized_mesh(best, accuracy, history, stopped)
+    return sized_mesh(best, accuracy, history, stopped, refinement=refinement)
 

@@ -21,6 +21,7 @@ from fieldgen.meshing import ftetwild, refine, tetgen
 from fieldgen.meshing.tetgen import MeshingOptions
 from fieldgen.meshing.tetmesh import TetMesh
 from fieldgen.progress import Progress
+from fieldgen.sizing import extrusion
 from fieldgen.skin import band as layer_band
 from fieldgen.skin import interior as rigid_interior
 from fieldgen.skin.cut import cut_skin
@@ -109,6 +110,20 @@ class TetGenMesher:
                 options=meshing, while_waiting=warm_imports, background=background,
             )
         return cut_and_refined(part, whole, {"mesher": "TetGen", "switches": switches}, self.progress, cut)
+
+    def layered(self, axis, max_tets: int | None = None) -> MeshedPass | None:
+        """A thin right-prism plate meshed in layers along its thin ``axis``
+        (:func:`fieldgen.sizing.extrusion.layered_plate`); None for any other part (or one with a
+        core or a skin)."""
+        part = self.part
+        if part.core is not None or part.skin is not None:
+            return None
+        with self.progress.stage("tetrahedralize"):
+            whole = extrusion.layered_plate(part.surface.vertices, part.surface.faces, part.markers, axis, max_tets)
+        if whole is None:
+            return None
+        parameters = {"mesher": "layered plate (MMG2D section, extruded)", "layers": extrusion.LAYERS}
+        return cut_and_refined(part, whole, parameters, self.progress)
 
 
 @dataclass(frozen=True)

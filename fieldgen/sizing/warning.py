@@ -6,6 +6,7 @@ from __future__ import annotations
 from fieldgen.fe.estimate import ErrorEstimate, worst_error
 from fieldgen.sizing.accuracy import MAX_TETS
 from fieldgen.sizing.band import BAND_MAX_TETS
+from fieldgen.sizing.skin_grading import SKIN_MAX_TETS
 
 
 def accuracy_warning(estimate: ErrorEstimate, accuracy: float, sizing: dict | None, tets: int, *,
@@ -31,8 +32,8 @@ def accuracy_warning(estimate: ErrorEstimate, accuracy: float, sizing: dict | No
     sizing = sizing or {}
     reasons = []
     if sizing.get("stopped") == "tet budget":
-        band = any(p.get("meshed_by") == "band" for p in sizing.get("passes", []))
-        budget = BAND_MAX_TETS if band else MAX_TETS
+        meshed_by = {p.get("meshed_by") for p in sizing.get("passes", [])}
+        budget = BAND_MAX_TETS if "band" in meshed_by else SKIN_MAX_TETS if "bisection" in meshed_by else MAX_TETS
         reasons.append(f"the sizing stopped at its tet budget (about {budget:,} tets to solve on"
                        + ("; its last refinement ended past it" if tets > budget else "") + ")")
     elif sizing.get("stopped") == "pass limit":

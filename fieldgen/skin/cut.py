@@ -312,3 +312,31 @@ def skin_warnings(skin: SkinResult, units: str) -> list[str]:
             f"({skin.rigid_faces} faces at e = 1) sets the whole field; for a part that is rubber throughout "
             f"drop --skin, for a rigid interior give a skin below {0.5 * skin.max_depth / scale:.3g} {units} "
             f"(half the part's deepest point below its free faces)"]
+
+
+def refined_skin(skin: SkinResult, mesh: TetMesh, free_surface: tuple[np.ndarray, np.ndarray]) -> SkinResult:
+    """``skin`` for ``mesh``, a refinement of ``skin.mesh`` by splitting (the old vertices keep
+    their numbers): the new vertices' depth below the ``free_surface`` (vertices, faces), and
+    which boundary faces are the cut (a face kept from the old mesh as it was; a child of a split
+    RIGID face as the old RIGID face nearest its centroid: the cut or a bonded face)."""
+    old = skin.mesh
+    depth = np.empty(mesh.n_points)
+    depth[:old.n_points] = skin.depth
+    depth[old.n_points:] = distance_to_triangles(mesh.points[old.n_points:], *free_surface)
+    faces, markers = np.asarray(mesh.boundary_faces), np.asarray(mesh.boundary_markers)
+    cut = np.zeros(len(faces), dtype=bool)
+    kept, row = find_faces(faces, old.boundary_faces, mesh.n_points)
+    cut[kept] = skin.cut[row[kept]]
+    rigid = np.asarray(old.boundary_markers) == RIGID
+    new = np.flatnonzero(~kept & (markers == RIGID))
+    if len(new) and np.any(rigid & skin.cut) and np.any(rigid & ~skin.cut):
+        centroids = mesh.points[faces[new]].mean(axis=1)
+        to_cut = distance_to_triangles(centroids, old.points, old.boundary_faces[rigid & skin.cut])
+        to_bonded = distance_to_triangles(centroids, old.points, old.boundary_faces[rigid & ~skin.cut])
+        cut[new] = to_cut <= to_bonded
+    elif len(new):
+        cut[new] = bool(np.any(rigid & skin.cut))
+    volume = float(tet_volumes(mesh.points, mesh.tets).sum())
+    return SkinResult(mesh=mesh, depth=depth, thickness=skin.thickness, max_depth=skin.max_depth,
+                      volume_fraction=volume / skin.part_volume, part_volume=skin.part_volume, cut=cut,
+                      rounding=skin.rounding)
