@@ -28,6 +28,8 @@ from fieldgen.material.levels import LayerTolerance
 from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 
+from calibrate_runs import calibrated_report
+
 FIELDGEN = str(Path(sys.executable).parent / "fieldgen")
 SIDE, H, R, M0, K = 0.04, 0.02, 0.01, 3e5, 0.6
 SIDES = ("normal:1,0,0", "normal:-1,0,0", "normal:0,1,0", "normal:0,-1,0")
@@ -68,16 +70,9 @@ def test_round_trip_from_an_independent_asset_at_the_defaults(tmp_path, monkeypa
     forces = truth_forces(tmp_path, monkeypatch, depths)
     closed = np.array([closed_form(d) for d in depths])
     assert np.max(np.abs(forces / closed - 1)) < 0.002          # the data are the law's (measured 0.05%)
-    np.savetxt(tmp_path / "press.csv", np.column_stack([depths, forces]), delimiter=",", fmt="%.17g",
-               header="depth_m,force_N", comments="")
-    (tmp_path / "start.toml").write_text(
-        'input = "slab.stl"\nbonded = ["normal:0,0,-1"]\n'
-        f'insulated = {json.dumps(list(SIDES))}\nlaw = "hyperbolic"\nmodulus = 3.0e6\nk = 0.06\n')
-    run = subprocess.run([FIELDGEN, "calibrate", "--spec", str(tmp_path / "start.toml"), "--indenter", "sphere:0.01",
-                          "--data", str(tmp_path / "press.csv"), "--law", "hyperbolic",
-                          "-o", str(tmp_path / "out.vtu"), "--json", "-q"], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    report = json.loads(run.stdout)
+    report = calibrated_report(tmp_path, depths, forces,
+                               'input = "slab.stl"\nbonded = ["normal:0,0,-1"]\n'
+                               f'insulated = {json.dumps(list(SIDES))}\nlaw = "hyperbolic"\nmodulus = 3.0e6\nk = 0.06\n')
     determined = report["determined"]["parameters"]
     for name, truth in (("modulus", M0), ("k", K)):
         value, u = determined[name]["value"], determined[name]["standard_uncertainty"]

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,10 +28,11 @@ from scipy.optimize import curve_fit
 from fieldgen.calibrate.fit import fit_hyperbolic
 from fieldgen.calibrate.forces import ForceModel
 from fieldgen.calibrate.uncertainty import determine
+
+from calibrate_runs import calibrated_report
 from fieldgen.io.asset import read_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
-FIELDGEN = str(Path(sys.executable).parent / "fieldgen")
 R, H, M0, K = 0.01, 0.01, 3e5, 0.6
 
 
@@ -149,19 +148,12 @@ def test_round_trip_at_the_defaults(tmp_path):
     box = trimesh.creation.box(extents=(0.032, 0.032, H))
     box.apply_translation((0.0, 0.0, -H / 2))
     box.export(tmp_path / "slab.stl")
-    (tmp_path / "start.toml").write_text(
-        'input = "slab.stl"\nbonded = ["normal:0,0,-1"]\n'
-        'insulated = ["normal:1,0,0", "normal:-1,0,0", "normal:0,1,0", "normal:0,-1,0"]\n'
-        'law = "hyperbolic"\nmodulus = 3.0e6\nk = 0.06\n')
     depths = np.linspace(0.0002, 0.002, 10)
     forces = sphere_on_slab(depths, hyperbolic(M0, K))
-    np.savetxt(tmp_path / "press.csv", np.column_stack([depths, forces]), delimiter=",", fmt="%.17g",
-               header="depth_m,force_N", comments="")
-    run = subprocess.run([FIELDGEN, "calibrate", "--spec", str(tmp_path / "start.toml"), "--indenter", "sphere:0.01",
-                          "--data", str(tmp_path / "press.csv"), "--law", "hyperbolic",
-                          "-o", str(tmp_path / "out.vtu"), "--json", "-q"], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    report = json.loads(run.stdout)
+    report = calibrated_report(tmp_path, depths, forces,
+                               'input = "slab.stl"\nbonded = ["normal:0,0,-1"]\n'
+                               'insulated = ["normal:1,0,0", "normal:-1,0,0", "normal:0,1,0", "normal:0,-1,0"]\n'
+                               'law = "hyperbolic"\nmodulus = 3.0e6\nk = 0.06\n')
     determined = report["determined"]["parameters"]
     assert determined["modulus"]["value"] == pytest.approx(M0, rel=0.01)
     assert determined["k"]["value"] == pytest.approx(K, rel=0.01)
