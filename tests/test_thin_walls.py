@@ -241,15 +241,11 @@ def _worst(metadata) -> float:
     return max(estimate["extent"], estimate["pressure"], estimate["characteristic_length"])
 
 
-#: Measured on the 2-core machine (docs/design/sizing.md, "Thin walls"): by default a free tube of
-#: 0.3 mm wall reaches 10.8 % (30 mm long) to 45 % (20 mm, this test) within the 280k budget
-#: (the honesty checks before the last assert pass); a thin plate that is a right prism is meshed
-#: in layers and meets it (the plate test below).
-NOT_YET = "thin walls do not reach 1% by default yet (docs/design/sizing.md, 'Thin walls')"
+# A free tube is meshed in layers along its length and a thin plate that is a right prism in
+# layers across (docs/design/sizing.md, "Thin walls"); both meet the accuracy by default.
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason=NOT_YET, strict=True)
 def test_a_thin_tube_meets_the_accuracy_by_default(tmp_path):
     """A free tube 5 mm across, 0.3 mm wall, 20 mm long: by default within 1% estimated and
     within the budget, and the true error against the closed form across the wall (far from

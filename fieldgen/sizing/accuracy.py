@@ -34,7 +34,7 @@ from fieldgen.meshing import refine
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, tet_volumes
 from fieldgen.progress import Progress
 from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH
-from fieldgen.sizing import adapt, skin_grading
+from fieldgen.sizing import adapt, lengthwise, skin_grading
 from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
 from fieldgen.sizing.size_field import (capped_sizes, first_near_edge, first_size, mesh_with_size_field,
                                         next_near_edge)
@@ -253,6 +253,19 @@ def mesh_by_accuracy(mesher, law, accuracy: float, volume: float, *,
                            free_surface=free_surface, max_passes=max_passes, max_tets=max_tets)
 
 
+def _layered_first_mesh(mesher, plate, surface, volume: float, max_tets: int):
+    """A first mesh in layers for a thin right prism: a plate across its thin ``plate`` axis
+    (:mod:`fieldgen.sizing.extrusion`) or a thin-walled prism along its length, a tube
+    (:mod:`fieldgen.sizing.lengthwise`); None for any other part, or one whose walls are not thin
+    against the uniform first edge."""
+    if plate is None and lengthwise.thin_section(*surface) is None:
+        return None                     # (cheap) not a thin-walled prism: no thickness rays
+    if not has_thin_walls(*surface, face_thickness(*surface), first_size(volume)):
+        return None
+    made = mesher.layered(plate, max_tets) if plate is not None else mesher.lengthwise(max_tets)
+    return made if made is not None and made.mesh.n_tets <= max_tets else None
+
+
 def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, max_tets: int,
                     plate: np.ndarray | None = None, first_edge: float | None = None,
                     surface: tuple[np.ndarray, np.ndarray] | None = None) -> SizedMesh:
@@ -287,10 +300,8 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
             return _adapt_thin_walls(mesher, law, accuracy, surface, per_face, edge, progress=progress,
                                      max_tets=max_tets)
     layered = None
-    if plate is not None and surface is not None and hasattr(mesher, "layered") \
-            and has_thin_walls(*surface, face_thickness(*surface), first_size(volume)):
-        layered = mesher.layered(plate, max_tets)   # a thin right-prism plate (sizing.extrusion), else None
-        layered = layered if layered is not None and layered.mesh.n_tets <= max_tets else None
+    if surface is not None and hasattr(mesher, "layered"):
+        layered = _layered_first_mesh(mesher, plate, surface, volume, max_tets)
     for index in range(passes):
         if mesh is None and layered is not None:
             made, stretch = layered, None

@@ -45,10 +45,10 @@ OUTLINE_EDGE = 0.3
 PRISM_TOLERANCE = 1e-7
 
 
-def prism_section(vertices: np.ndarray, faces: np.ndarray, axis) -> tuple | None:
+def prism_section(vertices: np.ndarray, faces: np.ndarray, axis, split_sides: bool = False) -> tuple | None:
     """The plate's bottom region as (2-D points, triangles, outline edges), its two levels along
     ``axis`` and the in-plane basis (2, 3), when the surface is a right prism along ``axis``;
-    None otherwise."""
+    None otherwise. With ``split_sides`` the side faces may have vertices between the levels."""
     vertices = np.asarray(vertices, dtype=np.float64)
     faces = np.asarray(faces, dtype=np.int64)
     axis = np.asarray(axis, dtype=np.float64)
@@ -57,7 +57,7 @@ def prism_section(vertices: np.ndarray, faces: np.ndarray, axis) -> tuple | None
     thickness = high - low
     tolerance = PRISM_TOLERANCE * float(np.ptp(vertices, axis=0).max())
     at_low, at_high = np.abs(level - low) <= tolerance, np.abs(level - high) <= tolerance
-    if thickness <= 0 or not np.all(at_low | at_high):
+    if thickness <= 0 or not (split_sides or np.all(at_low | at_high)):
         return None
     bottom, top = at_low[faces].all(axis=1), at_high[faces].all(axis=1)
     side = ~bottom & ~top
@@ -200,12 +200,12 @@ def graded_section(points: np.ndarray, outline: np.ndarray, thickness: float,
     return compacted(mesh[0], mesh[1])      # no point left over from the holes
 
 
-def extruded(points: np.ndarray, triangles: np.ndarray, basis: np.ndarray, axis, levels,
-             layers: int = LAYERS) -> tuple[np.ndarray, np.ndarray]:
-    """3-D points and positive tets of the 2-D triangulation extruded from ``levels[0]`` to
-    ``levels[1]`` along ``axis`` in ``layers`` equal layers (three tets a prism)."""
+def extruded(points: np.ndarray, triangles: np.ndarray, basis: np.ndarray, axis,
+             heights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """3-D points and positive tets of the 2-D triangulation extruded along ``axis`` through the
+    increasing ``heights`` (a layer between each two; three tets a prism)."""
     m = len(points)
-    heights = np.linspace(levels[0], levels[1], layers + 1)
+    layers = len(heights) - 1
     plane = points @ basis
     xyz = np.concatenate([plane + h * np.asarray(axis, dtype=np.float64) for h in heights])
     a, b, c = np.sort(triangles, axis=1).T
@@ -232,12 +232,12 @@ def layered_plate(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, 
     if wanted is not None and 3 * LAYERS * len(triangles) > wanted:
         scale = 3 * LAYERS * len(triangles) / wanted     # the band along the outline: count ∝ 1/size
         plane, triangles = graded_section(points, outline, levels[1] - levels[0], scale)
-    xyz, tets = extruded(plane, triangles, basis, axis, levels)
+    xyz, tets = extruded(plane, triangles, basis, axis, np.linspace(levels[0], levels[1], LAYERS + 1))
     base = float(face_areas(np.column_stack([points, np.zeros(len(points))]), section[1]).sum())
-    return _filled(xyz, tets, base * (levels[1] - levels[0]), vertices, faces, markers)
+    return filled_prism(xyz, tets, base * (levels[1] - levels[0]), vertices, faces, markers)
 
 
-def _filled(xyz: np.ndarray, tets: np.ndarray, volume: float, vertices, faces, markers) -> TetMesh | None:
+def filled_prism(xyz: np.ndarray, tets: np.ndarray, volume: float, vertices, faces, markers) -> TetMesh | None:
     """The extruded mesh with each boundary face's condition from the nearest input face; None
     when a tet is flat or the tets do not fill the prism's ``volume``."""
     volumes = np.abs(tet_volumes(xyz, tets))

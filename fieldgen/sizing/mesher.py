@@ -21,7 +21,7 @@ from fieldgen.meshing import ftetwild, refine, tetgen
 from fieldgen.meshing.tetgen import MeshingOptions
 from fieldgen.meshing.tetmesh import TetMesh
 from fieldgen.progress import Progress
-from fieldgen.sizing import extrusion
+from fieldgen.sizing import extrusion, lengthwise
 from fieldgen.skin import band as layer_band
 from fieldgen.skin import interior as rigid_interior
 from fieldgen.skin.cut import cut_skin
@@ -123,6 +123,21 @@ class TetGenMesher:
         if whole is None:
             return None
         parameters = {"mesher": "layered plate (MMG2D section, extruded)", "layers": extrusion.LAYERS}
+        return cut_and_refined(part, whole, parameters, self.progress)
+
+    def lengthwise(self, max_tets: int | None = None) -> MeshedPass | None:
+        """A thin-walled right prism (a tube) meshed in layers along its length
+        (:func:`fieldgen.sizing.lengthwise.layered_wall`); None for any other part (or one with a
+        core or a skin)."""
+        part = self.part
+        if part.core is not None or part.skin is not None:
+            return None
+        with self.progress.stage("tetrahedralize"):
+            whole = lengthwise.layered_wall(part.surface.vertices, part.surface.faces, part.markers, max_tets)
+        if whole is None:
+            return None
+        parameters = {"mesher": "layered wall (matched sides, extruded along the axis)",
+                      "layers_across": lengthwise.LAYERS_ACROSS}
         return cut_and_refined(part, whole, parameters, self.progress)
 
 
