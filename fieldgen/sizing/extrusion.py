@@ -154,18 +154,27 @@ def split_outline(points: np.ndarray, outline: np.ndarray, rim: float, along: fl
     corner[at] = np.degrees(np.arccos(np.clip(cosine, -1.0, 1.0))) < 180.0 - CORNER   # 180°: straight on
     new_points, edges, count = [points], [], len(points)
     for (i, j), run, size in zip(outline, direction, length):
-        reach, spots = 0.0, []
-        while True:
-            near = min(reach if corner[i] else np.inf, size - reach if corner[j] else np.inf)
-            reach += min(along, rim + GRADING * near)
-            if reach >= size - 0.5 * min(along, rim + GRADING * near):
-                break
-            spots.append(reach)
+        spots = graded_spots(size, 0.0 if corner[i] else np.inf, 0.0 if corner[j] else np.inf, rim, along)
         ids = [int(i)] + list(range(count, count + len(spots))) + [int(j)]
         new_points.append(points[i] + np.outer(np.asarray(spots) / size, run).reshape(-1, 2))
         count += len(spots)
         edges += list(zip(ids[:-1], ids[1:]))
     return np.concatenate(new_points), np.asarray(edges, dtype=np.int64)
+
+
+def graded_spots(size: float, start: float, end: float, rim: float, along: float,
+                 grading: float = GRADING) -> list[float]:
+    """Where to split a segment of length ``size`` whose ends lie ``start`` and ``end`` from the
+    nearest corner (``inf``: none): pieces of ``rim`` at a corner, growing by ``grading`` per
+    unit distance from it, up to ``along``; the distances from the segment's start."""
+    reach, spots = 0.0, []
+    while True:
+        near = min(start + reach, end + size - reach)
+        step = min(along, rim + grading * near)
+        reach += step
+        if reach >= size - 0.5 * step:
+            return spots
+        spots.append(reach)
 
 
 def inside_outline(query: np.ndarray, points: np.ndarray, outline: np.ndarray) -> np.ndarray:

@@ -28,19 +28,24 @@ from __future__ import annotations
 import numpy as np
 
 from fieldgen.meshing.tetmesh import TetMesh
-from fieldgen.sizing.extrusion import extruded, filled_prism, prism_section
+from fieldgen.sizing.extrusion import CORNER, extruded, filled_prism, graded_spots, prism_section
 from fieldgen.surface.topology import compacted, face_areas, unit_normals
 
 #: Elements across the wall, the edge along it and at the end planes (in wall thicknesses), and
 #: the growth of the layers per unit distance from an end (docs/design/sizing.md, "Thin walls").
 LAYERS_ACROSS = 11
+#: Fewer cells across, tried in turn when the section is too fine for the budget with more.
+FEWER_ACROSS = (9, 8)
 EDGE_ALONG = 3.0
 EDGE_AT_END = 0.15
+#: The strip's pairs at a corner of the section (in wall thicknesses), growing by
+#: :data:`fieldgen.sizing.extrusion.GRADING` per unit distance from it.
+EDGE_AT_CORNER = 0.05
 EDGE_ALONG_AXIS = 6.0
-GRADING = 0.5
+GRADING = 1.0
 #: The share of the tet budget the first mesh may take; a wall is thin when its section is at
 #: least ``THIN_RATIO`` wall thicknesses across and the prism that many long.
-BUDGET_SHARE = 0.8
+BUDGET_SHARE = 0.9
 #: Two pairs closer than this (in wall thicknesses) on both sides are merged (:func:`matched_wall`).
 MERGE = 0.25
 THIN_RATIO = 8.0
@@ -130,8 +135,9 @@ def _along(polygon: np.ndarray, where: np.ndarray) -> np.ndarray:
     return polygon[segment] + share[:, None] * (b[segment] - polygon[segment])
 
 
-def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: float):
-    """A section that is a wall between two loops (a tube's), triangulated in ``LAYERS_ACROSS``
+def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: float,
+                 across: int = LAYERS_ACROSS):
+    """A section that is a wall between two loops (a tube's), triangulated in ``across``
     layers between matched points of its two sides: each vertex of one side paired with its
     nearest point on the other, the pairs ordered along the outer side and filled in where they
     are more than ``along`` apart, and each gap between two pairs split across into layers
@@ -158,12 +164,17 @@ def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: fl
     if step_i.sum() > 1.5 * perimeter_i:        # the inner positions must run forward, once round
         return None
     tolerance = 1e-9 * max(perimeter_o, perimeter_i)
-    pieces = np.maximum(np.ceil(np.maximum(step_o, step_i) / along), 1).astype(np.int64)
-    share = np.concatenate([np.arange(k) / k for k in pieces])
+    near = np.minimum(_from_corners(outer, on_outer), _from_corners(inner, on_inner))
+    share = []
+    for k, size in enumerate(np.maximum(step_o, step_i)):
+        spots = graded_spots(size, near[k], near[(k + 1) % len(near)], EDGE_AT_CORNER * wall, along)
+        share.append(np.concatenate([[0.0], np.asarray(spots) / size]))
+    pieces = np.array([len(x) for x in share])
+    share = np.concatenate(share)
     on_outer = np.repeat(on_outer, pieces) + share * np.repeat(step_o, pieces)
     on_inner = np.repeat(on_inner, pieces) + share * np.repeat(step_i, pieces)
     o, i = _along(outer, on_outer), _along(inner, on_inner)
-    n, m = LAYERS_ACROSS, len(o)
+    n, m = across, len(o)
     grid = o[:, None, :] + (np.arange(n + 1) / n)[None, :, None] * (i - o)[:, None, :]   # (m, n+1, 2)
     ids = np.arange(m * (n + 1)).reshape(m, n + 1)
     nxt = np.roll(ids, -1, axis=0)
@@ -197,6 +208,19 @@ def _merged_pairs(on_outer, on_inner, from_outer, gap, perimeter_o, perimeter_i)
         vertex_o.append(outer_vertex)
         vertex_i.append(not outer_vertex)
     return np.asarray(kept_o), np.asarray(kept_i)
+
+
+def _from_corners(polygon: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """The distance along the closed ``polygon`` from arc positions ``where`` to its nearest
+    corner (a vertex where it turns by more than ``CORNER`` degrees); ``inf`` with none."""
+    ahead, behind = np.roll(polygon, -1, axis=0) - polygon, polygon - np.roll(polygon, 1, axis=0)
+    cosine = np.einsum("ij,ij->i", ahead, behind) / (np.linalg.norm(ahead, axis=1) * np.linalg.norm(behind, axis=1))
+    corners = _arc_positions(polygon)[np.degrees(np.arccos(np.clip(cosine, -1.0, 1.0))) > CORNER]
+    if not len(corners):
+        return np.full(len(where), np.inf)
+    perimeter = float(np.linalg.norm(ahead, axis=1).sum())
+    gap = np.abs(np.mod(where, perimeter)[:, None] - corners[None, :])
+    return np.minimum(gap, perimeter - gap).min(axis=1)
 
 
 def _signed_area(polygon: np.ndarray) -> float:
@@ -238,26 +262,35 @@ def graded_levels(low: float, high: float, first: float, largest: float) -> np.n
 
 
 def layered_wall(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,
-                 max_tets: int | None = None) -> TetMesh | None:
-    """A thin-walled right prism's layered mesh along its length (module docstring), each boundary
-    face taking the condition of the input face nearest to it; None if the part is not one."""
+                 max_tets: int | None = None, across: int = LAYERS_ACROSS) -> TetMesh | None:
+    """A thin-walled tube's layered mesh along its length (module docstring) with ``across`` cells
+    across its wall, each boundary face taking the condition of the input face nearest to it;
+    None if the part is not such a tube or its mesh would pass ``BUDGET_SHARE`` of ``max_tets``."""
     found = thin_section(vertices, faces)
     if found is None:
         return None
     (points, triangles, outline, levels, basis), wall = found
-    axis = np.cross(basis[0], basis[1])
-    along = EDGE_ALONG * wall
-    section = matched_wall(points, outline, wall, along)
+    section = matched_wall(points, outline, wall, EDGE_ALONG * wall, across)
     if section is None:
         return None
-    layers = None if max_tets is None else int(BUDGET_SHARE * max_tets) // (3 * len(section[1]))
+    heights = _layers_within(levels, wall, None if max_tets is None else
+                             int(BUDGET_SHARE * max_tets) // (3 * len(section[1])))
+    if heights is None:
+        return None
+    xyz, tets = extruded(*section, basis, np.cross(basis[0], basis[1]), heights)
+    base = float(face_areas(np.column_stack([points, np.zeros(len(points))]), triangles).sum())
+    return filled_prism(xyz, tets, base * (levels[1] - levels[0]), vertices, faces, markers)
+
+
+def _layers_within(levels, wall: float, layers: int | None) -> np.ndarray | None:
+    """:func:`graded_levels` with at most ``layers`` layers: the middle's layers made longer
+    (the extent is flat along the axis there) until they fit; None if even one-layer middles
+    do not."""
     largest = EDGE_ALONG_AXIS * wall
     heights = graded_levels(levels[0], levels[1], EDGE_AT_END * wall, largest)
     while layers is not None and len(heights) - 1 > layers:
         if largest >= levels[1] - levels[0]:
-            return None                              # the section alone is too fine for the budget
-        largest *= 1.5                               # the middle is flat along the axis: longer layers
+            return None
+        largest *= 1.5
         heights = graded_levels(levels[0], levels[1], EDGE_AT_END * wall, largest)
-    xyz, tets = extruded(*section, basis, axis, heights)
-    base = float(face_areas(np.column_stack([points, np.zeros(len(points))]), triangles).sum())
-    return filled_prism(xyz, tets, base * (levels[1] - levels[0]), vertices, faces, markers)
+    return heights

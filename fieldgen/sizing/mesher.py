@@ -133,11 +133,15 @@ class TetGenMesher:
         if part.core is not None or part.skin is not None:
             return None
         with self.progress.stage("tetrahedralize"):
-            whole = lengthwise.layered_wall(part.surface.vertices, part.surface.faces, part.markers, max_tets)
+            for across in (lengthwise.LAYERS_ACROSS, *lengthwise.FEWER_ACROSS):   # fewer: a fine section
+                whole = lengthwise.layered_wall(part.surface.vertices, part.surface.faces, part.markers,
+                                                max_tets, across)
+                if whole is not None:
+                    break
         if whole is None:
             return None
         parameters = {"mesher": "layered wall (matched sides, extruded along the axis)",
-                      "layers_across": lengthwise.LAYERS_ACROSS}
+                      "layers_across": across}
         return cut_and_refined(part, whole, parameters, self.progress)
 
 
