@@ -40,7 +40,7 @@ from fieldgen.meshing.tetmesh import (FREE, INSULATED, RIGID, boundary_faces_of,
 from fieldgen.options import BuildOptions
 from fieldgen.progress import Progress
 from fieldgen.sizing import accuracy as sizing
-from fieldgen.sizing import lengthwise
+from fieldgen.sizing import tray
 from fieldgen.sizing.band import band_by_accuracy
 from fieldgen.sizing.mesher import BandMesher, PartToMesh, RobustMesher, TetGenMesher
 from fieldgen.sizing.plate import plate_axis
@@ -349,8 +349,8 @@ def surface_stage(surface, markers, core, options: BuildOptions, scale: float):
     slivers' moves alone (fTetWild inserts fewer triangles)."""
     tolerance = None if options.surface_tolerance is None else options.surface_tolerance * scale
     if tolerance is None and core is None and options.skin is None and not options.robust \
-            and lengthwise.thin_section(surface.vertices, surface.faces) is not None:
-        tolerance = 0.0     # a thin-walled tube is layered from its own faces (§2.10): kept as it is
+            and tray.layered_along_axis(surface.vertices, surface.faces):
+        tolerance = 0.0     # a thin-walled tube or tray is layered from its own faces (§2.10): kept
     outer = tolerated_surface(surface, markers, tolerance, robust=options.robust)
     surface = dataclasses.replace(outer.surface, warnings=outer.surface.warnings + outer.warnings)
     if core is not None:

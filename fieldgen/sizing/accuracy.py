@@ -34,7 +34,7 @@ from fieldgen.meshing import refine
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, tet_volumes
 from fieldgen.progress import Progress
 from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH
-from fieldgen.sizing import adapt, lengthwise, skin_grading
+from fieldgen.sizing import adapt, skin_grading, tray
 from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
 from fieldgen.sizing.size_field import (capped_sizes, first_near_edge, first_size, mesh_with_size_field,
                                         next_near_edge)
@@ -255,14 +255,16 @@ def mesh_by_accuracy(mesher, law, accuracy: float, volume: float, *,
 
 def _layered_first_mesh(mesher, plate, surface, volume: float, max_tets: int):
     """A first mesh in layers for a thin right prism: a plate across its thin ``plate`` axis
-    (:mod:`fieldgen.sizing.extrusion`) or a thin-walled prism along its length, a tube
-    (:mod:`fieldgen.sizing.lengthwise`); None for any other part, or one whose walls are not thin
-    against the uniform first edge."""
-    if plate is None and lengthwise.thin_section(*surface) is None:
-        return None                     # (cheap) not a thin-walled prism: no thickness rays
+    (:mod:`fieldgen.sizing.extrusion`) or a thin-walled tube or tray along its axis
+    (:mod:`fieldgen.sizing.lengthwise`, :mod:`fieldgen.sizing.tray`); None for any other part, or
+    one whose walls are not thin against the uniform first edge."""
+    if plate is None and not tray.layered_along_axis(*surface):
+        return None                     # (cheap) not a thin-walled tube or tray: no thickness rays
     if not has_thin_walls(*surface, face_thickness(*surface), first_size(volume)):
         return None
-    made = mesher.layered(plate, max_tets) if plate is not None else mesher.lengthwise(max_tets)
+    made = mesher.layered(plate, max_tets) if plate is not None else None
+    if made is None:
+        made = mesher.lengthwise(max_tets)        # a tube, or a tray (plate-like when shallow)
     return made if made is not None and made.mesh.n_tets <= max_tets else None
 
 

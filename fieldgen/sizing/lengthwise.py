@@ -146,7 +146,7 @@ def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: fl
     loops = outline_loops(points, outline)
     if loops is None or len(loops) != 2:
         return None
-    area = [abs(_signed_area(points[loop])) for loop in loops]
+    area = [abs(signed_area(points[loop])) for loop in loops]
     outer, inner = (points[loops[k]] for k in np.argsort(area)[::-1])
     perimeter_o = float(np.linalg.norm(np.roll(outer, -1, axis=0) - outer, axis=1).sum())
     perimeter_i = float(np.linalg.norm(np.roll(inner, -1, axis=0) - inner, axis=1).sum())
@@ -183,7 +183,7 @@ def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: fl
     triangles = np.concatenate([np.where(flip, np.stack([a, b, d], -1), np.stack([a, b, c], -1)).reshape(-1, 3),
                                 np.where(flip, np.stack([b, c, d], -1), np.stack([a, c, d], -1)).reshape(-1, 3)])
     xy = grid.reshape(-1, 2)
-    xy, triangles = _merged(xy, triangles, tolerance)
+    xy, triangles = merged(xy, triangles, tolerance)
     return xy, triangles
 
 
@@ -223,7 +223,8 @@ def _from_corners(polygon: np.ndarray, where: np.ndarray) -> np.ndarray:
     return np.minimum(gap, perimeter - gap).min(axis=1)
 
 
-def _signed_area(polygon: np.ndarray) -> float:
+def signed_area(polygon: np.ndarray) -> float:
+    """The closed 2-D ``polygon``'s signed area (positive counter-clockwise)."""
     x, y = polygon.T
     return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(np.roll(x, -1), y))
 
@@ -233,7 +234,7 @@ def _arc_positions(polygon: np.ndarray) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(length)[:-1]])
 
 
-def _merged(xy: np.ndarray, triangles: np.ndarray, tolerance: float):
+def merged(xy: np.ndarray, triangles: np.ndarray, tolerance: float):
     """Coincident points merged (a side's vertex paired twice) and the triangles that then have
     no area dropped."""
     key = np.round(xy / max(tolerance, 1e-300)).astype(np.int64)
@@ -273,7 +274,7 @@ def layered_wall(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,
     section = matched_wall(points, outline, wall, EDGE_ALONG * wall, across)
     if section is None:
         return None
-    heights = _layers_within(levels, wall, None if max_tets is None else
+    heights = layers_within(levels, wall, None if max_tets is None else
                              int(BUDGET_SHARE * max_tets) // (3 * len(section[1])))
     if heights is None:
         return None
@@ -282,7 +283,7 @@ def layered_wall(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,
     return filled_prism(xyz, tets, base * (levels[1] - levels[0]), vertices, faces, markers)
 
 
-def _layers_within(levels, wall: float, layers: int | None) -> np.ndarray | None:
+def layers_within(levels, wall: float, layers: int | None) -> np.ndarray | None:
     """:func:`graded_levels` with at most ``layers`` layers: the middle's layers made longer
     (the extent is flat along the axis there) until they fit; None if even one-layer middles
     do not."""

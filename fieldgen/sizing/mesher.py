@@ -21,10 +21,15 @@ from fieldgen.meshing import ftetwild, refine, tetgen
 from fieldgen.meshing.tetgen import MeshingOptions
 from fieldgen.meshing.tetmesh import TetMesh
 from fieldgen.progress import Progress
-from fieldgen.sizing import extrusion, lengthwise
+from fieldgen.sizing import extrusion, lengthwise, tray
 from fieldgen.skin import band as layer_band
 from fieldgen.skin import interior as rigid_interior
 from fieldgen.skin.cut import cut_skin
+
+
+#: The layered meshers of thin-walled parts along an axis, tried in turn, with their records.
+WALLED = (("layered wall (matched sides, extruded along the axis)", lengthwise.layered_wall),
+          ("layered tray (walls' strip and floor, extruded)", tray.layered_tray))
 
 
 @dataclass(frozen=True)
@@ -126,22 +131,23 @@ class TetGenMesher:
         return cut_and_refined(part, whole, parameters, self.progress)
 
     def lengthwise(self, max_tets: int | None = None) -> MeshedPass | None:
-        """A thin-walled right prism (a tube) meshed in layers along its length
-        (:func:`fieldgen.sizing.lengthwise.layered_wall`); None for any other part (or one with a
-        core or a skin)."""
+        """A thin-walled tube or tray meshed in layers along its axis (:data:`WALLED`); None for
+        any other part (or one with a core or a skin)."""
         part = self.part
         if part.core is not None or part.skin is not None:
             return None
+        whole = None
         with self.progress.stage("tetrahedralize"):
             for across in (lengthwise.LAYERS_ACROSS, *lengthwise.FEWER_ACROSS):   # fewer: a fine section
-                whole = lengthwise.layered_wall(part.surface.vertices, part.surface.faces, part.markers,
-                                                max_tets, across)
+                for name, layered in WALLED:
+                    whole = layered(part.surface.vertices, part.surface.faces, part.markers, max_tets, across)
+                    if whole is not None:
+                        break
                 if whole is not None:
                     break
         if whole is None:
             return None
-        parameters = {"mesher": "layered wall (matched sides, extruded along the axis)",
-                      "layers_across": across}
+        parameters = {"mesher": name, "layers_across": across}
         return cut_and_refined(part, whole, parameters, self.progress)
 
 
