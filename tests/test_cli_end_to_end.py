@@ -109,12 +109,13 @@ def edge_errors(points, tets, extent, pressure, law) -> np.ndarray:
     return np.max(errors, axis=0)
 
 
-@pytest.mark.parametrize("tolerance", [1000.0, 20000.0])
+@pytest.mark.parametrize("tolerance", [200.0, 1000.0, 20000.0])
 def test_build_table_and_layer_tolerance(folder, tolerance):
-    """The asset's extent is the closed form up to the layering's snap (a vertex moves onto a
-    level within 1% of its layer: docs/model.md §2.4, `snap_to_levels`), it holds the table's
-    law at every vertex, and between vertices the law stays within --layer-tolerance; the looser
-    tolerance is used (its largest error is above the tighter one), so the flag bounds the error."""
+    """The asset's extent is the closed form (the layering keeps the solved extent; its snap only
+    places the cuts: docs/model.md §2.4), it holds the table's law at every vertex, and between
+    vertices the law at the closed-form extent stays within --layer-tolerance (at 200 Pa it was
+    302 Pa off while the asset held the snapped extent); the looser tolerance is used (its
+    largest error is above the tighter one), so the flag bounds the error."""
     import meshio
 
     extent_points, pressure_points, law = table_law()
@@ -127,11 +128,10 @@ def test_build_table_and_layer_tolerance(folder, tolerance):
     mesh = meshio.read(out)
     points, tets = mesh.points, mesh.cells_dict["tetra"]
     extent, pressure = mesh.point_data["extent"], mesh.point_data["pressure"]
-    moved = np.abs(extent - (T - points[:, 2]) / T)                          # e = (t − z)/t
-    assert np.median(moved) < 1e-7 and moved.max() < 2e-3
-    assert np.abs(pressure - law(extent)).max() < 1e-9 * pressure_points[-1]
-    worst = edge_errors(points, tets, extent, pressure, law).max()
+    worst = edge_errors(points, tets, (T - points[:, 2]) / T, pressure, law).max()   # e = (t − z)/t
     assert worst <= tolerance * (1 + 1e-9)
+    assert np.abs(extent - (T - points[:, 2]) / T).max() < 1e-7
+    assert np.abs(pressure - law(extent)).max() < 1e-9 * pressure_points[-1]
     if tolerance > 1000.0:
         assert worst > 1000.0, worst
 

@@ -41,7 +41,7 @@ def test_linear_extent_on_a_slab_matches_the_closed_form():
     # the field at their position.
     field = lambda p: 0.05 + 0.2 * p[:, 0] + 0.1 * p[:, 1] + 0.6 * p[:, 2] / SLAB[2]      # noqa: E731
     extent = snap_to_levels(field(mesh.points), levels)
-    out, out_extent = slice_into_slabs(mesh, extent, levels)
+    out, out_extent, _ = slice_into_slabs(mesh, extent, levels)
     check_invariants(mesh, out, out_extent, levels)
     moved = np.abs(extent - field(mesh.points)) > 0
     # New vertices interpolate the snapped field: off the linear one by at most the largest snap.
@@ -49,7 +49,7 @@ def test_linear_extent_on_a_slab_matches_the_closed_form():
     assert snap < 0.01
     np.testing.assert_allclose(out_extent[mesh.n_points:], field(out.points[mesh.n_points:]), atol=snap + 1e-12)
     assert np.array_equal(out_extent[:mesh.n_points][~moved], field(mesh.points)[~moved])
-    again, again_extent = slice_into_slabs(mesh, extent, levels)               # deterministic
+    again, again_extent, _ = slice_into_slabs(mesh, extent, levels)               # deterministic
     for name in ("points", "tets", "boundary_faces", "boundary_markers"):
         assert np.array_equal(getattr(again, name), getattr(out, name))
 
@@ -60,7 +60,7 @@ def test_one_level_gives_the_same_tets_as_slicing_one_level_at_a_time():
     extent = np.clip(0.5 + 0.4 * np.sin(4 * mesh.points[:, 0] + 7 * mesh.points[:, 1]) + 0.05 * rng.random(mesh.n_points), 0, 1)
     level = np.array([0.5])
     extent = snap_to_levels(extent, level)
-    out, out_extent = slice_into_slabs(mesh, extent, level)
+    out, out_extent, _ = slice_into_slabs(mesh, extent, level)
     ref, ref_extent = slice_by_levels(mesh, extent, level)
     assert np.array_equal(out.points, ref.points) and np.array_equal(out_extent, ref_extent)
     assert {tuple(sorted(t)) for t in out.tets.tolist()} == {tuple(sorted(t)) for t in ref.tets.tolist()}
@@ -73,7 +73,7 @@ def test_growth_is_linear_in_the_levels():
     previous = None
     for count in (4, 8, 16):
         levels = (np.arange(count) + 0.5) / count
-        out, out_extent = slice_into_slabs(mesh, snap_to_levels(extent, levels), levels)
+        out, out_extent, _ = slice_into_slabs(mesh, snap_to_levels(extent, levels), levels)
         check_invariants(mesh, out, out_extent, levels)
         # A Kuhn tet of the slab crosses every level; each slab (at most 8 corners: two quad
         # sections) is coned from one corner over at most 6 faces: at most 6 (count + 1) tets.

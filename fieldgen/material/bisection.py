@@ -13,9 +13,14 @@ largest oscillation in every tet containing it, ties broken by edge order), each
 level strictly inside its range: every tet around the edge becomes two, and so does every
 boundary triangle on it (same marker, same winding). Bisection is conforming by construction and
 touches only the tets around the edge, all of which need the split too (their range contains the
-edge's). New vertices carry exactly a level, and an edge with no level strictly inside lies
-between two consecutive levels, where the oscillation is within the tolerance
-(:func:`fieldgen.material.levels.extent_levels`).
+edge's). An edge with no level strictly inside lies between two consecutive levels, where the
+oscillation is within the tolerance (:func:`fieldgen.material.levels.extent_levels`).
+
+The ranges are those of the solved extent, whose interpolation error is the one bounded; the
+split points come from the snapped extent (``cuts``), on which new vertices carry exactly a
+level, so no split lands a hair from a vertex. An edge whose solved range crosses a level only
+because a snapped end moved off it has no level inside its snapped range and is split at its
+middle (docs/model.md §2.4).
 """
 
 from __future__ import annotations
@@ -63,19 +68,31 @@ class EdgeSplits:
     tet_edges: np.ndarray    #: (t, 6) edge of each local edge of the round's tets
     needs: np.ndarray        #: edges that need a split
     oscillation: np.ndarray  #: their chord oscillation
-    first: np.ndarray        #: per edge, the first level strictly inside its range
-    last: np.ndarray         #: per edge, the last level strictly inside its range
+    first: np.ndarray        #: per edge, the first level strictly inside its range of cuts
+    last: np.ndarray         #: per edge, the last level strictly inside its range of cuts
 
 
-def _edges_to_split(tets, n, extent, law, levels, tolerance: LayerTolerance) -> EdgeSplits:
-    """The edges of ``tets`` (over ``n`` vertices) with a level strictly inside whose oscillation
-    exceeds TOLERANCE_MARGIN x the tolerance at ``p0(lo)``, the smallest pressure on the edge."""
+def _levels_inside(extent, edges, levels) -> tuple[np.ndarray, np.ndarray]:
+    """Per edge, the first and last level strictly inside its extent range (last < first: none)."""
+    lo = np.minimum(extent[edges[:, 0]], extent[edges[:, 1]])
+    hi = np.maximum(extent[edges[:, 0]], extent[edges[:, 1]])
+    return (np.searchsorted(levels, lo + ON_LEVEL, side="right"),
+            np.searchsorted(levels, hi - ON_LEVEL, side="left") - 1)
+
+
+def _edges_to_split(tets, n, extent, cuts, law, levels, tolerance: LayerTolerance) -> EdgeSplits:
+    """The edges of ``tets`` (over ``n`` vertices) with a level strictly inside their range of
+    ``extent`` whose oscillation there exceeds TOLERANCE_MARGIN x the tolerance at ``p0(lo)``, the
+    smallest pressure on the edge; an edge with no level inside lies between two consecutive
+    levels, within the tolerance. The levels inside each edge's range of ``cuts`` (the snapped
+    extent) are where it is split."""
     edges, tet_edges = mesh_edges(tets, n)
     lo = np.minimum(extent[edges[:, 0]], extent[edges[:, 1]])
     hi = np.maximum(extent[edges[:, 0]], extent[edges[:, 1]])
-    first = np.searchsorted(levels, lo + ON_LEVEL, side="right")          # levels strictly inside
-    last = np.searchsorted(levels, hi - ON_LEVEL, side="left") - 1
+    first, last = _levels_inside(extent, edges, levels)
     needs = np.flatnonzero(last >= first)
+    if cuts is not extent:
+        first, last = _levels_inside(cuts, edges, levels)
     osc = edge_oscillation(law, lo[needs], hi[needs])
     target = TOLERANCE_MARGIN * tolerance.at(law.pressure(lo[needs]))
     return EdgeSplits(edges, tet_edges, needs[osc > target], osc[osc > target], first, last)
@@ -113,10 +130,29 @@ def _bisect_tets(tets, candidates, tet_edges, split_of_edge):
     return rows, child_a, child_b
 
 
+def _split_points(splits: EdgeSplits, chosen, extent, cuts, levels):
+    """Where each chosen edge is split, as the fraction ``t`` along it from its first end, and the
+    extent and cuts there: at the median level strictly inside its range of ``cuts``, or, with
+    none (its range of ``extent`` crosses a level only because a snapped end moved off it), at
+    its middle, which halves that range (docs/model.md §2.4)."""
+    a, b = splits.edges[chosen, 0], splits.edges[chosen, 1]
+    first, last = splits.first[chosen], splits.last[chosen]
+    has = last >= first
+    level = levels[np.clip((first + last) // 2, 0, len(levels) - 1)]
+    span = np.where(has, cuts[b] - cuts[a], 1.0)
+    t = np.where(has, (level - cuts[a]) / span, 0.5)
+    new_cuts = np.where(has, level, cuts[a] + 0.5 * (cuts[b] - cuts[a]))
+    return a, b, t, extent[a] + t * (extent[b] - extent[a]), new_cuts
+
+
 def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: np.ndarray,
-                   tolerance, *, stop_above: int | None = None) -> tuple[TetMesh, np.ndarray, int] | None:
+                   tolerance, *, stop_above: int | None = None,
+                   cuts: np.ndarray | None = None) -> tuple[TetMesh, np.ndarray, int] | None:
     """Split only the edges whose extent range the law cannot take linearly (module docstring;
-    D 5.1.2). Returns (mesh, extent, rounds). Deterministic: children follow their parent.
+    D 5.1.2). ``cuts``: the snapped extent (:func:`fieldgen.material.levels.snap_to_levels`;
+    default ``extent``), whose levels place the splits; ``extent``, the solved field, is the one
+    whose interpolation error is bounded, interpolated linearly at every new vertex
+    (docs/model.md §2.4). Returns (mesh, extent, rounds). Deterministic: children follow their parent.
     ``stop_above``: give up and return None as soon as the mesh has more tets than this (every
     round adds tets, so the result would have more too)."""
     tolerance = check_tolerance(tolerance, law)      # a float of Pa: absolute
@@ -125,10 +161,16 @@ def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: n
     faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
     markers = np.asarray(mesh.boundary_markers, dtype=np.int64)
     extent = np.asarray(extent, dtype=np.float64)
+    same = cuts is None                              # the cuts are the extent itself
+    cuts = extent if same else np.asarray(cuts, dtype=np.float64)
     rounds = 0
     if not len(levels):
         return TetMesh(points, tets, faces, markers), extent, rounds
-    active = np.ones(len(tets), dtype=bool)         # tets that may still hold an edge to split
+    # Tets that may still hold an edge to split: at first those with a level strictly inside
+    # their extent range (an edge needs a level inside its own range, which is within its tet's).
+    et = extent[tets]
+    active = (np.searchsorted(levels, et.max(axis=1) - ON_LEVEL, side="left")
+              > np.searchsorted(levels, et.min(axis=1) + ON_LEVEL, side="right"))
     tets = tets.copy()
     origin = np.arange(len(tets))                   # the input tet each tet comes from
     face_origin = np.arange(len(faces))
@@ -137,7 +179,7 @@ def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: n
         candidates = np.flatnonzero(active)
         if not len(candidates):
             break
-        splits = _edges_to_split(tets[candidates], n, extent, law, levels, tolerance)
+        splits = _edges_to_split(tets[candidates], n, extent, cuts, law, levels, tolerance)
         # Tets with no edge that needs splitting stay as they are from now on (their edges only
         # ever shrink in range when a neighbour splits them).
         flagged = np.zeros(len(splits.edges), dtype=bool)
@@ -150,10 +192,7 @@ def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: n
             raise BuildError(f"layering did not settle after {MAX_ROUNDS} rounds of edge splits",
                              fix="raise --layer-tolerance; this is a fieldgen bug if it persists")
         chosen = _independent_edges(splits, flagged)
-        # Split points: the median level strictly inside each chosen edge's range.
-        level = levels[(splits.first[chosen] + splits.last[chosen]) // 2]
-        a, b = splits.edges[chosen, 0], splits.edges[chosen, 1]
-        t = (level - extent[a]) / (extent[b] - extent[a])
+        a, b, t, new_extent, new_cuts = _split_points(splits, chosen, extent, cuts, levels)
         new_points = points[a] + t[:, None] * (points[b] - points[a])
         new_ids = n + np.arange(len(chosen))
         split_of_edge = np.full(len(splits.edges), -1, dtype=np.int64)
@@ -169,7 +208,8 @@ def refine_for_law(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw, levels: n
         # Boundary triangles on a chosen edge (at most one per triangle).
         faces, markers, face_origin = _split_faces(faces, markers, face_origin, splits.edges[chosen], new_ids, n)
         points = np.concatenate([points, new_points])
-        extent = np.concatenate([extent, level])
+        extent = np.concatenate([extent, new_cuts if same else new_extent])
+        cuts = extent if same else np.concatenate([cuts, new_cuts])
     # Children follow their input tet (face), in the order they were made.
     tets = tets[np.argsort(origin, kind="stable")]
     order = np.argsort(face_origin, kind="stable")

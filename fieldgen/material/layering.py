@@ -6,11 +6,14 @@ The error of linear interpolation of ``p0`` over a tet spanning ``Δe`` is about
 thin layers between extent levels can, and flat tets are fine for the runtime. The stage:
 
 1. picks the extent levels (:func:`fieldgen.material.levels.balanced_levels`) and snaps the
-   extent onto the nearby ones (:func:`fieldgen.material.levels.snap_to_levels`);
+   extent onto the nearby ones (:func:`fieldgen.material.levels.snap_to_levels`) to place the
+   cuts, keeping the solved extent as the field;
 2. splits only the edges the law needs split (:func:`fieldgen.material.bisection.refine_for_law`),
    or, where that would more than double the mesh, cuts every tet into the slabs between the
-   levels (:func:`fieldgen.material.slabs.slice_into_slabs`);
-3. measures the achieved error independently, by sampling (:func:`max_interpolation_error`).
+   levels (:func:`fieldgen.material.slabs.slice_into_slabs`) and then bisects what the snap left
+   beyond the tolerance;
+3. measures the achieved error independently, by sampling (:func:`max_interpolation_error`),
+   against the law at the solved extent (docs/model.md §2.4).
 """
 
 from __future__ import annotations
@@ -104,14 +107,20 @@ def layer(mesh: TetMesh, extent: np.ndarray, law: ModulusLaw,
     tol = default_layer_tolerance(law) if tolerance is None else check_tolerance(tolerance, law)
     extent = check_extent(mesh, extent)
     levels = balanced_levels(law, tol)
+    # The snapped extent places the cuts only; the asset keeps the solved extent, interpolated
+    # linearly at the new vertices, so its error is measured against the field the build solved
+    # (docs/model.md §2.4).
     snapped = snap_to_levels(extent, levels)
     method = "bisection"
-    bisected = refine_for_law(mesh, snapped, law, levels, tol, stop_above=2 * mesh.n_tets)
+    bisected = refine_for_law(mesh, extent, law, levels, tol, stop_above=2 * mesh.n_tets, cuts=snapped)
     if bisected is None:
         # Tets spanning several levels (a thin skin under a steep law): bisection multiplies
         # them; slabs between the levels grow linearly in the levels crossed, so bisection stops
-        # at twice the tets instead of running on to be compared (docs/model.md §2.4).
-        refined, new_extent = slice_into_slabs(mesh, snapped, levels)
+        # at twice the tets instead of running on to be compared (docs/model.md §2.4). The
+        # slabs' tets whose solved range a snapped vertex widened past the tolerance are then
+        # bisected.
+        sliced, sliced_extent, sliced_cuts = slice_into_slabs(mesh, extent, levels, cuts=snapped)
+        refined, new_extent, _ = refine_for_law(sliced, sliced_extent, law, levels, tol, cuts=sliced_cuts)
         method = "slabs"
     else:
         refined, new_extent, _ = bisected

@@ -36,10 +36,10 @@ DEFAULT_TOLERANCE_FRACTION = 0.01
 RELATIVE_DOWN_TO = 0.02
 #: Vertices closer than this to a level (in extent, which spans [0, 1]) count as on it.
 ON_LEVEL = 1e-10
-#: Vertices within this fraction of the local level spacing of a level are moved onto it before
-#: cutting, so no cut point lands a hair's breadth from an existing vertex (such cuts make tiny,
-#: near-zero-volume tets); a larger fraction moves the extent further from the law's
-#: (docs/model.md §2.4).
+#: Vertices within this fraction of the local level spacing of a level count as on it when the
+#: cuts are placed, so no cut point lands a hair's breadth from an existing vertex (such cuts make
+#: tiny, near-zero-volume tets); the asset keeps the solved extent, and a larger fraction leaves
+#: more tets crossing a level by more, for bisection to mend (docs/model.md §2.4).
 SNAP_FRACTION = 1e-2
 #: Samples per interval when measuring the chord oscillation of a law.
 CHORD_SAMPLES = 257
@@ -214,7 +214,9 @@ def snap_to_levels(extent: np.ndarray, levels: np.ndarray, fraction: float = SNA
 
     The spacing of level k is the smaller of its gaps to its neighbours (0 and 1 at the ends),
     so the boundary values e = 0 and e = 1 never move. The extent changes by at most
-    ``fraction`` of a layer: far below the interpolation tolerance the layers are made for.
+    ``fraction`` of a layer; layering uses the snapped extent only to place its cuts and keeps
+    the solved one, since moving ``p0`` by that much can take the layered law past the
+    tolerance (docs/model.md §2.4).
     """
     extent = np.array(extent, dtype=np.float64, copy=True)
     if not len(levels):

@@ -48,8 +48,9 @@ class Crossings:
         return np.where(ok, n + self.offset[idx] + np.where(ok, j, 0), -1)
 
 
-def _crossings(points, extent, levels, cut_tets) -> tuple[Crossings, np.ndarray, np.ndarray]:
-    """The crossings on the edges of ``cut_tets``, their points and their extents (the levels)."""
+def _crossings(points, extent, levels, cut_tets, carried) -> tuple[Crossings, np.ndarray, np.ndarray, np.ndarray]:
+    """The crossings on the edges of ``cut_tets``, their points, their extents (the levels) and
+    the ``carried`` field there (linear along each edge, as the points are)."""
     n = len(points)
     pairs = np.sort(cut_tets[:, TET_EDGES], axis=2).reshape(-1, 2)
     keys = np.unique(pairs[:, 0] * n + pairs[:, 1])
@@ -64,7 +65,7 @@ def _crossings(points, extent, levels, cut_tets) -> tuple[Crossings, np.ndarray,
     t = (levels[level_of] - extent[a]) / (extent[b] - extent[a])
     new_points = points[a] + t[:, None] * (points[b] - points[a])
     crossings = Crossings(keys, n, e_first, e_count, offset, len(levels))
-    return crossings, new_points, levels[level_of]
+    return crossings, new_points, levels[level_of], carried[a] + t * (carried[b] - carried[a])
 
 
 def _between(tri, lk, uk, extent, levels, crossings: Crossings) -> np.ndarray:
@@ -135,26 +136,31 @@ def _slab_faces(faces, markers, extent, levels, crossings: Crossings):
     return out_faces[order], out_markers[order]
 
 
-def slice_into_slabs(mesh: TetMesh, extent: np.ndarray, levels: np.ndarray) -> tuple[TetMesh, np.ndarray]:
+def slice_into_slabs(mesh: TetMesh, extent: np.ndarray, levels: np.ndarray, *,
+                     cuts: np.ndarray | None = None) -> tuple[TetMesh, np.ndarray, np.ndarray]:
     """Cut ``mesh`` along every level at once into the slabs between consecutive levels (module
-    docstring). ``extent`` should be snapped (:func:`fieldgen.material.levels.snap_to_levels`).
-    Deterministic: sub-tets follow their parent tet's order."""
+    docstring). The cuts follow ``cuts`` (default ``extent``), which should be snapped
+    (:func:`fieldgen.material.levels.snap_to_levels`); ``extent`` (the solved field) is
+    interpolated linearly at the new vertices, as is ``cuts``, which carries exactly a level there
+    (docs/model.md §2.4). Returns (mesh, extent, cuts) on the sliced mesh. Deterministic: sub-tets
+    follow their parent tet's order."""
     points = np.asarray(mesh.points, dtype=np.float64)
     tets = np.asarray(mesh.tets, dtype=np.int64)
     faces = np.asarray(mesh.boundary_faces, dtype=np.int64)
     markers = np.asarray(mesh.boundary_markers, dtype=np.int64)
-    extent = np.asarray(extent, dtype=np.float64)
+    solved = np.asarray(extent, dtype=np.float64)
+    extent = solved if cuts is None else np.asarray(cuts, dtype=np.float64)
     levels = np.asarray(levels, dtype=np.float64).ravel()
     if not len(levels) or not len(tets):
-        return TetMesh(points, tets, faces, markers), extent
+        return TetMesh(points, tets, faces, markers), solved, extent
     et = extent[tets]
     first = np.searchsorted(levels, et.min(axis=1) + ON_LEVEL, side="right")   # levels strictly inside
     last = np.searchsorted(levels, et.max(axis=1) - ON_LEVEL, side="left") - 1
     cut = last >= first
     if not np.any(cut):
-        return TetMesh(points, tets, faces, markers), extent
+        return TetMesh(points, tets, faces, markers), solved, extent
     ct = tets[cut]
-    crossings, new_points, new_extent = _crossings(points, extent, levels, ct)
+    crossings, new_points, new_cuts, new_solved = _crossings(points, extent, levels, ct, solved)
     sub, slab_of = _slab_tets(points, extent, levels, ct, first[cut], last[cut], crossings)
     all_points = np.concatenate([points, new_points])
     new_tets = np.concatenate([tets[~cut], sub])
@@ -164,7 +170,7 @@ def slice_into_slabs(mesh: TetMesh, extent: np.ndarray, levels: np.ndarray) -> t
     new_tets = orient_positive(all_points, new_tets[volumes != 0.0])
     out_faces, out_markers = _slab_faces(faces, markers, extent, levels, crossings)
     return (TetMesh(all_points, new_tets, out_faces, out_markers),
-            np.concatenate([extent, new_extent]))
+            np.concatenate([solved, new_cuts if cuts is None else new_solved]), np.concatenate([extent, new_cuts]))
 
 
 def _section(points, extent, levels, st, k, crossings: Crossings) -> np.ndarray:
