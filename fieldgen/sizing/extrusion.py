@@ -73,13 +73,19 @@ def prism_section(vertices: np.ndarray, faces: np.ndarray, axis, split_sides: bo
     u = u - (u @ axis) * axis
     u /= np.linalg.norm(u)
     basis = np.stack([u, np.cross(axis, u)])
-    used, triangles = np.unique(faces[bottom], return_inverse=True)
+    points, triangles, outline = flat_region(vertices, faces[bottom], basis)
+    return points, triangles, outline, (low, high), basis
+
+
+def flat_region(vertices: np.ndarray, faces: np.ndarray, basis: np.ndarray):
+    """A flat region's points (2-D, in ``basis``), its triangles on them and its outline's edges
+    (the triangles' edges used once)."""
+    used, triangles = np.unique(faces, return_inverse=True)
     triangles = triangles.reshape(-1, 3)
-    key, edge_id, _, _, counts = edge_table(triangles)
+    key, _, _, _, counts = edge_table(triangles)
     n = int(triangles.max()) + 1
     once = key[counts == 1]
-    outline = np.stack([once // n, once % n], axis=1)
-    return vertices[used] @ basis.T, triangles, outline, (low, high), basis
+    return vertices[used] @ basis.T, triangles, np.stack([once // n, once % n], axis=1)
 
 
 def graded_metric(points: np.ndarray, outline_points: np.ndarray, outline: np.ndarray,

@@ -25,8 +25,9 @@ import numpy as np
 
 from fieldgen.meshing.tetmesh import TetMesh
 from fieldgen.sizing import lengthwise
-from fieldgen.sizing.extrusion import LAYERS, PRISM_TOLERANCE, extruded, filled_prism, graded_section
-from fieldgen.surface.topology import compacted, edge_table, face_areas, unit_normals
+from fieldgen.sizing.extrusion import (LAYERS, PRISM_TOLERANCE, extruded, filled_prism, flat_region,
+                                       graded_section)
+from fieldgen.surface.topology import compacted, face_areas, unit_normals
 
 #: The share of the tet budget the first mesh may take (the passes refine with the rest).
 BUDGET_SHARE = lengthwise.BUDGET_SHARE
@@ -81,24 +82,13 @@ def _tray_along(vertices, faces, normals, axis, tolerance):
     expected = a_bottom * (levels[1] - levels[0]) + a_rim * (levels[2] - levels[1])
     if abs(a_bottom - a_floor - a_rim) > 1e-6 * a_bottom or abs(volume - expected) > 1e-6 * volume:
         return None
-    rim_points, rim_outline = _region(vertices, faces[rim], basis)
-    floor_points, floor_outline = _region(vertices, faces[floor], basis)
+    rim_points, _, rim_outline = flat_region(vertices, faces[rim], basis)
+    floor_points, _, floor_outline = flat_region(vertices, faces[floor], basis)
     if len(lengthwise.outline_loops(floor_points, floor_outline) or ()) != 1:
         return None
     perimeter = float(np.linalg.norm(rim_points[rim_outline[:, 1]] - rim_points[rim_outline[:, 0]], axis=1).sum())
     wall = 2.0 * a_rim / perimeter
     return rim_points, rim_outline, levels, basis, axis, wall, volume
-
-
-def _region(vertices, faces, basis):
-    """A flat region's points (2-D, in ``basis``) and its outline's edges (its triangles' edges
-    used once)."""
-    used, triangles = np.unique(faces, return_inverse=True)
-    triangles = triangles.reshape(-1, 3)
-    key, _, _, _, counts = edge_table(triangles)
-    n = int(triangles.max()) + 1
-    once = key[counts == 1]
-    return vertices[used] @ basis.T, np.stack([once // n, once % n], axis=1)
 
 
 def layered_tray(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,
@@ -135,7 +125,8 @@ def _with_floor(xy: np.ndarray, triangles: np.ndarray, floor: float):
     (:func:`graded_section` for a floor ``floor`` thick): (points, triangles, which are the
     strip's), the strip's points first and in their order; None if the two do not share the
     strip's inner side exactly."""
-    loops = lengthwise.outline_loops(*_region(np.column_stack([xy, np.zeros(len(xy))]), triangles, np.eye(3)[:2]))
+    flat, _, edges = flat_region(np.column_stack([xy, np.zeros(len(xy))]), triangles, np.eye(3)[:2])
+    loops = lengthwise.outline_loops(flat, edges)
     inner = min(loops, key=lambda loop: abs(lengthwise.signed_area(xy[loop])))
     ring = np.arange(len(inner))
     plane, inside = graded_section(xy[inner], np.stack([ring, np.roll(ring, -1)], axis=1), floor, split=False)
