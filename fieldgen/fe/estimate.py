@@ -92,6 +92,7 @@ class ErrorEstimate:
     edges: np.ndarray | None = field(default=None, repr=False)         # (m, 2) the mesh's edges
     tet_edges: np.ndarray | None = field(default=None, repr=False)     # (t, 6) each tet's edges (rows of edges)
     edge_surplus: np.ndarray | None = field(default=None, repr=False)  # (m,) see estimate_error
+    tet_length: np.ndarray | None = field(default=None, repr=False)    # (t,) see length_shares
 
     def to_metadata(self) -> dict:
         return {"method": "two-mesh: the extent solved again on the mesh refined 1:8, "
@@ -111,6 +112,12 @@ def worst_error(estimate: ErrorEstimate) -> float:
     holding it to the accuracy took the unit sphere from 19k tets to the 280k budget still above
     1% (docs/design/contact-accuracy.md; docs/model.md §2.10)."""
     return max(estimate.extent, estimate.pressure, estimate.characteristic_length)
+
+
+def tet_error(estimate: ErrorEstimate, law) -> np.ndarray:
+    """(t,) each tet's RMS error relative to the field's maximum: the larger of e's and p0's
+    (p0's over p0(1)), as the sizing marks tets by it."""
+    return np.maximum(estimate.tet_rms_extent, estimate.tet_rms_pressure / law.max_pressure)
 
 
 def _p2_gradient(coefficients: np.ndarray, gradients: np.ndarray, lam: np.ndarray) -> np.ndarray:
@@ -197,6 +204,7 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law) -> ErrorEstimate:
     surplus = np.maximum(np.abs(fine_m - mid_h), np.abs(p_fine_m - p_h_m) / law.max_pressure)
     return ErrorEstimate(
         edges=edges, tet_edges=tet_edges, edge_surplus=surplus,
+        tet_length=length_shares(coarse_gradients, fine_gradients, extent[tets], fine[fine_tets]),
         extent=math.sqrt(float(e_error.sum()) / total_volume),
         pressure=math.sqrt(float(p_error.sum()) / total_volume) / law.max_pressure,
         characteristic_length=RICHARDSON * abs(length_h - length_f) / length_f,
@@ -205,6 +213,23 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law) -> ErrorEstimate:
         extent_rms=math.sqrt(e_norm / total_volume), pressure_rms=math.sqrt(p_norm / total_volume),
         fine_tets=int(refined.mesh.n_tets),
         surface_gradient=surface_gradient_error(mesh, extent, quadratic, coarse_gradients[0]))
+
+
+def length_shares(coarse_gradients, fine_gradients, coarse_values: np.ndarray, fine_values: np.ndarray) -> np.ndarray:
+    """(t,) each coarse tet's share of the estimated relative error of L = V / ∫|∇e| dV:
+    RICHARDSON (∫_t |∇e_h| - Σ over its eight children ∫ |∇e_fine|) / ∫|∇e_fine| dV, signed.
+    Their sum is RICHARDSON (L_fine - L_h) / L_h, to first order the signed ``characteristic_length``
+    term (docs/model.md §2.10); a per-tet indicator for marking. ``*_gradients`` are
+    :func:`fieldgen.meshing.tetmesh.hat_gradients` (grad, det) of the mesh and of its red refinement
+    (children consecutive, eight per parent), ``*_values`` the extent at each tet's corners."""
+    def slope_volume(gradients, values):
+        grad, det = gradients
+        return np.linalg.norm(np.einsum("tij,ti->tj", grad, values), axis=1) * np.abs(det) / 6.0
+
+    coarse = slope_volume(coarse_gradients, coarse_values)
+    fine = slope_volume(fine_gradients, fine_values).reshape(len(coarse), 8).sum(axis=1)
+    total = float(fine.sum())
+    return RICHARDSON * (coarse - fine) / total if total > 0 else np.zeros(len(coarse))
 
 
 #: Fine meshes with at most this many vertices are solved directly (:func:`fieldgen.fe.extent.solve_extent`).

@@ -418,16 +418,16 @@ def _grade_by_depth(mesher, law, accuracy: float, volume: float, *, progress, sk
             cut = skin_grading.skin_on(made.skin, made.mesh, free_surface)
             split, refinement = made.split, "bisection"
             budget = skin_grading.SKIN_MAX_TETS if max_tets == MAX_TETS else max_tets
+            cap = skin_grading.SKIN_CAP_TETS if max_tets == MAX_TETS else None
             per_marked = TETS_PER_MARKED     # then as the last pass measured (closure, zero tets)
             for more in range(1, 1 + skin_grading.SKIN_BISECTIONS):
                 if stop_reason(worst, accuracy, cut.mesh, budget):
                     break
                 volumes = np.abs(tet_volumes(cut.mesh.points, cut.mesh.tets))
-                marked = marked_tets(estimate, volumes, law, share=skin_grading.bisected_share(worst, accuracy),
-                                     limit=int((budget - cut.mesh.n_tets) / per_marked))
                 before = cut.mesh.n_tets
                 with progress.stage("refine"):
-                    cut, added = skin_grading.bisected_skin(cut, marked, free_surface)
+                    cut, added, marked = skin_grading.bisected_within(
+                        cut, estimate, volumes, law, accuracy, int((budget - before) / per_marked), cap, free_surface)
                 per_marked = max(TETS_PER_MARKED, (cut.mesh.n_tets - before) / max(len(marked), 1))
                 split += added
                 solution, estimate, worst = solved_pass(cut.mesh, law, progress)
