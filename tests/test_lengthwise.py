@@ -21,6 +21,7 @@ from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 from fieldgen.sizing import lengthwise
 from fieldgen.sizing.extrusion import prism_section
+from layered_mesh_checks import assert_fills_and_conforms
 
 DATA = Path(__file__).parent / "data" / "meshes"
 
@@ -68,11 +69,7 @@ def test_the_layered_wall_conforms_fills_the_tube_and_keeps_each_condition():
     mesh = lengthwise.layered_wall(tube.vertices, tube.faces, markers)
     again = lengthwise.layered_wall(tube.vertices, tube.faces, markers)
     assert np.array_equal(mesh.points, again.points) and np.array_equal(mesh.tets, again.tets)
-    volume = tet_volumes(mesh.points, mesh.tets)
-    assert volume.min() > 0 and volume.sum() == pytest.approx(abs(tube.volume), rel=1e-9)
-    corners = mesh.points[mesh.boundary_faces]
-    area = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
-    assert area.sum() == pytest.approx(tube.area, rel=1e-9)
+    corners = assert_fills_and_conforms(mesh, abs(tube.volume), tube.area)
     z = corners[..., 2].mean(axis=1)
     assert np.all(mesh.boundary_markers[np.isclose(z, -15.0)] == RIGID)
     assert np.all(mesh.boundary_markers[~np.isclose(z, -15.0)] == FREE)

@@ -29,6 +29,7 @@ from fieldgen.pipeline import build
 from fieldgen.sizing.adapt import hessian_metric, predicted_count, remeshed
 from fieldgen.sizing.extrusion import LAYERS, layered_plate, prism_section
 from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
+from layered_mesh_checks import assert_fills_and_conforms
 
 
 def plate_extent(z: np.ndarray, t: float) -> np.ndarray:
@@ -193,12 +194,7 @@ def test_layered_plate_fills_the_prism_in_layers_conforming_and_keeps_conditions
     mesh = layered_plate(disc.vertices, disc.faces, markers, (0.0, 0.0, 1.0))
     again = layered_plate(disc.vertices, disc.faces, markers, (0.0, 0.0, 1.0))
     assert np.array_equal(mesh.points, again.points) and np.array_equal(mesh.tets, again.tets)
-    volume = tet_volumes(mesh.points, mesh.tets)
-    assert volume.min() > 0 and volume.sum() == pytest.approx(abs(disc.volume), rel=1e-9)
-    # conforming: the boundary is the surface (no face of a tet left unmatched inside)
-    corners = mesh.points[mesh.boundary_faces]
-    area = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
-    assert area.sum() == pytest.approx(disc.area, rel=1e-9)
+    corners = assert_fills_and_conforms(mesh, abs(disc.volume), disc.area)
     assert len(np.unique(np.round(mesh.points[:, 2], 9))) == LAYERS + 1
     z = corners[..., 2].mean(axis=1)
     assert np.all(mesh.boundary_markers[np.isclose(z, -0.5)] == RIGID)

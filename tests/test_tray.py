@@ -11,11 +11,12 @@ import pytest
 import trimesh
 
 from fieldgen.io.asset import read_asset, read_metadata
-from fieldgen.meshing.tetmesh import FREE, RIGID, tet_volumes
+from fieldgen.meshing.tetmesh import FREE, RIGID
 from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 from fieldgen.sizing import tray
 from test_thin_walls import rms_error_where
+from layered_mesh_checks import assert_fills_and_conforms
 
 
 def open_box(width, depth, height, wall, floor) -> trimesh.Trimesh:
@@ -64,11 +65,7 @@ def test_the_layered_tray_conforms_fills_it_and_keeps_each_condition():
     mesh = tray.layered_tray(box.vertices, box.faces, markers)
     again = tray.layered_tray(box.vertices, box.faces, markers)
     assert np.array_equal(mesh.points, again.points) and np.array_equal(mesh.tets, again.tets)
-    volume = tet_volumes(mesh.points, mesh.tets)
-    assert volume.min() > 0 and volume.sum() == pytest.approx(box.volume, rel=1e-9)
-    corners = mesh.points[mesh.boundary_faces]
-    area = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
-    assert area.sum() == pytest.approx(box.area, rel=1e-9)          # conforming: no inner face left
+    corners = assert_fills_and_conforms(mesh, box.volume, box.area)
     bottom = np.isclose(corners[..., 2], 0.0).all(axis=1)
     assert np.all(mesh.boundary_markers[bottom] == RIGID) and np.all(mesh.boundary_markers[~bottom] == FREE)
     # the floor in equal layers across its thickness: LAYERS + 1 levels from 0 to 2 mm
@@ -86,10 +83,7 @@ def test_a_tray_given_in_metres_conforms_where_the_floor_meets_the_walls(tmp_pat
     cup.apply_scale(1e-3)                                           # read in mm, built in m
     mesh = tray.layered_tray(cup.vertices, cup.faces, np.full(len(cup.faces), FREE))
     assert len(np.unique(mesh.points, axis=0)) == mesh.n_points     # no point twice: shared
-    corners = mesh.points[mesh.boundary_faces]
-    area = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
-    assert area.sum() == pytest.approx(cup.area, rel=1e-9)
-    assert tet_volumes(mesh.points, mesh.tets).sum() == pytest.approx(cup.volume, rel=1e-9)
+    assert_fills_and_conforms(mesh, cup.volume, cup.area)
 
 
 @pytest.mark.slow
