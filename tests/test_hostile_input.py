@@ -200,8 +200,6 @@ REFUSED = [
      "refers to vertex -9"),
     ("PLY header without z", ["build", f"{I}/broken.ply", "--modulus", "1e5", "-o", f"{O}/x.vtu"], 1,
      "it has no 'z'"),
-    ("nested shells without --core", ["build", f"{I}/shell.obj", "--modulus", "1e5", "--edge-length", "0.005",
-     "-o", f"{O}/x.vtu"], 1, "closed pieces inside one another"),
     ("a folder as INPUT", ["build", f"{I}/folder.obj", "--modulus", "1e5", "-o", f"{O}/x.vtu"], 1,
      "is a folder"),
     ("a missing INPUT", ["build", f"{I}/missing.obj", "--modulus", "1e5", "-o", f"{O}/x.vtu"], 1,

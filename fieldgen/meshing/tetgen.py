@@ -32,6 +32,7 @@ from fieldgen.meshing.tetmesh import (
     orient_positive,
     tet_volumes,
 )
+from fieldgen.surface.cavities import cavity_points
 from fieldgen.surface.components import face_pieces
 from fieldgen.surface.topology import edge_use, face_areas, signed_volume, winding_numbers
 
@@ -327,9 +328,10 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     """Mesh the volume inside ``faces`` and outside the core with TetGen (docs/model.md §2.2).
 
     ``vertices`` (n, 3) in m, ``faces`` (m, 3) wound outward, ``markers`` (m,) FREE/RIGID/INSULATED
-    for the outer surface; ``core_faces`` (any number of closed components) are all RIGID and are
-    carved out as holes. Returns a TetMesh with positive tets and boundary faces wound out of the
-    volume (so core faces point into the core), each with the marker it was given. A vertex shared
+    for the outer surface (which may hold sealed cavities, kept empty:
+    :func:`fieldgen.surface.cavities.cavity_points`); ``core_faces`` (any number of closed
+    components) are all RIGID and are carved out as holes. Returns a TetMesh with positive tets
+    and boundary faces wound out of the volume (so core faces point into the core), each with the marker it was given. A vertex shared
     by FREE and RIGID faces is treated as FREE (e = 0) downstream so the contact surface carries
     exactly zero pressure. Deterministic (TetGen is; ordering is derived from its output).
     TetGen runs in a child process (``timeout`` in s) so a crash or hang cannot take the caller down;
@@ -350,6 +352,7 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     check_tet_count(vertices, faces, options)
     all_vertices, all_faces, all_markers, holes, original_core = _with_core(
         vertices, faces, markers, core_vertices, core_faces, options)
+    holes = [*cavity_points(vertices, faces), *holes]      # a hollow part's sealed cavities stay empty
     nodes, elements, trifaces, trimarkers = _run_tetgen(all_vertices, all_faces, all_markers, holes,
                                                         switches, timeout, while_waiting, background)
     if stretch:

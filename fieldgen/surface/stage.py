@@ -25,6 +25,7 @@ from fieldgen.io.surface_readers import SURFACE_FORMATS, read_bytes, read_triang
 from fieldgen.surface.defects import describe, surface_defects
 from fieldgen.surface.intersections import intersecting_face_pairs
 from fieldgen.surface.repair import repair_surface
+from fieldgen.surface.cavities import cavity_warnings
 from fieldgen.surface.components import face_components
 from fieldgen.surface.topology import face_areas, signed_volume, unit_normals, winding_numbers
 from fieldgen.units import LENGTH_UNITS as UNIT_SCALE  # the one table (fieldgen.units); name kept for callers
@@ -136,7 +137,8 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
         array.setflags(write=False)
     return Surface(vertices=vertices, faces=faces, face_groups=groups, group_names=names,
                    path=path_text, sha256=sha, units=units, repairs=repairs,
-                   warnings=size_warnings(vertices, units))
+                   warnings=size_warnings(vertices, units)
+                   + (cavity_warnings(vertices, faces, units) if role == "surface" and require_closed else ()))
 
 
 # --------------------------------------------------------------------------- core
