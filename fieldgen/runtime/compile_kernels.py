@@ -32,6 +32,7 @@ from fieldgen.runtime.contact.wrench import contact
 from fieldgen.runtime.dynamics.bodies import Scene
 from fieldgen.runtime.dynamics.simulate import simulate
 from fieldgen.runtime.scene.load import body_from_table
+from fieldgen.surface import slivers
 
 #: A fixed slab fine enough that a small body touches under a quarter of its tets (the posed
 #: subset of surface.py), with the friction spring's constants (compliant friction).
@@ -73,14 +74,15 @@ class KernelCompile:
 
 
 def runtime_kernels() -> list[tuple[str, CPUDispatcher]]:
-    """Every numba kernel defined in the runtime's contact and dynamics modules, by name."""
+    """Every numba kernel defined in the runtime's contact and dynamics modules, and the build's
+    (the surface stage's sliver moves, docs/model.md §2.11), by name."""
     found = []
-    for room in (contact_room, dynamics_room):
-        for info in pkgutil.iter_modules(room.__path__):
-            module = importlib.import_module(f"{room.__name__}.{info.name}")
-            for name, value in sorted(vars(module).items()):
-                if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__:
-                    found.append((f"{module.__name__}.{name}", value))
+    modules = [importlib.import_module(f"{room.__name__}.{info.name}")
+               for room in (contact_room, dynamics_room) for info in pkgutil.iter_modules(room.__path__)]
+    for module in modules + [slivers]:
+        for name, value in sorted(vars(module).items()):
+            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__:
+                found.append((f"{module.__name__}.{name}", value))
     return found
 
 
@@ -112,6 +114,11 @@ def _run_every_path() -> None:
         simulate(scene, STEPS * 1e-3, 1e-3, integrator, friction=friction, record_surfaces=True)
     ball = _scene(BALL, "all").bodies[1].geometry
     distance_field(ball.points, ball.tets)          # a legacy .vtk body's field (a mesh with inner vertices)
+    # The build's sliver moves: every face of a unit octahedron is a cap at width 1.3 (height
+    # 1.22, edges 1.41), so both the flips and the collapses run.
+    octahedron = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], dtype=float)
+    faces = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]])
+    slivers.without_slivers(octahedron, faces, np.zeros(len(faces), dtype=np.int64), 1.3)
 
 
 def compile_kernels(progress: Progress | None = None) -> KernelCompile:

@@ -9,10 +9,17 @@ vertex of the flipped pair), a needle's short edge is collapsed. A move is made 
 of the same label (each face's condition and group), and a collapse moves a vertex only onto one
 with all its labels, so a selection's border moves only along itself; and only if the surface
 stays a closed 2-manifold with no face turned over.
+
+The moves of a round are made one after another in a fixed order (each sees the surface the
+earlier ones left), so they run as numba kernels over numpy arrays (the edges' owners, each
+vertex's neighbours and faces, in compressed rows); each computes a triangle's lengths, normal
+and dot products in numpy's own order of operations, so the result is the same, bit for bit,
+as the plain Python loops it replaced (tests/slivers_reference.py; docs/design/meshing.md).
 """
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 
 from fieldgen.surface.topology import cross, unit_normals
@@ -27,19 +34,20 @@ def without_slivers(vertices: np.ndarray, faces: np.ndarray, labels: np.ndarray,
                     width: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``faces`` (and their ``labels``) with every cap narrower than ``width`` flipped and every
     edge shorter than ``width`` collapsed where the moves are allowed; unused vertices dropped."""
-    faces = np.array(faces, dtype=np.int64)
+    faces = np.array(faces, dtype=np.int64).reshape(-1, 3)
     labels = np.array(labels, dtype=np.int64)
     vertices = np.array(vertices, dtype=np.float64)
+    width = float(width)
     for _ in range(ROUNDS):
-        flipped = _flip_caps(vertices, faces, labels, width)
-        faces, labels, collapsed = _collapse_needles(vertices, faces, labels, width)
+        flipped = flip_caps(vertices, faces, labels, width)
+        faces, labels, collapsed = collapse_needles(vertices, faces, labels, width)
         if not flipped and not collapsed:
             break
     used, faces = np.unique(faces, return_inverse=True)
     return vertices[used], faces.reshape(-1, 3), labels
 
 
-def _shapes(vertices, faces):
+def face_shapes(vertices, faces):
     """Each face's edge lengths (edge ``i`` from corner ``i`` to ``i + 1``) and smallest height."""
     tri = vertices[faces]
     lengths = np.stack([np.linalg.norm(tri[:, (i + 1) % 3] - tri[:, i], axis=1) for i in range(3)], axis=1)
@@ -47,122 +55,267 @@ def _shapes(vertices, faces):
     return lengths, area2 / np.maximum(lengths.max(axis=1), 1e-300)
 
 
-def _edge_faces(faces) -> dict:
-    """Directed edge (a, b) -> the face that has it."""
-    return {(int(a), int(b)): f for f, row in enumerate(faces.tolist())
-            for a, b in ((row[0], row[1]), (row[1], row[2]), (row[2], row[0]))}
+def _caps(lengths, height, width) -> np.ndarray:
+    """The faces narrower than ``width`` whose edges are all at least ``width`` long."""
+    return np.flatnonzero((height < width) & (lengths.min(axis=1) >= width))
 
 
-def _flip_caps(vertices, faces, labels, width) -> int:
+def _directed_owners(faces, n):
+    """Each directed edge ``a → b`` as the key ``a n + b`` (sorted) and the face that has it (the
+    last such face, if several do)."""
+    keys = (faces * n + faces[:, [1, 2, 0]]).ravel()
+    owner = np.repeat(np.arange(len(faces), dtype=np.int64), 3)
+    order = np.lexsort((owner, keys))
+    keys, owner = keys[order], owner[order]
+    last = np.r_[keys[1:] != keys[:-1], True]
+    return keys[last], owner[last]
+
+
+def _neighbours(faces, n):
+    """Each vertex's neighbours (the vertices it shares an edge with), sorted, as compressed rows:
+    vertex ``v``'s are ``adjacent[start[v]:start[v + 1]]``."""
+    a, b = faces.ravel(), faces[:, [1, 2, 0]].ravel()
+    pairs = np.sort(np.concatenate([a * n + b, b * n + a]))
+    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
+    return np.searchsorted(pairs // n, np.arange(n + 1)), pairs % n
+
+
+def _incident(faces, n):
+    """Each vertex's faces in face order (a face once per corner it has there), as compressed rows."""
+    flat = faces.ravel()
+    order = np.argsort(flat, kind="stable")
+    return np.searchsorted(flat[order], np.arange(n + 1)), order // 3
+
+
+def flip_caps(vertices, faces, labels, width) -> int:
     """Flip the longest edge of each cap narrower than ``width`` (in place); how many."""
-    lengths, height = _shapes(vertices, faces)
-    caps = np.flatnonzero((height < width) & (lengths.min(axis=1) >= width))
+    lengths, height = face_shapes(vertices, faces)
+    caps = _caps(lengths, height, width)
     if not len(caps):
         return 0
-    owner = _edge_faces(faces)
-    neighbours = _vertex_neighbours(faces)
-    normals = unit_normals(vertices, faces)
-    touched = np.zeros(len(faces), dtype=bool)
+    n = len(vertices)
+    keys, owner = _directed_owners(faces, n)
+    start, adjacent = _neighbours(faces, n)
+    return int(_flip_kernel(vertices, faces, labels, lengths, height, caps, keys, owner, start, adjacent,
+                            unit_normals(vertices, faces), n))
+
+
+def collapse_needles(vertices, faces, labels, width):
+    """Collapse each edge shorter than ``width`` (one end onto the other), and each cap's corner
+    onto an end of its opposite edge (:func:`collapses`), where the surface stays a 2-manifold,
+    the faces around keep their side, the end that moves has no label the other lacks and (for a
+    cap) the surface moves less than ``DEVIATION`` × ``width``; the faces and labels left, and how
+    many edges were collapsed."""
+    candidates = collapses(vertices, faces, width)
+    if not len(candidates):
+        return faces, labels, 0
+    n = len(vertices)
+    start, adjacent = _neighbours(faces, n)
+    first, incident = _incident(faces, n)
+    alive, done = _collapse_kernel(vertices, faces, labels, candidates, start, adjacent, first, incident,
+                                   unit_normals(vertices, faces), DEVIATION * width)
+    return faces[alive], labels[alive], int(done)
+
+
+def collapses(vertices, faces, width) -> np.ndarray:
+    """The collapses to try, rows (face, a, b, corner): each edge (a, b) shorter than ``width``
+    (corner 0: either end may move), then each cap's corner ``a`` onto the nearer, then the
+    farther, end ``b`` of its opposite edge (corner 1: ``a`` moves)."""
+    lengths, height = face_shapes(vertices, faces)
+    f, i = np.nonzero(lengths < width)
+    edges = np.column_stack([f, faces[f, i], faces[f, (i + 1) % 3], np.zeros_like(f)])
+    t = _caps(lengths, height, width)
+    i = np.argmax(lengths[t], axis=1)         # the longest edge, from corner i to i + 1
+    p = faces[t, (i + 2) % 3]
+    nearer_first = lengths[t, (i + 2) % 3] < lengths[t, (i + 1) % 3]
+    near = np.where(nearer_first, i, (i + 1) % 3)
+    far = np.where(nearer_first, (i + 1) % 3, i)
+    ones = np.ones_like(t)
+    corners = np.stack([np.column_stack([t, p, faces[t, near], ones]),
+                        np.column_stack([t, p, faces[t, far], ones])], axis=1).reshape(-1, 4)
+    return np.concatenate([edges, corners]).astype(np.int64)
+
+
+# ------------------------------------------------------------------ kernels
+# Each follows numpy's order of operations: a norm sums its squares left to right, einsum's
+# three-term dot product adds the first and last products before the middle one.
+
+@nb.njit(cache=True)
+def _norm(x, y, z):
+    return np.sqrt((x * x + y * y) + z * z)
+
+
+@nb.njit(cache=True)
+def _normal(vertices, a, b, c):
+    """The unit normal of triangle (a, b, c) (zero if its area is), as unit_normals gives it."""
+    ux, uy, uz = vertices[b, 0] - vertices[a, 0], vertices[b, 1] - vertices[a, 1], vertices[b, 2] - vertices[a, 2]
+    wx, wy, wz = vertices[c, 0] - vertices[a, 0], vertices[c, 1] - vertices[a, 1], vertices[c, 2] - vertices[a, 2]
+    nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
+    length = _norm(nx, ny, nz)
+    if length > 0.0:
+        return nx / length, ny / length, nz / length
+    return 0.0, 0.0, 0.0
+
+
+@nb.njit(cache=True)
+def _height(vertices, a, b, c):
+    """The smallest height of triangle (a, b, c), as face_shapes gives it."""
+    longest = 0.0
+    corners = (a, b, c)
+    for i in range(3):
+        p, q = corners[i], corners[(i + 1) % 3]
+        dx, dy, dz = vertices[q, 0] - vertices[p, 0], vertices[q, 1] - vertices[p, 1], vertices[q, 2] - vertices[p, 2]
+        length = _norm(dx, dy, dz)
+        longest = length if i == 0 or length > longest else longest
+    ux, uy, uz = vertices[b, 0] - vertices[a, 0], vertices[b, 1] - vertices[a, 1], vertices[b, 2] - vertices[a, 2]
+    wx, wy, wz = vertices[c, 0] - vertices[a, 0], vertices[c, 1] - vertices[a, 1], vertices[c, 2] - vertices[a, 2]
+    area2 = _norm(uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx)
+    return area2 / max(longest, 1e-300)
+
+
+@nb.njit(cache=True)
+def _is_neighbour(start, adjacent, added, p, q, n):
+    """Whether ``q`` is among ``p``'s neighbours or an edge ``p q`` was made since."""
+    row = adjacent[start[p]:start[p + 1]]
+    k = np.searchsorted(row, q)
+    return (k < len(row) and row[k] == q) or (p * n + q) in added
+
+
+@nb.njit(cache=True)
+def _flip_kernel(vertices, faces, labels, lengths, height, caps, keys, owner, start, adjacent, normals, n):
+    touched = np.zeros(len(faces), dtype=np.bool_)
+    added = {np.int64(-1)}              # edges made by flips, as keys p n + q (-1: none)
     done = 0
-    for t in caps.tolist():
-        i = int(np.argmax(lengths[t]))
-        a, b, p = int(faces[t, i]), int(faces[t, (i + 1) % 3]), int(faces[t, (i + 2) % 3])
-        u = owner.get((b, a))
-        if u is None or touched[t] or touched[u] or labels[t] != labels[u]:
+    for t in caps:
+        i = np.argmax(lengths[t])
+        a, b, p = faces[t, i], faces[t, (i + 1) % 3], faces[t, (i + 2) % 3]
+        k = np.searchsorted(keys, b * n + a)
+        if k == len(keys) or keys[k] != b * n + a:
             continue
-        q = int(next(x for x in faces[u].tolist() if x not in (a, b)))
-        if q == p or q in neighbours[p]:
+        u = owner[k]
+        if touched[t] or touched[u] or labels[t] != labels[u]:
             continue
-        new = np.array([[a, q, p], [q, b, p]], dtype=np.int64)
-        if (unit_normals(vertices, new) @ normals[u] <= 0.0).any():
+        q = -1
+        for x in faces[u]:
+            if x != a and x != b:
+                q = x
+                break
+        if q == -1:
+            raise ValueError("a face with no corner off its edge")
+        if q == p or _is_neighbour(start, adjacent, added, p, q, n):
             continue
-        if _shapes(vertices, new)[1].min() <= min(height[t], height[u]):
+        turned = False
+        for r, s, c in ((a, q, p), (q, b, p)):
+            nx, ny, nz = _normal(vertices, r, s, c)
+            turned |= (nx * normals[u, 0] + ny * normals[u, 1]) + nz * normals[u, 2] <= 0.0
+        if turned:
+            continue
+        if min(_height(vertices, a, q, p), _height(vertices, q, b, p)) <= min(height[t], height[u]):
             continue        # the pair would be no better: no flip (nor flipping back)
-        faces[t], faces[u] = new
-        neighbours[p].add(q)
-        neighbours[q].add(p)
-        touched[[t, u]] = True
+        faces[t, 0], faces[t, 1], faces[t, 2] = a, q, p
+        faces[u, 0], faces[u, 1], faces[u, 2] = q, b, p
+        added.add(p * n + q)
+        added.add(q * n + p)
+        touched[t] = touched[u] = True
         done += 1
     return done
 
 
-def _vertex_neighbours(faces) -> dict:
-    """Vertex -> the set of vertices it shares an edge with."""
-    out: dict = {}
-    for row in faces.tolist():
-        for a, b in ((row[0], row[1]), (row[1], row[2]), (row[2], row[0])):
-            out.setdefault(a, set()).add(b)
-            out.setdefault(b, set()).add(a)
-    return out
+@nb.njit(cache=True)
+def _common(start, adjacent, a, b):
+    """How many neighbours ``a`` and ``b`` share (both rows sorted)."""
+    i, j, count = start[a], start[b], 0
+    while i < start[a + 1] and j < start[b + 1]:
+        if adjacent[i] == adjacent[j]:
+            count += 1
+            i += 1
+            j += 1
+        elif adjacent[i] < adjacent[j]:
+            i += 1
+        else:
+            j += 1
+    return count
 
 
-def _collapse_needles(vertices, faces, labels, width):
-    """Collapse each edge shorter than ``width`` (one end onto the other), and each cap's corner
-    onto an end of its opposite edge (:func:`_collapses`), where the surface stays a 2-manifold,
-    the faces around keep their side, the end that moves has no label the other lacks and (for a
-    cap) the surface moves less than ``DEVIATION`` × ``width``; the faces and labels left, and how
-    many edges were collapsed."""
-    candidates = _collapses(vertices, faces, width)
-    if not candidates:
-        return faces, labels, 0
-    neighbours = _vertex_neighbours(faces)
-    incident: dict = {}
-    for f, row in enumerate(faces.tolist()):
-        for v in row:
-            incident.setdefault(v, []).append(f)
-    normals = unit_normals(vertices, faces)
-    alive = np.ones(len(faces), dtype=bool)
-    touched = np.zeros(len(vertices), dtype=bool)
-    done = 0
-    for f, a, b, corner in candidates:
-        if not alive[f] or touched[a] or touched[b]:
-            continue
-        if len(neighbours[a] & neighbours[b]) != 2:
-            continue
-        # The end that moves has no label the other lacks: a border between labels moves only
-        # along itself, by less than ``width``.
-        names = {v: set(labels[incident[v]].tolist()) for v in (a, b)}
-        ends = [v for v in ((a,) if corner else (max(a, b), min(a, b))) if names[v] <= names[a + b - v]]
-        if not ends:
-            continue
-        drop = min(ends, key=lambda v: (len(names[v]), -v))
-        keep = a + b - drop
-        moved = [g for g in incident[drop] if keep not in faces[g]]
-        dying = [g for g in incident[drop] if keep in faces[g]]
-        trial = faces[moved].copy()
-        trial[trial == drop] = keep
-        if (np.einsum("ij,ij->i", unit_normals(vertices, trial), normals[moved]) <= 0.0).any():
-            continue
-        if corner and not _within(vertices, drop, keep, trial, faces[incident[drop]], DEVIATION * width):
-            continue
-        faces[moved] = trial
-        alive[dying] = False
-        touched[list(neighbours[a] | neighbours[b] | {a, b})] = True
-        done += 1
-    return faces[alive], labels[alive], done
-
-
-def _collapses(vertices, faces, width) -> list:
-    """The collapses to try, as (face, a, b, corner): each edge (a, b) shorter than ``width``
-    (corner False: either end may move), then each cap's corner ``a`` onto the nearer, then the
-    farther, end ``b`` of its opposite edge (corner True: ``a`` moves)."""
-    lengths, height = _shapes(vertices, faces)
-    out = [(f, int(faces[f, i]), int(faces[f, (i + 1) % 3]), False)
-           for f, i in np.argwhere(lengths < width).tolist()]
-    for t in np.flatnonzero((height < width) & (lengths.min(axis=1) >= width)).tolist():
-        i = int(np.argmax(lengths[t]))        # the longest edge, from corner i to i + 1
-        p = int(faces[t, (i + 2) % 3])
-        near, far = (i, (i + 1) % 3) if lengths[t, (i + 2) % 3] < lengths[t, (i + 1) % 3] else ((i + 1) % 3, i)
-        out += [(t, p, int(faces[t, near]), True), (t, p, int(faces[t, far]), True)]
-    return out
-
-
-def _within(vertices, drop, keep, new_faces, old_faces, bound: float) -> bool:
-    """Whether moving vertex ``drop`` onto ``keep`` moves the surface less than ``bound``: ``drop``
-    within it of the plane of each new face, and ``keep`` of each old face around ``drop`` (the
-    two stars share their outer edges)."""
-    for point, around in ((vertices[drop], new_faces), (vertices[keep], old_faces)):
-        normals = unit_normals(vertices, around)
-        if np.abs(np.einsum("ij,ij->i", normals, point - vertices[around[:, 0]])).max(initial=0.0) >= bound:
+@nb.njit(cache=True)
+def _subset(small, big):
+    """Whether every value of sorted ``small`` is in sorted ``big``."""
+    for x in small:
+        k = np.searchsorted(big, x)
+        if k == len(big) or big[k] != x:
             return False
     return True
+
+
+@nb.njit(cache=True)
+def _farthest(vertices, point, rows):
+    """The largest distance of ``point`` from the planes of the triangles ``rows`` (0 for none;
+    NaN if any is, as numpy's max gives it)."""
+    worst = 0.0
+    for r in range(len(rows)):
+        nx, ny, nz = _normal(vertices, rows[r, 0], rows[r, 1], rows[r, 2])
+        o = rows[r, 0]
+        dx, dy, dz = point[0] - vertices[o, 0], point[1] - vertices[o, 1], point[2] - vertices[o, 2]
+        d = abs((nx * dx + nz * dz) + ny * dy)
+        if np.isnan(d):
+            return d
+        worst = max(worst, d)
+    return worst
+
+
+@nb.njit(cache=True)
+def _end_to_drop(labels, first, incident, a, b, corner):
+    """The end of edge (a, b) that moves, or -1: one with no label the other lacks (only ``a``
+    for a corner), the one with fewer labels, else the larger index."""
+    names_a = np.unique(labels[incident[first[a]:first[a + 1]]])
+    names_b = np.unique(labels[incident[first[b]:first[b + 1]]])
+    a_may = _subset(names_a, names_b)
+    if corner:
+        return a if a_may else -1
+    high, low = max(a, b), min(a, b)
+    names_high, names_low = (names_a, names_b) if high == a else (names_b, names_a)
+    high_may, low_may = (a_may, _subset(names_b, names_a)) if high == a else (_subset(names_b, names_a), a_may)
+    if low_may and (not high_may or len(names_low) < len(names_high)):
+        return low
+    return high if high_may else -1
+
+
+@nb.njit(cache=True)
+def _collapse_kernel(vertices, faces, labels, candidates, start, adjacent, first, incident, normals, bound):
+    alive = np.ones(len(faces), dtype=np.bool_)
+    touched = np.zeros(len(vertices), dtype=np.bool_)
+    done = 0
+    for c in range(len(candidates)):
+        f, a, b, corner = candidates[c, 0], candidates[c, 1], candidates[c, 2], candidates[c, 3] != 0
+        if not alive[f] or touched[a] or touched[b] or _common(start, adjacent, a, b) != 2:
+            continue
+        drop = _end_to_drop(labels, first, incident, a, b, corner)
+        if drop < 0:
+            continue
+        keep = a + b - drop
+        around = incident[first[drop]:first[drop + 1]]
+        dying = np.array([keep == faces[g, 0] or keep == faces[g, 1] or keep == faces[g, 2] for g in around])
+        moving = around[~dying]
+        trial = faces[moving]
+        for r in range(len(trial)):
+            for s in range(3):
+                if trial[r, s] == drop:
+                    trial[r, s] = keep
+        turned = False
+        for r in range(len(trial)):
+            nx, ny, nz = _normal(vertices, trial[r, 0], trial[r, 1], trial[r, 2])
+            g = moving[r]
+            turned |= (nx * normals[g, 0] + nz * normals[g, 2]) + ny * normals[g, 1] <= 0.0
+        if turned:
+            continue
+        if corner and (_farthest(vertices, vertices[drop], trial) >= bound
+                       or _farthest(vertices, vertices[keep], faces[around]) >= bound):
+            continue
+        for r in range(len(trial)):
+            faces[moving[r]] = trial[r]
+        alive[around[dying]] = False
+        for v in (a, b):
+            touched[adjacent[start[v]:start[v + 1]]] = True
+            touched[v] = True
+        done += 1
+    return alive, done
