@@ -103,7 +103,10 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
     # lazy: the pipeline's modules (scipy, the meshers) load only when a build runs, not for --help
     from fieldgen.pipeline import build
 
+    from fieldgen.runtime.contact.kernels import announce_compiling  # lazy: numba, as the pipeline's
+
     progress = Progress(enabled=not quiet)
+    click.get_current_context().call_on_close(announce_compiling(progress))   # a cold numba cache: say why
     with reported_errors():
         result = build(input_path, output, options, progress=progress)
     if as_json:

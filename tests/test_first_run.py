@@ -123,3 +123,20 @@ def test_entry_kernels_are_the_ones_python_calls():
         assert contact + name in every and contact + name not in entries, name
     assert "fieldgen.runtime.dynamics.convex_step._solve_convex" in entries
     assert "fieldgen.runtime.dynamics.convex_step._cost" not in entries
+
+
+@pytest.mark.slow
+def test_a_build_that_compiles_the_sliver_moves_says_so(tmp_path):
+    """The surface stage's sliver moves are numba kernels too (fieldgen/surface/slivers.py): a
+    build on a cold cache that runs them says what the pause is, once, on stderr."""
+    from test_surface_tolerance import sliver_box       # lazy: its module's meshes, for this test only
+
+    sliver_box((20.0, 10.0, 8.0)).export(tmp_path / "box.stl")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"))
+    done = subprocess.run(FIELDGEN + ["build", str(tmp_path / "box.stl"), "--units", "mm", "--modulus", "1e5",
+                                      "--dissipation", "1", "--surface-tolerance", "0.05", "--edge-length", "3",
+                                      "-o", str(tmp_path / "box.vtu"), "--json"],
+                          capture_output=True, text=True, timeout=1200, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count(COMPILING_MESSAGE) == 1 and COMPILING_MESSAGE not in done.stdout
+    assert json.loads(done.stdout)["tets"] > 0

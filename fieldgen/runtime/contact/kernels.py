@@ -1,6 +1,7 @@
 """The first run: saying so while numba compiles the runtime's kernels (docs/model.md §5).
 
-Every kernel of ``runtime/contact`` and ``runtime/dynamics`` is ``@nb.njit(cache=True)``: it is
+Every kernel of ``runtime/contact`` and ``runtime/dynamics`` (and the build's sliver moves,
+``surface/slivers.py``) is ``@nb.njit(cache=True)``: it is
 compiled on its first call and kept on disk where the user can write, chosen by numba's cache
 locators in order: ``NUMBA_CACHE_DIR`` when set, else the ``__pycache__`` beside the module when
 that is writable (an editable install, or any install into a virtualenv the user owns), else the
@@ -20,7 +21,7 @@ from numba.core import event
 
 from fieldgen.progress import Progress
 
-COMPILING_MESSAGE = ("compiling fieldgen's contact kernels (a minute, once: cached for later runs; "
+COMPILING_MESSAGE = ("compiling fieldgen's kernels (up to a minute, once: cached for later runs; "
                      "`fieldgen compile-kernels` does it ahead) ...")
 
 
