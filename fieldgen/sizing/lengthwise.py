@@ -263,15 +263,17 @@ def graded_levels(low: float, high: float, first: float, largest: float) -> np.n
 
 
 def layered_wall(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,
-                 max_tets: int | None = None, across: int = LAYERS_ACROSS) -> TetMesh | None:
+                 max_tets: int | None = None, across: int = LAYERS_ACROSS, strip=None) -> TetMesh | None:
     """A thin-walled tube's layered mesh along its length (module docstring) with ``across`` cells
     across its wall, each boundary face taking the condition of the input face nearest to it;
-    None if the part is not such a tube or its mesh would pass ``BUDGET_SHARE`` of ``max_tets``."""
+    None if the part is not such a tube or its mesh would pass ``BUDGET_SHARE`` of ``max_tets``.
+    ``strip`` (points, outline, wall, along, across) -> (points, triangles) or None makes the
+    section (:func:`matched_wall` unless given: :func:`fieldgen.sizing.open_section.open_wall`)."""
     found = thin_section(vertices, faces)
     if found is None:
         return None
     (points, triangles, outline, levels, basis), wall = found
-    section = matched_wall(points, outline, wall, EDGE_ALONG * wall, across)
+    section = (strip or matched_wall)(points, outline, wall, EDGE_ALONG * wall, across)
     if section is None:
         return None
     heights = layers_within(levels, wall, None if max_tets is None else

@@ -1,0 +1,162 @@
+"""An open thin section (an angle, a channel, a Z) as a structured strip (docs/model.md §2.10, "Thin walls").
+
+A right prism whose section is one thin loop, not a wall between two loops: a leg of the
+section ends in a short edge (an end cap, about a wall thickness t long, the outline turning
+back on itself across it). With exactly two caps the outline splits there into two sides facing
+each other across the wall, from one cap to the other, and the section is the strip between
+them, made as the tube's (:func:`fieldgen.sizing.lengthwise.matched_wall`) but open: each vertex
+of one side paired with its nearest point on the other, pairs nearer than ``MERGE`` t on both
+sides merged, pairs graded to ``EDGE_AT_CORNER`` t at a corner of either side (its ends, the
+caps' corners, included) and filled in up to ``along``, each gap cut into ``across`` cells with
+checkerboard diagonals; the caps are the first and last rungs. A section with a junction (a tee,
+three caps) or rounded tips (no cap) is not such a strip (None), and TetGen meshes it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fieldgen.sizing.extrusion import CORNER, graded_spots
+from fieldgen.meshing.tetmesh import TetMesh
+from fieldgen.sizing.lengthwise import EDGE_AT_CORNER, LAYERS_ACROSS, MERGE, layered_wall, merged, outline_loops
+
+#: A cap is an outline edge at most this many wall thicknesses long whose neighbouring edges run
+#: back in opposite directions (their directions' cosine below ``-CAP_COSINE``).
+CAP_LENGTH = 1.5
+CAP_COSINE = 0.9
+
+
+def layered_open_wall(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,
+                      max_tets: int | None = None, across: int = LAYERS_ACROSS) -> TetMesh | None:
+    """An open thin section's prism meshed in layers along its length, as a tube's
+    (:func:`fieldgen.sizing.lengthwise.layered_wall`) with the strip of :func:`open_wall`."""
+    return layered_wall(vertices, faces, markers, max_tets, across, strip=open_wall)
+
+
+def open_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: float, across: int):
+    """The open section's strip (module docstring) as (points, triangles), or None if the outline
+    is not one loop with two caps or the pairs cross."""
+    loops = outline_loops(points, outline)
+    if loops is None or len(loops) != 1:
+        return None
+    sides = _sides(points[loops[0]], wall)
+    if sides is None:
+        return None
+    first, second = sides
+    pairs = _pairs(first, second, MERGE * wall)
+    if pairs is None:
+        return None
+    on_first, on_second = _graded(first, second, *pairs, EDGE_AT_CORNER * wall, along)
+    rows_first, rows_second = _at(first, on_first), _at(second, on_second)
+    grid = rows_first[:, None, :] + (np.arange(across + 1) / across)[None, :, None] * (rows_second - rows_first)[:, None, :]
+    ids = np.arange(grid.shape[0] * (across + 1)).reshape(grid.shape[0], across + 1)
+    a, b, c, d = ids[:-1, :-1], ids[1:, :-1], ids[1:, 1:], ids[:-1, 1:]
+    flip = ((np.arange(len(a))[:, None] + np.arange(across)[None, :]) % 2 == 1)[..., None]     # checkerboard
+    triangles = np.concatenate([np.where(flip, np.stack([a, b, d], -1), np.stack([a, b, c], -1)).reshape(-1, 3),
+                                np.where(flip, np.stack([b, c, d], -1), np.stack([a, c, d], -1)).reshape(-1, 3)])
+    tolerance = 1e-9 * (_length(first) + _length(second))
+    xy, triangles = merged(grid.reshape(-1, 2), triangles, tolerance)
+    return xy, triangles
+
+
+def _sides(loop: np.ndarray, wall: float):
+    """The two sides of a loop with exactly two caps, each from the first cap to the second (so
+    their first and last points are the caps' ends); None otherwise."""
+    run = np.roll(loop, -1, axis=0) - loop
+    length = np.linalg.norm(run, axis=1)
+    direction = run / length[:, None]
+    before, after = np.roll(direction, 1, axis=0), np.roll(direction, -1, axis=0)
+    caps = np.flatnonzero((length <= CAP_LENGTH * wall) & (np.einsum("ij,ij->i", before, after) < -CAP_COSINE))
+    if len(caps) != 2:
+        return None
+    n = len(loop)
+    i, j = int(caps[0]), int(caps[1])
+    first = loop[np.arange(i + 1, j + 1) % n]                        # from cap i's far end to cap j's near end
+    second = loop[np.arange(i, j - n, -1) % n]                         # from cap i's near end back to cap j's far end
+    if len(first) < 2 or len(second) < 2:
+        return None
+    return first, second
+
+
+def _length(polyline: np.ndarray) -> float:
+    return float(np.linalg.norm(np.diff(polyline, axis=0), axis=1).sum())
+
+
+def _arc(polyline: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(polyline, axis=0), axis=1))])
+
+
+def _feet(query: np.ndarray, polyline: np.ndarray) -> np.ndarray:
+    """The arc position on the open ``polyline`` of the point nearest each ``query``."""
+    a, run = polyline[:-1], np.diff(polyline, axis=0)
+    length = np.linalg.norm(run, axis=1)
+    share = np.clip(np.einsum("qsd,sd->qs", query[:, None, :] - a[None], run) / (length ** 2)[None], 0.0, 1.0)
+    gap = np.linalg.norm(a[None] + share[..., None] * run[None] - query[:, None, :], axis=2)
+    nearest = np.argmin(gap, axis=1)
+    return _arc(polyline)[nearest] + share[np.arange(len(query)), nearest] * length[nearest]
+
+
+def _at(polyline: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """Points at arc positions ``where`` on the open ``polyline``."""
+    start, length = _arc(polyline)[:-1], np.linalg.norm(np.diff(polyline, axis=0), axis=1)
+    segment = np.clip(np.searchsorted(start, where, side="right") - 1, 0, len(length) - 1)
+    share = np.clip((where - start[segment]) / length[segment], 0.0, 1.0)
+    return polyline[segment] + share[:, None] * (polyline[segment + 1] - polyline[segment])
+
+
+def _pairs(first: np.ndarray, second: np.ndarray, gap: float):
+    """Matched positions (on the first side, on the second), ordered along the first side, the
+    caps' ends the first and last pair. A pair within ``gap`` of the previous one on both sides is
+    merged into it, the merged pair keeping each side's vertex (every vertex of both sides stays a
+    pair's end, so the strip's border is the outline); None if the positions on the second side
+    do not run forward."""
+    on_first = np.concatenate([_arc(first), _feet(second, first)])
+    on_second = np.concatenate([_feet(first, second), _arc(second)])
+    on_first[len(first)], on_second[0] = 0.0, 0.0                                   # the first cap
+    on_first[-1], on_second[len(first) - 1] = _length(first), _length(second)       # the last cap
+    from_first = np.arange(len(on_first)) < len(first)
+    order = np.lexsort((on_second, on_first))
+    kept_first, kept_second, vertex_first, vertex_second = [], [], [], []
+    for f, s, own in zip(on_first[order].tolist(), on_second[order].tolist(), from_first[order].tolist()):
+        if kept_first and f - kept_first[-1] <= gap and abs(s - kept_second[-1]) <= gap \
+                and not (vertex_first[-1] if own else vertex_second[-1]):
+            if own:
+                kept_first[-1], vertex_first[-1] = f, True
+            else:
+                kept_second[-1], vertex_second[-1] = s, True
+            continue
+        kept_first.append(f)
+        kept_second.append(s)
+        vertex_first.append(own)
+        vertex_second.append(not own)
+    kept_first, kept_second = np.asarray(kept_first), np.asarray(kept_second)
+    if np.any(np.diff(kept_second) < 0.0) or np.any(np.diff(kept_first) < 0.0):
+        return None
+    return kept_first, kept_second
+
+
+def _corner_gap(polyline: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """The distance along the open ``polyline`` from positions ``where`` to its nearest corner
+    (its ends, and each vertex where it turns by more than ``CORNER`` degrees)."""
+    run = np.diff(polyline, axis=0)
+    unit = run / np.linalg.norm(run, axis=1)[:, None]
+    turn = np.degrees(np.arccos(np.clip(np.einsum("ij,ij->i", unit[:-1], unit[1:]), -1.0, 1.0)))
+    arc = _arc(polyline)
+    corners = np.concatenate([[arc[0]], arc[1:-1][turn > CORNER], [arc[-1]]])
+    return np.abs(where[:, None] - corners[None, :]).min(axis=1)
+
+
+def _graded(first, second, on_first, on_second, rim: float, along: float):
+    """The pairs filled in between: pieces ``rim`` long at a corner of either side, growing away
+    from it up to ``along``."""
+    step_first, step_second = np.diff(on_first), np.diff(on_second)
+    near = np.minimum(_corner_gap(first, on_first), _corner_gap(second, on_second))
+    share = []
+    for k, size in enumerate(np.maximum(step_first, step_second)):
+        spots = graded_spots(float(size), near[k], near[k + 1], rim, along) if size > 0 else []
+        share.append(np.concatenate([[0.0], np.asarray(spots, dtype=np.float64) / max(size, 1e-300)]))
+    pieces = np.array([len(s) for s in share])
+    share = np.concatenate(share)
+    filled_first = np.append(np.repeat(on_first[:-1], pieces) + share * np.repeat(step_first, pieces), on_first[-1])
+    filled_second = np.append(np.repeat(on_second[:-1], pieces) + share * np.repeat(step_second, pieces), on_second[-1])
+    return filled_first, filled_second
