@@ -201,6 +201,62 @@ def test_caps_no_flip_improves_are_collapsed_within_the_tolerance_keeping_the_bo
     assert areas[rigid].sum() == pytest.approx(as_trimesh(surface).area_faces[down].sum(), rel=1e-3)
 
 
+def rounded_prism(size=(20.0, 14.0), height=8.0, radius=0.3, segments=24) -> trimesh.Trimesh:
+    """A prism (mm) on a rectangle with rounded corners: each 0.3 mm round a strip of 24 facets
+    20 µm wide and 8 mm long, and the top and bottom fans from one corner, with 20 µm edges and
+    caps towards the far rounds, as a CAD export tessellates a rounded box."""
+    width, depth = size
+    outline = []
+    for cx, cy, start in ((width - radius, radius, -90.0), (width - radius, depth - radius, 0.0),
+                          (radius, depth - radius, 90.0), (radius, radius, 180.0)):
+        angles = np.radians(start + np.linspace(0.0, 90.0, segments + 1))
+        outline += list(zip(cx + radius * np.cos(angles), cy + radius * np.sin(angles)))
+    n = len(outline)
+    vertices = np.concatenate([np.column_stack([outline, np.zeros(n)]), np.column_stack([outline, np.full(n, height)])])
+    faces = [(0, k + 1, k) for k in range(1, n - 1)] + [(n, n + k, n + k + 1) for k in range(1, n - 1)]
+    for k in range(n):
+        faces += [(k, (k + 1) % n, n + (k + 1) % n), (k, n + (k + 1) % n, n + k)]
+    mesh = trimesh.Trimesh(vertices, np.array(faces), process=False)
+    trimesh.repair.fix_normals(mesh)
+    assert mesh.is_watertight
+    return mesh
+
+
+def test_rounds_of_micron_strips_are_remeshed_on_planar_patches_keeping_the_bonded_face(tmp_path):
+    """Strips 20 µm wide along 0.3 mm rounds, which no flip or collapse removes, and fans with
+    caps on the flat faces: by default the surface is remeshed by MMGS with each planar patch its
+    own reference and its borders ridges (docs/model.md §2.11), within the tolerance (measured by
+    trimesh), the bonded bottom still the bottom, and TetGen's first mesh several times smaller."""
+    mesh = rounded_prism()
+    path = tmp_path / "rounded.stl"
+    mesh.export(path)
+    part = load_part(str(path), BuildOptions(units="mm", modulus=1e5, bonded=("normal:0,0,-1",)),
+                     Progress(enabled=False))
+    record = part.surface.remesh
+    assert record is not None and not part.surface.warnings, part.surface.warnings
+    tolerance = 1e-3 * math.sqrt(20.0**2 + 14.0**2 + 8.0**2) * MM
+    assert record.tolerance == pytest.approx(tolerance)
+    source = mesh.copy()
+    source.apply_scale(MM)
+    assert two_sided_distance(source, as_trimesh(part.surface)) <= tolerance
+    new = part.surface
+    assert surface_cost(new.vertices, new.faces, narrower_than=tolerance) < 100
+    # The bonded bottom: the same area, facing down, and nothing else bonded.
+    rigid = part.markers == RIGID
+    loaded = load_surface(path, "mm")
+    down = loaded.face_normals @ [0, 0, -1] > 0.999
+    assert np.allclose(new.vertices[new.faces[rigid]][..., 2], 0.0, atol=1e-12)
+    assert (new.face_normals[rigid] @ [0, 0, -1] > 0.999).all()
+    assert not (new.face_normals[~rigid] @ [0, 0, -1] > 0.999).any()
+    assert as_trimesh(new).area_faces[rigid].sum() == pytest.approx(as_trimesh(loaded).area_faces[down].sum(), rel=1e-3)
+    before, after = first_mesh_tets(loaded), first_mesh_tets(new)
+    assert after * 3 < before, (before, after)
+    again = load_part(str(path), BuildOptions(units="mm", modulus=1e5, bonded=("normal:0,0,-1",)),
+                      Progress(enabled=False))
+    assert np.array_equal(again.surface.vertices, new.vertices) and np.array_equal(again.surface.faces, new.faces)
+    assert np.array_equal(again.markers, part.markers)
+
+
 def test_remeshing_is_deterministic(sliver_stl):
     surface = load_surface(sliver_stl, "mm")
     markers = np.full(len(surface.faces), FREE)
@@ -251,14 +307,24 @@ def test_a_public_cad_part_with_micron_caps_is_remeshed_by_default(meshes):
         as_trimesh(loaded).area_faces[down].sum(), rel=1e-3)
 
 
-def test_a_part_whose_slivers_cannot_be_removed_keeps_its_triangles_with_a_warning(meshes):
+@pytest.mark.slow
+def test_the_sensor_housing_is_remeshed_on_its_planar_patches_within_the_tolerance(meshes):
     """The 47 mm sensor housing: over a thousand caps the moves cannot remove (no flip improves
-    them and their corners cannot move within a tenth of the tolerance), so no result is used:
-    its triangles are meshed as they are, and the build says so."""
-    loaded = load_surface(meshes / "ADIS16480.STL", "m")
+    them and their corners cannot move within a tenth of the tolerance), so MMGS remeshes it with
+    each planar patch its own reference (docs/model.md §2.11): within the tolerance, measured by
+    trimesh, and with no triangle narrower than the tolerance but a few on the patches' borders."""
+    path = meshes / "ADIS16480.STL"
+    loaded = load_surface(path, "m")
     result = tolerated_surface(loaded, np.full(len(loaded.faces), FREE), None)
-    assert result.remesh is None and result.surface is loaded
-    assert len(result.warnings) == 1 and "surface tolerance" in result.warnings[0]
+    assert result.remesh is not None and not result.warnings, result.warnings
+    tolerance = result.remesh.tolerance
+    assert tolerance == pytest.approx(1e-3 * np.linalg.norm(np.ptp(loaded.vertices, axis=0)))
+    assert result.remesh.hausdorff <= tolerance
+    new = result.surface
+    assert surface_cost(new.vertices, new.faces, narrower_than=tolerance) < \
+        surface_cost(loaded.vertices, loaded.faces, narrower_than=tolerance) / 20
+    assert two_sided_distance(as_trimesh(loaded), as_trimesh(new)) <= tolerance
+    assert abs(new.volume - loaded.volume) <= tolerance * loaded.area
 
 
 # ------------------------------------------------------------------ the command line
