@@ -87,6 +87,7 @@ def stepper_row(name: str, duration: float | None) -> dict | None:
             "realtime_factor": round(result.realtime_factor, 3), "realtime_factor_cpu": round(duration / cpu, 3),
             "contacts_per_step_mean": round(float(cps.mean()), 1), "contacts_per_step_max": int(cps.max()),
             "ms_per_step": round(1e3 * result.wall_seconds / max(result.steps, 1), 3),
+            "cpu_ms_per_step": round(1e3 * cpu / max(result.steps, 1), 3),
             **{f"{k}_ms": round(1e3 * v / max(result.steps, 1), 3) for k, v in result.stage_seconds.items()}}
 
 

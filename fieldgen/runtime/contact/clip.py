@@ -21,8 +21,6 @@ import numpy as np
 from fieldgen.runtime.contact.polygon_output import (
     MAX_POLYGON,
     append_face,
-    grow,
-    grow_rows,
     new_faces,
     polygon_area_centroid,
     trimmed_faces,
@@ -402,9 +400,10 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
     triangle ∩ tet; they differ by round-off. Arrays are read by scalar index (no per-pair
     views or allocations): this runs for every candidate pair of every step. One function on
     purpose: split into numba helpers (inlined or called), this hot loop ran measurably slower
-    (docs/design/runtime.md)."""
+    (docs/design/runtime.md). The output has room for every pair's largest polygon
+    (``MAX_POLYGON`` vertices), so it is never grown inside the loop."""
     m = pairs.shape[0]
-    verts, vpress, offsets, normals, areas, cents, cpress, src = new_faces(m)
+    verts, vpress, offsets, normals, areas, cents, cpress, src = new_faces(m, MAX_POLYGON)
     nv = 0
     nf = 0
     poly = np.empty((MAX_POLYGON, 3))
@@ -515,9 +514,6 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
         y0 = PT[i0, 1]
         z0 = PT[i0, 2]
         p0 = p[i0]
-        if nv + n > verts.shape[0]:
-            verts = grow_rows(verts, nv + n)
-            vpress = grow(vpress, nv + n)
         for i in range(n):
             r = n - 1 - i if flip else i
             for c in range(3):

@@ -90,15 +90,23 @@ class ConvexStepResult:
 
 
 @nb.njit(cache=True)
-def _cost(J, bias, v, v_star, M, phi0, k, chi, s, dt, eps, want, gamma, H):
+def _cost(J, bias, v, v_star, M, phi0, k, chi, s, dt, eps, want, gamma, H, grad):
     """Objective ½‖v − v*‖²_M + Σ Φ_n + Σ s(√(|u_t|² + ε²) − ε); when ``want``: impulses
-    ``gamma`` (n_c, 3) and Hessian ``H`` (filled in place)."""
+    ``gamma`` (n_c, 3), gradient ``grad`` = M(v − v*) − Σ Jᵀγ and Hessian ``H`` (its upper
+    triangle summed, then mirrored: the Hessian is symmetric), all filled in place in one pass
+    over the contacts."""
     nv = v.shape[0]
     d = v - v_star
     Md = M @ d
     total = 0.5 * (d @ Md)
     if want:
-        H[:, :] = M
+        for i in range(nv):
+            acc = 0.0
+            for j in range(nv):
+                acc += M[i, j] * (v[j] - v_star[j])
+            grad[i] = acc
+            for j in range(i, nv):
+                H[i, j] = M[i, j]
     u = np.empty(3)
     for c in range(J.shape[0]):
         for r in range(3):
@@ -125,12 +133,19 @@ def _cost(J, bias, v, v_star, M, phi0, k, chi, s, dt, eps, want, gamma, H):
         rr = np.sqrt(u[0] * u[0] + u[1] * u[1] + eps * eps)
         total += s[c] * (rr - eps)
         if want:
-            gamma[c, 0] = -s[c] * u[0] / rr
-            gamma[c, 1] = -s[c] * u[1] / rr
+            q0 = -s[c] * u[0] / rr
+            q1 = -s[c] * u[1] / rr
+            gamma[c, 0] = q0
+            gamma[c, 1] = q1
             gamma[c, 2] = gn
-            g00 = s[c] / rr * (1.0 - u[0] * u[0] / (rr * rr))
-            g11 = s[c] / rr * (1.0 - u[1] * u[1] / (rr * rr))
-            g01 = -s[c] / rr * (u[0] * u[1] / (rr * rr))
+            for j in range(nv):
+                grad[j] -= J[c, 0, j] * q0 + J[c, 1, j] * q1 + J[c, 2, j] * gn
+            sr = s[c] / rr
+            t0 = u[0] / rr
+            t1 = u[1] / rr
+            g00 = sr * (1.0 - t0 * t0)
+            g11 = sr * (1.0 - t1 * t1)
+            g01 = -sr * (t0 * t1)
             g22 = -dgn
             for i in range(nv):
                 a0 = J[c, 0, i]
@@ -141,8 +156,12 @@ def _cost(J, bias, v, v_star, M, phi0, k, chi, s, dt, eps, want, gamma, H):
                 w0 = g00 * a0 + g01 * a1
                 w1 = g01 * a0 + g11 * a1
                 w2 = g22 * a2
-                for j in range(nv):
+                for j in range(i, nv):
                     H[i, j] += w0 * J[c, 0, j] + w1 * J[c, 1, j] + w2 * J[c, 2, j]
+    if want:
+        for i in range(nv):
+            for j in range(i):
+                H[i, j] = H[j, i]
     return total
 
 
@@ -179,20 +198,19 @@ def solve_compliant_step(M: np.ndarray, v_star: np.ndarray, J: np.ndarray, bias:
     M = np.ascontiguousarray(M, dtype=np.float64)
     v_star = np.ascontiguousarray(v_star, dtype=np.float64)
     tol = tolerance * (1.0 + float(np.abs(v_star).max()))
+    gamma = np.zeros((n_c, 3))
     cold = np.array([e for e in (1e-2, 1e-4) if e > 10 * eps] + [eps])
     if initial_velocity is not None:
         v = np.ascontiguousarray(initial_velocity, dtype=np.float64).copy()
         newton, outer, ok = _solve_convex(J, bias, v_star, M, phi0, stiffness, dissipation, mu, dt,
-                                          np.array([eps]), v, tol, friction_tolerance, max_iterations)
+                                          np.array([eps]), v, tol, friction_tolerance, max_iterations, gamma)
         if ok:
-            gamma = _impulses(J, bias, v, v_star, M, phi0, stiffness, dissipation, mu, dt, eps, v)
             return ConvexStepResult(v, gamma, newton, outer)
     else:
         newton = 0
     v = v0
     n2, outer, ok = _solve_convex(J, bias, v_star, M, phi0, stiffness, dissipation, mu, dt, cold, v, tol,
-                                  friction_tolerance, max_iterations)
-    gamma = _impulses(J, bias, v, v_star, M, phi0, stiffness, dissipation, mu, dt, eps, v)
+                                  friction_tolerance, max_iterations, gamma)
     return ConvexStepResult(v, gamma, newton + n2, outer)
 
 
@@ -283,21 +301,16 @@ def _contact_impulses(J, bias, v, phi0, k, chi, mu, dt, eps, gamma):
     return s
 
 
-def _impulses(J, bias, v, v_star, M, phi0, k, chi, mu, dt, eps, at):
-    """Contact-frame impulses (n_c, 3) at the solution, with the converged bound s = μ γ_n."""
-    gamma = np.zeros((J.shape[0], 3))
-    _contact_impulses(J, bias, at, phi0, k, chi, mu, dt, eps, gamma)
-    return gamma
-
-
 @nb.njit(cache=True)
-def _solve_convex(J, bias, v_star, M, phi0, k, chi, mu, dt, stages, v, tol, friction_tolerance, max_iterations):
+def _solve_convex(J, bias, v_star, M, phi0, k, chi, mu, dt, stages, v, tol, friction_tolerance, max_iterations,
+                  gamma):
     """Newton with backtracking on the convex objective, ``s`` frozen, inside the fixed point
-    ``s = μ γ_n``, for each smoothing ε in ``stages``; ``v`` in place.
+    ``s = μ γ_n``, for each smoothing ε in ``stages``; ``v`` in place. Ends with ``gamma``
+    (n_c, 3) = the impulses at the final ``v`` and ε (the last call of :func:`_contact_impulses`,
+    the same arithmetic as computing them afresh there).
     Returns (Newton iterations, fixed-point iterations, converged)."""
     nv = v.shape[0]
     n_c = J.shape[0]
-    gamma = np.zeros((n_c, 3))
     H = np.zeros((nv, nv))
     grad = np.empty(nv)
     trial = np.empty(nv)
@@ -311,14 +324,7 @@ def _solve_convex(J, bias, v_star, M, phi0, k, chi, mu, dt, stages, v, tol, fric
         for outer in range(1, 101):
             inner_ok = False
             for _ in range(max_iterations):
-                l0 = _cost(J, bias, v, v_star, M, phi0, k, chi, s, dt, eps, True, gamma, H)
-                for j in range(nv):
-                    acc = 0.0
-                    for i in range(nv):
-                        acc += M[j, i] * (v[i] - v_star[i])
-                    for c in range(n_c):
-                        acc -= J[c, 0, j] * gamma[c, 0] + J[c, 1, j] * gamma[c, 1] + J[c, 2, j] * gamma[c, 2]
-                    grad[j] = acc
+                l0 = _cost(J, bias, v, v_star, M, phi0, k, chi, s, dt, eps, True, gamma, H, grad)
                 dv = -np.linalg.solve(H, grad)
                 newton += 1
                 step = np.abs(dv).max()
@@ -331,7 +337,7 @@ def _solve_convex(J, bias, v_star, M, phi0, k, chi, mu, dt, stages, v, tol, fric
                 for _ in range(80):
                     for j in range(nv):
                         trial[j] = v[j] + alpha * dv[j]
-                    if _cost(J, bias, trial, v_star, M, phi0, k, chi, s, dt, eps, False, gamma, H) \
+                    if _cost(J, bias, trial, v_star, M, phi0, k, chi, s, dt, eps, False, gamma, H, grad) \
                             <= l0 + 1e-4 * alpha * slope:
                         break
                     alpha *= 0.5

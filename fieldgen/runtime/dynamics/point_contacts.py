@@ -186,6 +186,8 @@ def _with_core_contacts(gi, Xi, si, gj, Xj, sj, dt, floor, polygons, speed=0.0, 
     if (ci is None and cj is None) or oi is None or oj is None:
         return p, n, phi, k, core
     pc, nc, phic = _rigid_pair_contacts(oi, Xi, si, oj, Xj, sj, dt, floor, speed, margins, pair)
+    if len(phic) == 0:          # the usual case: the core is not reached (no copies of the polygons)
+        return p, n, phi, k, core
     return (np.vstack([p, pc]), np.vstack([n, nc]), np.concatenate([phi, phic]),
             np.concatenate([k, np.full(len(phic), np.inf)]), np.concatenate([core, np.ones(len(phic), bool)]))
 
