@@ -33,7 +33,7 @@ from fieldgen.fe import extent as extent_solve
 from fieldgen.meshing import refine
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, tet_volumes
 from fieldgen.progress import Progress
-from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH
+from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH, stretch_fits
 from fieldgen.sizing import adapt, skin_grading, tray
 from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
 from fieldgen.sizing.size_field import (capped_sizes, first_near_edge, first_size, mesh_with_size_field,
@@ -70,6 +70,9 @@ THIN_PASSES = 2
 THIN_WALL_ADAPTATION = False
 #: Largest mesh the sizing asks for (tets before layering).
 MAX_TETS = 280_000
+#: The share of the tet budget a plate's stretched first mesh may be predicted to take
+#: (:func:`fieldgen.sizing.plate.stretch_fits`), as a layered first mesh's (``extrusion.BUDGET_SHARE``).
+FIRST_SHARE = 0.6
 #: Why a sizing loop stopped (``SizedMesh.stopped``, the asset's ``mesher.sizing.stopped``).
 STOP_REASONS = ("accuracy met", "tet budget", "pass limit")
 
@@ -286,7 +289,7 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
     """
     edge = first_size(volume) if first_edge is None else float(first_edge)
     stretch = None
-    if plate is not None:
+    if plate is not None and (surface is None or stretch_fits(*surface, plate, FIRST_SHARE * max_tets)):
         stretch = (tuple(float(x) for x in plate), PLATE_STRETCH)
         # TetGen's edge in the stretched part (PLATE_STRETCH x the volume): along the plate;
         # across it the tets are PLATE_STRETCH times thinner.

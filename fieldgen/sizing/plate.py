@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from fieldgen.surface.remesh import surface_cost
+
 #: A part is plate-like when its middle extent is at least this many times its smallest (along
 #: the principal axes of its surface; the corpus's plates and CAD parts: docs/design/sizing.md,
 #: "Plates") -
@@ -24,6 +26,11 @@ PLATE_SOLID = 0.25
 #: values chosen: docs/design/sizing.md, "Plates").
 PLATE_STRETCH = 3.0
 PLATE_FIRST_TETS = 70_000
+#: TetGen's first mesh holds about this many tets per unit of the surface's cost
+#: (:func:`fieldgen.surface.remesh.surface_cost`) where the surface's triangles, not the volume,
+#: set it (first meshes of 143k-372k tets on surfaces costing 52k-80k: docs/design/sizing.md,
+#: "Plates").
+TETS_PER_COST = 3.0
 
 
 def plate_axis(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray | None:
@@ -58,3 +65,16 @@ def plate_axis(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray | None:
         axis = (axis == axis.max()).astype(np.float64)
     axis = np.round(axis / np.linalg.norm(axis), 12) + 0.0     # + 0.0: no -0.0 in the metadata
     return axis / math.sqrt(float(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2]))
+
+
+def stretch_fits(vertices: np.ndarray, faces: np.ndarray, axis: np.ndarray, budget: float) -> bool:
+    """Whether the plate's first mesh, made in the part stretched ``PLATE_STRETCH`` times along
+    its thin ``axis``, stays within ``budget`` tets as far as its surface goes: the stretch makes
+    a side wall's triangles ``PLATE_STRETCH`` times taller, so a CAD surface with finely
+    tessellated holes and rounds costs TetGen far more tets stretched (``TETS_PER_COST`` a unit of
+    :func:`fieldgen.surface.remesh.surface_cost`). A plate that does not fit is meshed unstretched:
+    its fine features already make small tets across it (docs/design/sizing.md, "Plates")."""
+    vertices = np.asarray(vertices, dtype=np.float64)
+    axis = np.asarray(axis, dtype=np.float64)
+    stretched = vertices + (PLATE_STRETCH - 1.0) * np.outer(vertices @ axis, axis)
+    return TETS_PER_COST * surface_cost(stretched, np.asarray(faces, dtype=np.int64)) <= budget
