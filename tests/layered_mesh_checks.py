@@ -1,4 +1,5 @@
-"""One check for the layered first meshes (plates, tubes, trays): they fill the part and conform.
+"""One check for the layered first meshes (plates, tubes, trays): they fill the part and conform;
+and the right prism of a 2-D outline, the input several tests build.
 
 Expected values are the input surface's own volume and area (trimesh), not the mesher's output:
 a mesh that leaves a gap loses volume, and one that does not conform (two tets meeting on part
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import trimesh
 
 from fieldgen.meshing.tetmesh import tet_volumes
 
@@ -27,3 +29,20 @@ def assert_fills_and_conforms(mesh, volume: float, area: float, rel: float = 1e-
     assert tets.sum() == pytest.approx(volume, rel=rel)
     assert boundary_areas(mesh.points, mesh.boundary_faces).sum() == pytest.approx(area, rel=rel)
     return mesh.points[mesh.boundary_faces]
+
+
+def right_prism(outline, caps, height: float, process: bool = False) -> trimesh.Trimesh:
+    """The right prism of a 2-D ``outline`` (its points in order round it) triangulated by ``caps``
+    (counter-clockwise triples of outline indices), from z = 0 to ``height``, its normals outward
+    (``process``: trimesh's merging and cleaning on loading)."""
+    xy = np.asarray(outline, dtype=float)
+    n = len(xy)
+    vertices = np.vstack([np.column_stack([xy, np.zeros(n)]), np.column_stack([xy, np.full(n, height)])])
+    faces = [(a, c, b) for a, b, c in caps] + [(a + n, b + n, c + n) for a, b, c in caps]
+    for i in range(n):
+        j = (i + 1) % n
+        faces += [(i, j, j + n), (i, j + n, i + n)]
+    mesh = trimesh.Trimesh(vertices, np.array(faces), process=process)
+    trimesh.repair.fix_normals(mesh)
+    assert mesh.is_watertight and mesh.volume > 0
+    return mesh

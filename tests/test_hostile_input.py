@@ -33,11 +33,9 @@ CUBE_FACES = [(1, 3, 2), (1, 4, 3), (5, 6, 7), (5, 7, 8), (1, 2, 6), (1, 6, 5),
 CUBE_CORNERS = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1)]
 
 
-def cube_obj(size: float, offset: float = 0.0, base: int = 0, flip: bool = False) -> list[str]:
-    lines = ["v " + " ".join(repr(offset + size * c) for c in corner) for corner in CUBE_CORNERS]
-    for a, b, c in CUBE_FACES:
-        a, c = (c, a) if flip else (a, c)
-        lines.append(f"f {a + base} {b + base} {c + base}")
+def cube_obj(size: float) -> list[str]:
+    lines = ["v " + " ".join(repr(size * c) for c in corner) for corner in CUBE_CORNERS]
+    lines += [f"f {a} {b} {c}" for a, b, c in CUBE_FACES]
     return lines
 
 
@@ -131,7 +129,6 @@ def inputs(tmp_path_factory) -> Path:
     write(folder / "thin.obj", "\n".join(thin) + "\n")
     write(folder / "face0.obj", "\n".join(cube).replace("f 1 3 2", "f 0 3 2") + "\n")
     write(folder / "face-9.obj", "\n".join(cube).replace("f 1 3 2", "f -9 3 2") + "\n")
-    write(folder / "shell.obj", "\n".join(cube_obj(0.02) + cube_obj(0.01, 0.005, 8, flip=True)) + "\n")
     write(folder / "broken.ply", "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
                                  "end_header\n0 0\n1 0\n0 1\n")
     (folder / "folder.obj").mkdir()

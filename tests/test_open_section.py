@@ -18,7 +18,7 @@ from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 from fieldgen.sizing import lengthwise
 from fieldgen.sizing.open_section import layered_open_wall, open_wall
-from layered_mesh_checks import assert_fills_and_conforms
+from layered_mesh_checks import assert_fills_and_conforms, right_prism
 from test_thin_walls import rms_error_where
 
 #: (outline counter-clockwise, its triangulation, the section's area by hand, the bottom leg's
@@ -34,17 +34,7 @@ TEE = ([(0, 0), (60, 0), (60, 3), (31.5, 3), (31.5, 23), (28.5, 23), (28.5, 3), 
 def prism(section, length: float) -> trimesh.Trimesh:
     """The right prism of a section (outline, triangles) from z = 0 to ``length``."""
     outline, caps, _, _ = section
-    xy = np.asarray(outline, dtype=float)
-    n = len(xy)
-    vertices = np.vstack([np.column_stack([xy, np.zeros(n)]), np.column_stack([xy, np.full(n, length)])])
-    faces = [(a, c, b) for a, b, c in caps] + [(a + n, b + n, c + n) for a, b, c in caps]
-    for i in range(n):
-        j = (i + 1) % n
-        faces += [(i, j, j + n), (i, j + n, i + n)]
-    mesh = trimesh.Trimesh(vertices, np.array(faces), process=True)
-    mesh.fix_normals()
-    assert mesh.is_watertight and mesh.volume > 0
-    return mesh
+    return right_prism(outline, caps, length, process=True)
 
 
 def _strip(section, across=11):

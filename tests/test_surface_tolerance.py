@@ -27,6 +27,7 @@ from fieldgen.progress import Progress
 from fieldgen.sizing.size_field import first_size
 from fieldgen.surface.remesh import needs_remesh, surface_cost, tolerated_surface
 from fieldgen.surface.stage import load_surface
+from layered_mesh_checks import right_prism
 
 MM = 1e-3
 SIZE = (20.0, 20.0, 10.0)       # mm
@@ -159,6 +160,11 @@ def test_a_chamfer_5_um_wide_is_remeshed_within_the_tolerance():
     assert result.remesh.cost_after < result.remesh.cost_before / 2     # the long side facets stay
 
 
+def fan(n: int) -> list[tuple[int, int, int]]:
+    """The triangles of an ``n``-point outline fanned from its first point."""
+    return [(0, k, k + 1) for k in range(1, n - 1)]
+
+
 def fan_prism(step=0.2, sag=0.01, height=10.0) -> trimesh.Trimesh:
     """A prism (mm) whose top and bottom are fans from one corner to a row of points 0.2 mm apart
     along a shallow arc (10 µm sagitta) nearly in line with the fan's rays: caps 0.2 mm by 10-80 µm
@@ -167,15 +173,7 @@ def fan_prism(step=0.2, sag=0.01, height=10.0) -> trimesh.Trimesh:
     x = np.arange(5.0, 20.0 + 1e-9, step)
     row = np.column_stack([x, 2.0 + sag * (1.0 - ((x - 12.5) / 7.5) ** 2)])
     outline = np.concatenate([[[0.0, 4.0]], row, [[20.0, 10.0], [0.0, 10.0]]])
-    n = len(outline)
-    vertices = np.concatenate([np.column_stack([outline, np.zeros(n)]), np.column_stack([outline, np.full(n, height)])])
-    faces = [(0, k + 1, k) for k in range(1, n - 1)] + [(n, n + k, n + k + 1) for k in range(1, n - 1)]
-    for k in range(n):
-        faces += [(k, (k + 1) % n, n + (k + 1) % n), (k, n + (k + 1) % n, n + k)]
-    mesh = trimesh.Trimesh(vertices, np.array(faces), process=False)
-    trimesh.repair.fix_normals(mesh)
-    assert mesh.is_watertight
-    return mesh
+    return right_prism(outline, fan(len(outline)), height)
 
 
 def test_caps_no_flip_improves_are_collapsed_within_the_tolerance_keeping_the_bonded_face():
@@ -211,15 +209,7 @@ def rounded_prism(size=(20.0, 14.0), height=8.0, radius=0.3, segments=24) -> tri
                           (radius, depth - radius, 90.0), (radius, radius, 180.0)):
         angles = np.radians(start + np.linspace(0.0, 90.0, segments + 1))
         outline += list(zip(cx + radius * np.cos(angles), cy + radius * np.sin(angles)))
-    n = len(outline)
-    vertices = np.concatenate([np.column_stack([outline, np.zeros(n)]), np.column_stack([outline, np.full(n, height)])])
-    faces = [(0, k + 1, k) for k in range(1, n - 1)] + [(n, n + k, n + k + 1) for k in range(1, n - 1)]
-    for k in range(n):
-        faces += [(k, (k + 1) % n, n + (k + 1) % n), (k, n + (k + 1) % n, n + k)]
-    mesh = trimesh.Trimesh(vertices, np.array(faces), process=False)
-    trimesh.repair.fix_normals(mesh)
-    assert mesh.is_watertight
-    return mesh
+    return right_prism(outline, fan(len(outline)), height)
 
 
 def test_rounds_of_micron_strips_are_remeshed_on_planar_patches_keeping_the_bonded_face(tmp_path):

@@ -108,12 +108,25 @@ def outline_loops(points: np.ndarray, outline: np.ndarray) -> list[np.ndarray] |
     return loops
 
 
-def _feet(query: np.ndarray, polygon: np.ndarray) -> np.ndarray:
-    """The arc-length position on the closed ``polygon`` of the point nearest each ``query``."""
-    a, b = polygon, np.roll(polygon, -1, axis=0)
+def _segments(polyline: np.ndarray, closed: bool):
+    """(starts, ends, lengths) of the segments of ``polyline``: from each vertex to the next, and
+    with ``closed`` also from the last back to the first."""
+    ends = np.roll(polyline, -1, axis=0) if closed else polyline[1:]
+    starts = polyline if closed else polyline[:-1]
+    return starts, ends, np.linalg.norm(ends - starts, axis=1)
+
+
+def arc_positions(polyline: np.ndarray, *, closed: bool) -> np.ndarray:
+    """The arc-length position of each vertex of ``polyline`` (closed: a loop), the first at 0."""
+    length = _segments(polyline, closed)[2]
+    return np.concatenate([[0.0], np.cumsum(length[:len(polyline) - 1])])
+
+
+def feet(query: np.ndarray, polyline: np.ndarray, *, closed: bool) -> np.ndarray:
+    """The arc-length position on ``polyline`` (closed: a loop) of the point nearest each ``query``."""
+    a, b, length = _segments(polyline, closed)
     run = b - a
-    length = np.linalg.norm(run, axis=1)
-    start = np.concatenate([[0.0], np.cumsum(length)[:-1]])
+    start = arc_positions(polyline, closed=closed)[:len(length)]
     where = np.empty(len(query))
     for first in range(0, len(query), 512):
         q = query[first:first + 512, None, :]
@@ -124,15 +137,20 @@ def _feet(query: np.ndarray, polygon: np.ndarray) -> np.ndarray:
     return where
 
 
-def _along(polygon: np.ndarray, where: np.ndarray) -> np.ndarray:
-    """Points at arc-length positions ``where`` on the closed ``polygon``."""
-    b = np.roll(polygon, -1, axis=0)
-    length = np.linalg.norm(b - polygon, axis=1)
-    ends = np.cumsum(length)
-    where = np.mod(where, ends[-1])
-    segment = np.minimum(np.searchsorted(ends, where, side="right"), len(polygon) - 1)
-    share = (where - (ends[segment] - length[segment])) / length[segment]
-    return polygon[segment] + share[:, None] * (b[segment] - polygon[segment])
+def points_at(polyline: np.ndarray, where: np.ndarray, *, closed: bool) -> np.ndarray:
+    """Points at arc-length positions ``where`` on ``polyline``: on a loop (closed) taken round
+    it, on an open polyline held to its ends."""
+    a, b, length = _segments(polyline, closed)
+    if closed:
+        ends = np.cumsum(length)
+        where = np.mod(where, ends[-1])
+        segment = np.minimum(np.searchsorted(ends, where, side="right"), len(polyline) - 1)
+        share = (where - (ends[segment] - length[segment])) / length[segment]
+    else:
+        start = arc_positions(polyline, closed=False)[:-1]
+        segment = np.clip(np.searchsorted(start, where, side="right") - 1, 0, len(length) - 1)
+        share = np.clip((where - start[segment]) / length[segment], 0.0, 1.0)
+    return a[segment] + share[:, None] * (b[segment] - a[segment])
 
 
 def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: float,
@@ -150,15 +168,12 @@ def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: fl
     outer, inner = (points[loops[k]] for k in np.argsort(area)[::-1])
     perimeter_o = float(np.linalg.norm(np.roll(outer, -1, axis=0) - outer, axis=1).sum())
     perimeter_i = float(np.linalg.norm(np.roll(inner, -1, axis=0) - inner, axis=1).sum())
-    on_outer = np.concatenate([_arc_positions(outer), _feet(inner, outer)])
-    on_inner = np.concatenate([_feet(outer, inner), _arc_positions(inner)])
+    on_outer = np.concatenate([arc_positions(outer, closed=True), feet(inner, outer, closed=True)])
+    on_inner = np.concatenate([feet(outer, inner, closed=True), arc_positions(inner, closed=True)])
     from_outer = np.arange(len(on_outer)) < len(outer)
     order = np.argsort(on_outer, kind="stable")
-    pairs = _merged_pairs(on_outer[order], on_inner[order], from_outer[order], MERGE * wall,
-                          perimeter_o, perimeter_i)
-    if pairs is None:
-        return None
-    on_outer, on_inner = pairs
+    on_outer, on_inner = merged_pairs(on_outer[order], on_inner[order], from_outer[order], MERGE * wall,
+                                      perimeter_i)
     step_o = np.diff(np.append(on_outer, on_outer[0] + perimeter_o))
     step_i = np.mod(np.diff(np.append(on_inner, on_inner[0])), perimeter_i)
     if step_i.sum() > 1.5 * perimeter_i:        # the inner positions must run forward, once round
@@ -173,7 +188,7 @@ def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: fl
     share = np.concatenate(share)
     on_outer = np.repeat(on_outer, pieces) + share * np.repeat(step_o, pieces)
     on_inner = np.repeat(on_inner, pieces) + share * np.repeat(step_i, pieces)
-    o, i = _along(outer, on_outer), _along(inner, on_inner)
+    o, i = points_at(outer, on_outer, closed=True), points_at(inner, on_inner, closed=True)
     n, m = across, len(o)
     grid = o[:, None, :] + (np.arange(n + 1) / n)[None, :, None] * (i - o)[:, None, :]   # (m, n+1, 2)
     ids = np.arange(m * (n + 1)).reshape(m, n + 1)
@@ -187,27 +202,30 @@ def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: fl
     return xy, triangles
 
 
-def _merged_pairs(on_outer, on_inner, from_outer, gap, perimeter_o, perimeter_i):
-    """Pairs (positions on the two sides, ordered along the outer) with a neighbour within ``gap``
+def merged_pairs(on_first, on_second, from_first, gap: float, perimeter: float | None = None):
+    """Pairs (positions on the two sides, ordered along the first) with a neighbour within ``gap``
     on both sides merged into one pair of the two sides' vertices (a vertex and the foot of the
-    other side's vertex next to it are the same place across the wall)."""
-    kept_o, kept_i, vertex_o, vertex_i = [], [], [], []
-    for o, i, outer_vertex in zip(on_outer.tolist(), on_inner.tolist(), from_outer.tolist()):
-        if kept_o:
-            near_o = abs(o - kept_o[-1]) <= gap
-            near_i = min(abs(i - kept_i[-1]), perimeter_i - abs(i - kept_i[-1])) <= gap
-            clash = (outer_vertex and vertex_o[-1]) or (not outer_vertex and vertex_i[-1])
-            if near_o and near_i and not clash:
-                if outer_vertex:
-                    kept_o[-1], vertex_o[-1] = o, True
+    other side's vertex next to it are the same place across the wall). ``from_first``: whether
+    each pair is a vertex of the first side (else of the second); ``perimeter``: the second side's
+    when it is a loop (distances along it taken either way round), None when it is open."""
+    kept_first, kept_second, vertex_first, vertex_second = [], [], [], []
+    for f, s, own in zip(on_first.tolist(), on_second.tolist(), from_first.tolist()):
+        if kept_first:
+            near_first = abs(f - kept_first[-1]) <= gap
+            apart = abs(s - kept_second[-1])
+            near_second = (apart if perimeter is None else min(apart, perimeter - apart)) <= gap
+            clash = vertex_first[-1] if own else vertex_second[-1]
+            if near_first and near_second and not clash:
+                if own:
+                    kept_first[-1], vertex_first[-1] = f, True
                 else:
-                    kept_i[-1], vertex_i[-1] = i, True
+                    kept_second[-1], vertex_second[-1] = s, True
                 continue
-        kept_o.append(o)
-        kept_i.append(i)
-        vertex_o.append(outer_vertex)
-        vertex_i.append(not outer_vertex)
-    return np.asarray(kept_o), np.asarray(kept_i)
+        kept_first.append(f)
+        kept_second.append(s)
+        vertex_first.append(own)
+        vertex_second.append(not own)
+    return np.asarray(kept_first), np.asarray(kept_second)
 
 
 def _from_corners(polygon: np.ndarray, where: np.ndarray) -> np.ndarray:
@@ -215,7 +233,7 @@ def _from_corners(polygon: np.ndarray, where: np.ndarray) -> np.ndarray:
     corner (a vertex where it turns by more than ``CORNER`` degrees); ``inf`` with none."""
     ahead, behind = np.roll(polygon, -1, axis=0) - polygon, polygon - np.roll(polygon, 1, axis=0)
     cosine = np.einsum("ij,ij->i", ahead, behind) / (np.linalg.norm(ahead, axis=1) * np.linalg.norm(behind, axis=1))
-    corners = _arc_positions(polygon)[np.degrees(np.arccos(np.clip(cosine, -1.0, 1.0))) > CORNER]
+    corners = arc_positions(polygon, closed=True)[np.degrees(np.arccos(np.clip(cosine, -1.0, 1.0))) > CORNER]
     if not len(corners):
         return np.full(len(where), np.inf)
     perimeter = float(np.linalg.norm(ahead, axis=1).sum())
@@ -227,11 +245,6 @@ def signed_area(polygon: np.ndarray) -> float:
     """The closed 2-D ``polygon``'s signed area (positive counter-clockwise)."""
     x, y = polygon.T
     return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(np.roll(x, -1), y))
-
-
-def _arc_positions(polygon: np.ndarray) -> np.ndarray:
-    length = np.linalg.norm(np.roll(polygon, -1, axis=0) - polygon, axis=1)
-    return np.concatenate([[0.0], np.cumsum(length)[:-1]])
 
 
 def merged(xy: np.ndarray, triangles: np.ndarray, tolerance: float):

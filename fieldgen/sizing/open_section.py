@@ -18,7 +18,8 @@ import numpy as np
 
 from fieldgen.sizing.extrusion import CORNER, graded_spots
 from fieldgen.meshing.tetmesh import TetMesh
-from fieldgen.sizing.lengthwise import EDGE_AT_CORNER, LAYERS_ACROSS, MERGE, layered_wall, merged, outline_loops
+from fieldgen.sizing.lengthwise import (EDGE_AT_CORNER, LAYERS_ACROSS, MERGE, arc_positions, feet, layered_wall,
+                                        merged, merged_pairs, outline_loops, points_at)
 
 #: A cap is an outline edge at most this many wall thicknesses long whose neighbouring edges run
 #: back in opposite directions (their directions' cosine below ``-CAP_COSINE``).
@@ -47,7 +48,8 @@ def open_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: float
     if pairs is None:
         return None
     on_first, on_second = _graded(first, second, *pairs, EDGE_AT_CORNER * wall, along)
-    rows_first, rows_second = _at(first, on_first), _at(second, on_second)
+    rows_first = points_at(first, on_first, closed=False)
+    rows_second = points_at(second, on_second, closed=False)
     grid = rows_first[:, None, :] + (np.arange(across + 1) / across)[None, :, None] * (rows_second - rows_first)[:, None, :]
     ids = np.arange(grid.shape[0] * (across + 1)).reshape(grid.shape[0], across + 1)
     a, b, c, d = ids[:-1, :-1], ids[1:, :-1], ids[1:, 1:], ids[:-1, 1:]
@@ -82,54 +84,19 @@ def _length(polyline: np.ndarray) -> float:
     return float(np.linalg.norm(np.diff(polyline, axis=0), axis=1).sum())
 
 
-def _arc(polyline: np.ndarray) -> np.ndarray:
-    return np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(polyline, axis=0), axis=1))])
-
-
-def _feet(query: np.ndarray, polyline: np.ndarray) -> np.ndarray:
-    """The arc position on the open ``polyline`` of the point nearest each ``query``."""
-    a, run = polyline[:-1], np.diff(polyline, axis=0)
-    length = np.linalg.norm(run, axis=1)
-    share = np.clip(np.einsum("qsd,sd->qs", query[:, None, :] - a[None], run) / (length ** 2)[None], 0.0, 1.0)
-    gap = np.linalg.norm(a[None] + share[..., None] * run[None] - query[:, None, :], axis=2)
-    nearest = np.argmin(gap, axis=1)
-    return _arc(polyline)[nearest] + share[np.arange(len(query)), nearest] * length[nearest]
-
-
-def _at(polyline: np.ndarray, where: np.ndarray) -> np.ndarray:
-    """Points at arc positions ``where`` on the open ``polyline``."""
-    start, length = _arc(polyline)[:-1], np.linalg.norm(np.diff(polyline, axis=0), axis=1)
-    segment = np.clip(np.searchsorted(start, where, side="right") - 1, 0, len(length) - 1)
-    share = np.clip((where - start[segment]) / length[segment], 0.0, 1.0)
-    return polyline[segment] + share[:, None] * (polyline[segment + 1] - polyline[segment])
-
-
 def _pairs(first: np.ndarray, second: np.ndarray, gap: float):
     """Matched positions (on the first side, on the second), ordered along the first side, the
     caps' ends the first and last pair. A pair within ``gap`` of the previous one on both sides is
     merged into it, the merged pair keeping each side's vertex (every vertex of both sides stays a
     pair's end, so the strip's border is the outline); None if the positions on the second side
     do not run forward."""
-    on_first = np.concatenate([_arc(first), _feet(second, first)])
-    on_second = np.concatenate([_feet(first, second), _arc(second)])
+    on_first = np.concatenate([arc_positions(first, closed=False), feet(second, first, closed=False)])
+    on_second = np.concatenate([feet(first, second, closed=False), arc_positions(second, closed=False)])
     on_first[len(first)], on_second[0] = 0.0, 0.0                                   # the first cap
     on_first[-1], on_second[len(first) - 1] = _length(first), _length(second)       # the last cap
     from_first = np.arange(len(on_first)) < len(first)
     order = np.lexsort((on_second, on_first))
-    kept_first, kept_second, vertex_first, vertex_second = [], [], [], []
-    for f, s, own in zip(on_first[order].tolist(), on_second[order].tolist(), from_first[order].tolist()):
-        if kept_first and f - kept_first[-1] <= gap and abs(s - kept_second[-1]) <= gap \
-                and not (vertex_first[-1] if own else vertex_second[-1]):
-            if own:
-                kept_first[-1], vertex_first[-1] = f, True
-            else:
-                kept_second[-1], vertex_second[-1] = s, True
-            continue
-        kept_first.append(f)
-        kept_second.append(s)
-        vertex_first.append(own)
-        vertex_second.append(not own)
-    kept_first, kept_second = np.asarray(kept_first), np.asarray(kept_second)
+    kept_first, kept_second = merged_pairs(on_first[order], on_second[order], from_first[order], gap)
     if np.any(np.diff(kept_second) < 0.0) or np.any(np.diff(kept_first) < 0.0):
         return None
     return kept_first, kept_second
@@ -141,7 +108,7 @@ def _corner_gap(polyline: np.ndarray, where: np.ndarray) -> np.ndarray:
     run = np.diff(polyline, axis=0)
     unit = run / np.linalg.norm(run, axis=1)[:, None]
     turn = np.degrees(np.arccos(np.clip(np.einsum("ij,ij->i", unit[:-1], unit[1:]), -1.0, 1.0)))
-    arc = _arc(polyline)
+    arc = arc_positions(polyline, closed=False)
     corners = np.concatenate([[arc[0]], arc[1:-1][turn > CORNER], [arc[-1]]])
     return np.abs(where[:, None] - corners[None, :]).min(axis=1)
 
