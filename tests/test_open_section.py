@@ -64,7 +64,7 @@ def test_the_strip_fills_the_section_keeps_its_outline_and_has_the_cells_across(
 
 def test_a_junction_or_a_thick_section_is_not_an_open_wall():
     (strip, _, _) = _strip(TEE)
-    assert strip is None                                 # three end caps: TetGen meshes a tee
+    assert strip is None                                 # three end caps: the section field meshes a tee
     block = trimesh.creation.box((40.0, 40.0, 100.0))
     assert layered_open_wall(block.vertices, block.faces, np.full(len(block.faces), FREE)) is None
 

@@ -115,7 +115,7 @@ def graded_metric(points: np.ndarray, outline_points: np.ndarray, outline: np.nd
     return np.stack([metric[:, 0, 0], metric[:, 0, 1], metric[:, 1, 1]], axis=1)
 
 
-def _mmg2d(points, triangles, edges, metric):
+def mmg2d(points, triangles, edges, metric):
     """MMG2D under ``metric`` (a size per point, or (n, 3) tensors) with ``edges`` required (so
     the outline is kept exactly); with no ``triangles``, MMG2D meshes the region they bound.
     MMG2D runs on the points moved and scaled to about 1 across (and the metric with them): on a
@@ -132,7 +132,7 @@ def _mmg2d(points, triangles, edges, metric):
 
 
 def _mmg2d_unit(points, triangles, edges, metric):
-    """:func:`_mmg2d` on points about 1 across."""
+    """:func:`mmg2d` on points about 1 across."""
     import mmgpy  # lazy: heavy, and only thin prism plates are meshed in 2-D
 
     mesh = mmgpy.MmgMesh2D()
@@ -222,11 +222,11 @@ def graded_section(points: np.ndarray, outline: np.ndarray, thickness: float,
     size = thickness * scale
     rim, along = EDGE_AT_RIM * size, EDGE_ALONG * size
     boundary, edges = split_outline(points, outline, rim, OUTLINE_EDGE * size) if split else (points, outline)
-    mesh = _mmg2d(boundary, np.empty((0, 3), dtype=np.int64), edges, np.full(len(boundary), along))
+    mesh = mmg2d(boundary, np.empty((0, 3), dtype=np.int64), edges, np.full(len(boundary), along))
     inside = inside_outline(mesh[0][mesh[1]].mean(axis=1), points, outline)   # MMG2D fills holes
     mesh = (mesh[0], mesh[1][inside], mesh[2])
     for _ in range(ROUNDS):
-        mesh = _mmg2d(*mesh, graded_metric(mesh[0], points, outline, size))
+        mesh = mmg2d(*mesh, graded_metric(mesh[0], points, outline, size))
     return compacted(mesh[0], mesh[1])      # no point left over from the holes
 
 

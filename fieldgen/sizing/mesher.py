@@ -21,7 +21,7 @@ from fieldgen.meshing import ftetwild, refine, tetgen
 from fieldgen.meshing.tetgen import MeshingOptions
 from fieldgen.meshing.tetmesh import TetMesh
 from fieldgen.progress import Progress
-from fieldgen.sizing import extrusion, lengthwise, open_section, tray
+from fieldgen.sizing import extrusion, lengthwise, open_section, section_field, tray
 from fieldgen.skin import band as layer_band
 from fieldgen.skin import interior as rigid_interior
 from fieldgen.skin.cut import cut_skin
@@ -30,7 +30,9 @@ from fieldgen.skin.cut import cut_skin
 #: The layered meshers of thin-walled parts along an axis, tried in turn, with their records.
 WALLED = (("layered wall (matched sides, extruded along the axis)", lengthwise.layered_wall),
           ("layered open wall (sides matched between the end caps, extruded)", open_section.layered_open_wall),
-          ("layered tray (walls' strip and floor, extruded)", tray.layered_tray))
+          ("layered tray (walls' strip and floor, extruded)", tray.layered_tray),
+          ("layered section (MMG2D under the section's own field, extruded along the axis)",
+           section_field.layered_field_wall))
 
 
 @dataclass(frozen=True)
