@@ -28,17 +28,19 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from fieldgen.errors import MesherCrash
 from fieldgen.fe.estimate import ErrorEstimate, estimate_error, worst_error
 from fieldgen.fe import extent as extent_solve
 from fieldgen.meshing import refine
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, tet_volumes
 from fieldgen.progress import Progress
-from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH, stretch_fits
+from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH, TETS_PER_COST, stretch_fits
 from fieldgen.sizing import adapt, lengthwise, skin_grading, tray
 from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
 from fieldgen.sizing.size_field import (capped_sizes, first_near_edge, first_size, mesh_with_size_field,
                                         next_near_edge)
 from fieldgen.skin.cut import free_surface_depth
+from fieldgen.surface.remesh import surface_cost
 
 #: Fraction of the accuracy the sizing aims at (the rest is margin for the estimate itself).
 AIM = 0.7
@@ -70,6 +72,12 @@ THIN_PASSES = 2
 THIN_WALL_ADAPTATION = False
 #: Largest mesh the sizing asks for (tets before layering).
 MAX_TETS = 280_000
+#: TetGen's radius-edge bound for the first mesh of a surface whose triangles alone would cost
+#: the default bound (1.414) more tets than the budget (``TETS_PER_COST`` a unit of
+#: :func:`fieldgen.surface.remesh.surface_cost`; a threaded nut's 214k made 4.0 M tets, 16.7 GB):
+#: at 10 the nut's first mesh is 0.84 M, 3.8 GB, the estimate the same (docs/design/sizing.md,
+#: "Surfaces too fine for the budget").
+RELAXED_RADIUS_EDGE = 10.0
 #: The share of the tet budget a plate's stretched first mesh may be predicted to take
 #: (:func:`fieldgen.sizing.plate.stretch_fits`), as a layered first mesh's (``extrusion.BUDGET_SHARE``).
 FIRST_SHARE = 0.6
@@ -316,7 +324,7 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
             made, stretch = layered, None
             mesh, split, parameters = made.mesh, made.split, made.parameters
         elif mesh is None:
-            made = mesher.mesh(edge) if stretch is None else mesher.mesh(edge, stretch=stretch)
+            made = _first_mesh(mesher, edge, stretch, _first_radius_edge(surface, max_tets))
             mesh, split, parameters = made.mesh, made.split, made.parameters
         else:
             with progress.stage("refine"):
@@ -346,6 +354,29 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
     return sized_mesh(best, accuracy, history, stopped,
                       refinement="" if steepest is None else "steepest edge" if steepest else "bisection",
                       stretch=None if stretch is None else {"axis": list(stretch[0]), "factor": float(stretch[1])})
+
+
+def _first_radius_edge(surface, max_tets: int) -> float | None:
+    """``RELAXED_RADIUS_EDGE`` when the ``surface`` (vertices, faces) alone would cost TetGen's
+    default quality bound more than ``max_tets`` (``TETS_PER_COST`` a unit of its cost); None
+    (the bound asked) otherwise."""
+    if surface is None or TETS_PER_COST * surface_cost(*surface) <= max_tets:
+        return None
+    return RELAXED_RADIUS_EDGE
+
+
+def _first_mesh(mesher, edge: float, stretch, radius_edge: float | None):
+    """``mesher``'s first mesh; a crash under the relaxed ``radius_edge`` says why that bound was
+    used and what meshes such a surface."""
+    try:
+        return mesher.mesh(edge, stretch=stretch, radius_edge=radius_edge)
+    except MesherCrash as error:
+        if radius_edge is None:
+            raise
+        raise MesherCrash(f"{error.defect} (at radius-edge {radius_edge:g}: the surface's triangles alone would "
+                          "cost the default bound more tets than the budget)", path=error.path,
+                          fix="mesh it with fTetWild (--robust), or remesh the surface coarser "
+                              "(--surface-tolerance LENGTH)") from None
 
 
 def _adapt_thin_walls(mesher, law, accuracy: float, surface, per_face: np.ndarray, edge: float, *,

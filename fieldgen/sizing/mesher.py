@@ -52,9 +52,10 @@ class Mesher(Protocol):
     """What the sizing loops mesh with (:func:`fieldgen.sizing.accuracy.mesh_by_accuracy`)."""
 
     def mesh(self, edge: float | None = None, *, background=None, stretch=None,
-             cut: bool = True) -> MeshedPass:
+             cut: bool = True, radius_edge: float | None = None) -> MeshedPass:
         """A mesh at the uniform ``edge`` (m), or under the ``background`` size field, or
-        stretched (``stretch``: (axis, factor)); without ``cut``, the whole part's mesh only."""
+        stretched (``stretch``: (axis, factor)); without ``cut``, the whole part's mesh only;
+        ``radius_edge``: a looser quality bound than the default, unless one was chosen."""
 
 
 @dataclass(frozen=True)
@@ -88,11 +89,16 @@ def cut_and_refined(part: PartToMesh, whole: TetMesh, parameters: Mapping[str, A
     return MeshedPass(mesh=mesh, whole=whole, skin=skin, split=count, parameters=parameters)
 
 
-def sized_options(meshing: MeshingOptions, edge: float | None, stretch=None) -> MeshingOptions:
-    """``meshing`` at the uniform ``edge`` (m) when given, stretched by ``stretch`` (axis, factor)."""
+def sized_options(meshing: MeshingOptions, edge: float | None, stretch=None,
+                  radius_edge: float | None = None) -> MeshingOptions:
+    """``meshing`` at the uniform ``edge`` (m) when given, stretched by ``stretch`` (axis, factor),
+    with the quality bound ``radius_edge`` when given and ``meshing``'s is the default one (a
+    bound the user chose is kept)."""
     sized = meshing if edge is None else replace(meshing, edge_length=edge)
     if stretch is not None:
         sized = replace(sized, stretch_axis=stretch[0], stretch=stretch[1])
+    if radius_edge is not None and meshing.radius_edge == MeshingOptions.radius_edge:
+        sized = replace(sized, radius_edge=float(radius_edge))
     return sized
 
 
@@ -104,8 +110,9 @@ class TetGenMesher:
     meshing: MeshingOptions
     progress: Progress
 
-    def mesh(self, edge: float | None = None, *, background=None, stretch=None, cut: bool = True) -> MeshedPass:
-        meshing = sized_options(self.meshing, edge, stretch)
+    def mesh(self, edge: float | None = None, *, background=None, stretch=None, cut: bool = True,
+             radius_edge: float | None = None) -> MeshedPass:
+        meshing = sized_options(self.meshing, edge, stretch, radius_edge)
         switches = self.meshing.switches()
         if edge is not None or background is not None:
             switches = meshing.switches()[:-1] + ("mQ" if background is not None else "Q")
@@ -163,8 +170,9 @@ class RobustMesher:
     threads: int | None          # None: every core
     progress: Progress
 
-    def mesh(self, edge: float | None = None, *, background=None, stretch=None, cut: bool = True) -> MeshedPass:
-        meshing = sized_options(self.meshing, edge, stretch)
+    def mesh(self, edge: float | None = None, *, background=None, stretch=None, cut: bool = True,
+             radius_edge: float | None = None) -> MeshedPass:
+        meshing = sized_options(self.meshing, edge, stretch)      # fTetWild has no radius-edge bound
         part = self.part
         with self.progress.stage("tetrahedralize"):
             whole, parameters = ftetwild.robust_tetrahedralize(
