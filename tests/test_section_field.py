@@ -133,3 +133,15 @@ def test_a_tube_not_thin_against_the_first_edge_is_layered_and_meets_the_accurac
     inside = lambda c: np.abs(c[:, 2]) < length / 4                                 # noqa: E731
     true, share = rms_error_where(points, asset.tets, asset.extent, exact, inside)
     assert share > 0.3 and true <= 2.0 * estimate["extent"] + 0.002
+
+
+def test_a_section_mmg2d_fails_on_is_left_to_tetgen(monkeypatch):
+    import fieldgen.sizing.section_field as section_field
+    from fieldgen.errors import MesherCrash
+
+    def fails(*args, **kwargs):
+        raise MesherCrash("MMG2D could not mesh the plate's section (made to fail)")
+
+    monkeypatch.setattr(section_field, "mmg2d", fails)
+    tee, *_ = _section(TEE)
+    assert layered_field_wall(tee.vertices, tee.faces, np.full(len(tee.faces), FREE)) is None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fieldgen.errors import MesherCrash
 from fieldgen.meshing.tetmesh import TetMesh
 from fieldgen.sizing.extrusion import graded_section, mmg2d
 from fieldgen.sizing.lengthwise import EDGE_AT_CORNER, LAYERS_ACROSS, layered_wall
@@ -105,5 +106,9 @@ def layered_field_wall(vertices: np.ndarray, faces: np.ndarray, markers: np.ndar
                        max_tets: int | None = None, across: int = LAYERS_ACROSS) -> TetMesh | None:
     """A thin-walled prism of any section meshed in layers (:func:`field_section`, extruded as
     :func:`fieldgen.sizing.lengthwise.layered_wall`); None if the part is not a thin-walled right
-    prism or its mesh would pass the budget."""
-    return layered_wall(vertices, faces, markers, max_tets, across, strip=field_section)
+    prism, its mesh would pass the budget or MMG2D fails on its section (TetGen's passes then mesh
+    it, as any part)."""
+    try:
+        return layered_wall(vertices, faces, markers, max_tets, across, strip=field_section)
+    except MesherCrash:
+        return None
