@@ -2,7 +2,7 @@
 extruded (fieldgen/sizing/section_field.py), and thin-walled prisms layered whatever the first edge.
 
 Expected values are closed forms — the parabola across a free wall, ``4 s (1 − s)``, whose second
-derivative across is ``−8 / t²``; the free tube's logarithmic profile — and the input's own
+derivative across is ``−8 / t²`` (so ``t / 11`` edges across for 11 cells); the free tube's logarithmic profile — and the input's own
 geometry (areas by hand, outline vertices), never the mesher's output."""
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ from fieldgen.meshing.tetmesh import FREE, RIGID
 from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 from fieldgen.sizing import lengthwise
-from fieldgen.sizing.section_field import field_section, layered_field_wall, recovered_hessian, section_extent
+from fieldgen.errors import MesherCrash
+from fieldgen.fe.extent import solve_extent
+from fieldgen.sizing import section_field
+from fieldgen.sizing.section_field import field_section, layered_field_wall, section_metric, section_slab
 from layered_mesh_checks import assert_fills_and_conforms, right_prism
 from test_thin_walls import rms_error_where, tube_extent
 
@@ -36,23 +39,26 @@ def _section(section, length=80.0):
     return part, points, outline, wall
 
 
-def test_the_sections_extent_is_the_parabola_across_a_long_strip():
-    """A 100 x 4 strip triangulated finely: away from its ends the 2-D field is 4 s (1 − s) across
-    and its second derivative across is −8 / t² (recovered from P1 values)."""
-    length, t = 100.0, 4.0
+def test_the_sections_metric_asks_for_the_parabolas_cells_across_a_long_strip():
+    """A 100 x 4 strip triangulated finely: away from its ends the section's own extent is
+    4 s (1 − s) across (the slab it is solved on, free sides and insulated ends), and its
+    metric asks for edges t / across across the strip's middle half (|λ| = 8 / t²) and the
+    longest edge along it."""
+    length, t, across = 100.0, 4.0, 11
     x, y = np.meshgrid(np.linspace(0, length, 201), np.linspace(0, t, 17), indexing="ij")
     points = np.column_stack([x.ravel(), y.ravel()])
     ids = np.arange(points.shape[0]).reshape(x.shape)
     a, b, c, d = ids[:-1, :-1].ravel(), ids[1:, :-1].ravel(), ids[1:, 1:].ravel(), ids[:-1, 1:].ravel()
     triangles = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
-    u = section_extent(points, triangles)
+    slab = section_slab(points, triangles, t)
+    u = solve_extent(slab).extent[:len(points)]
     middle = np.abs(points[:, 0] - length / 2) < 10
     s = points[middle, 1] / t
     assert np.abs(u[middle] - 4 * s * (1 - s)).max() < 0.01
-    hessian = recovered_hessian(points, triangles, u)
+    metric = section_metric(points, triangles, across, 0.01, 3 * t, t)
     inner = middle & (points[:, 1] > t / 4) & (points[:, 1] < 3 * t / 4)
-    assert hessian[inner, 1, 1] == pytest.approx(-8 / t ** 2, rel=0.05)
-    assert np.abs(hessian[inner, 0, 0]).max() < 0.05 * 8 / t ** 2
+    assert 1 / np.sqrt(metric[inner, 2]) == pytest.approx(t / across, rel=0.05)      # across: y
+    assert np.allclose(1 / np.sqrt(metric[inner, 0]), 3 * t) and np.abs(metric[inner, 1]).max() < 1e-3
 
 
 @pytest.mark.parametrize("section", [TEE, IBEAM], ids=["tee", "ibeam"])
@@ -136,12 +142,16 @@ def test_a_tube_not_thin_against_the_first_edge_is_layered_and_meets_the_accurac
 
 
 def test_a_section_mmg2d_fails_on_is_left_to_tetgen(monkeypatch):
-    import fieldgen.sizing.section_field as section_field
-    from fieldgen.errors import MesherCrash
-
     def fails(*args, **kwargs):
         raise MesherCrash("MMG2D could not mesh the plate's section (made to fail)")
 
     monkeypatch.setattr(section_field, "mmg2d", fails)
     tee, *_ = _section(TEE)
     assert layered_field_wall(tee.vertices, tee.faces, np.full(len(tee.faces), FREE)) is None
+
+
+def test_a_section_with_no_interior_is_refused_not_sized_by_nans():
+    """Two triangles whose every vertex is on the outline: the section's extent is 0 everywhere."""
+    square = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    with pytest.raises(MesherCrash):
+        section_metric(square, np.array([[0, 1, 2], [0, 2, 3]]), 11, 0.01, 1.0, 0.3)

@@ -133,7 +133,7 @@ def mmg2d(points, triangles, edges, metric):
 
 def _mmg2d_unit(points, triangles, edges, metric):
     """:func:`mmg2d` on points about 1 across."""
-    import mmgpy  # lazy: heavy, and only thin prism plates are meshed in 2-D
+    import mmgpy  # lazy: heavy, and only thin prisms' sections are meshed in 2-D
 
     mesh = mmgpy.MmgMesh2D()
     mesh.set_mesh_size(vertices=len(points), triangles=len(triangles), edges=len(edges))
@@ -149,7 +149,7 @@ def _mmg2d_unit(points, triangles, edges, metric):
     try:
         run_mmg(mesh, hgrad=1.0 + GRADING, verbose=-1)
     except MmgFailure as error:
-        raise MesherCrash(f"MMG2D could not mesh the plate's section ({error})",
+        raise MesherCrash(f"MMG2D could not mesh the prism's section ({error})",
                           fix="give --edge-length to mesh with a uniform edge") from None
     return (np.asarray(mesh.get_vertices(), dtype=np.float64), np.asarray(mesh.get_triangles(), dtype=np.int64),
             np.asarray(mesh.get_edges(), dtype=np.int64))

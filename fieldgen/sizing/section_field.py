@@ -1,17 +1,18 @@
 """Any thin-walled prism's section triangulated for its own extent (docs/model.md §2.10, "Thin walls").
 
-Far from its end planes the extent of a free right prism is its section's: ``−Δu = 1`` in the
-section, ``u = 0`` on its outline (the prism's side faces), normalised by its peak (§2.2). So a
-section that neither strip fits — a tee, an I-beam, a profile with webs, walls of several
-thicknesses — is triangulated by MMG2D under the metric of that 2-D field: solved with P1
-elements (scikit-fem) on the section's graded triangulation
-(:func:`fieldgen.sizing.extrusion.graded_section`), its Hessian recovered at the vertices (P1
-gradients averaged to the vertices, twice), and each direction given the edge ``h`` whose P1
-interpolation error ``h² |λ| / 8`` is ``1 / across²`` of the peak: a parabola across a free wall
-of thickness ``t`` (``|λ| = 8 / t²``) gets ``across`` edges across, whatever ``t``. Edges stay
-between ``EDGE_AT_CORNER`` (a re-entrant corner, where the field's gradient is singular) and
-``along`` wall thicknesses (along a wall the field does not bend). ``ROUNDS`` solves and
-remeshings, the outline kept exactly throughout. The triangulation is extruded through the
+Far from its end planes the extent of a free right prism is its section's: the prism's field
+with its end faces insulated, which does not vary along the axis (§2.2: Poisson with ``e = 0`` on
+the side faces, normalised by its peak). So a section that neither strip fits — a tee, an
+I-beam, a profile with webs — is triangulated by MMG2D under that field's metric: the section's
+graded triangulation (:func:`fieldgen.sizing.extrusion.graded_section`) extruded one layer deep
+with insulated ends, its extent solved (:func:`fieldgen.fe.extent.solve_extent`) and its
+Hessian metric taken (:func:`fieldgen.sizing.adapt.hessian_metric`, restricted to the section's
+plane) for an interpolation error of ``1 / across²`` of the peak: a parabola across a free wall
+of thickness ``t`` (``|λ| = 8 / t²`` relative to its own peak) asks for edges ``t / across``
+across a wall whose peak is the section's — about 7 of them measured on 3 mm walls, the
+recovered Hessian being low at a wall's faces — and fewer across a thinner wall, whose extent is
+lower. Edges stay between ``EDGE_AT_CORNER`` and ``along`` wall thicknesses. ``ROUNDS`` solves
+and remeshings, the outline kept exactly throughout. The triangulation is extruded through the
 tube's graded layers (:func:`fieldgen.sizing.lengthwise.layered_wall`); the passes then refine
 the prism in 3-D as any part.
 """
@@ -20,67 +21,44 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldgen.errors import MesherCrash
-from fieldgen.meshing.tetmesh import TetMesh
-from fieldgen.sizing.extrusion import graded_section, mmg2d
+from fieldgen.errors import BuildError, MesherCrash
+from fieldgen.fe.extent import solve_extent
+from fieldgen.meshing.tetmesh import FREE, INSULATED, TetMesh, boundary_faces_of
+from fieldgen.sizing.adapt import hessian_metric
+from fieldgen.sizing.extrusion import extruded, graded_section, mmg2d
 from fieldgen.sizing.lengthwise import EDGE_AT_CORNER, LAYERS_ACROSS, layered_wall
-from fieldgen.surface.topology import compacted
+from fieldgen.surface.topology import compacted, triangle_edges
 
 #: Solve-and-remesh rounds under the section field's metric.
 ROUNDS = 2
+PLANE = np.eye(3)[:2]
+AXIS = np.array([0.0, 0.0, 1.0])
 
 
-def section_extent(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
-    """The section's own extent at ``points``: ``−Δu = 1`` with ``u = 0`` on the triangulation's
-    boundary, by P1 elements (scikit-fem), divided by its maximum."""
-    from skfem import Basis, ElementTriP1, MeshTri, asm, condense, solve   # lazy: heavy, as fe/extent
-    from skfem.models.poisson import laplace, unit_load  # lazy: with skfem, above
-
-    mesh = MeshTri(np.ascontiguousarray(points.T, dtype=np.float64), np.ascontiguousarray(triangles.T))
-    basis = Basis(mesh, ElementTriP1())
-    u = solve(*condense(asm(laplace, basis), asm(unit_load, basis), D=mesh.boundary_nodes()))
-    return u / float(u.max())
-
-
-def _gradients(points: np.ndarray, triangles: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each triangle's P1 gradient of ``values`` (m, 2, or m, 2, k for k columns) and its area."""
-    corner = points[triangles]
-    jacobian = np.stack([corner[:, 1] - corner[:, 0], corner[:, 2] - corner[:, 0]], axis=1)   # rows: edges
-    rise = values[triangles[:, 1:]] - values[triangles[:, :1]]
-    gradient = np.linalg.solve(jacobian, rise if rise.ndim == 3 else rise[..., None])
-    area = 0.5 * np.abs(np.linalg.det(jacobian))
-    return (gradient if rise.ndim == 3 else gradient[..., 0]), area
-
-
-def _to_vertices(n: int, triangles: np.ndarray, per_triangle: np.ndarray, area: np.ndarray) -> np.ndarray:
-    """Area-weighted average of ``per_triangle`` values at the ``n`` vertices."""
-    flat = per_triangle.reshape(len(triangles), -1)
-    total = np.zeros((n, flat.shape[1]))
-    weight = np.zeros(n)
-    for k in range(3):
-        np.add.at(total, triangles[:, k], area[:, None] * flat)
-        np.add.at(weight, triangles[:, k], area)
-    return (total / weight[:, None]).reshape((n,) + per_triangle.shape[1:])
-
-
-def recovered_hessian(points: np.ndarray, triangles: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """(n, 2, 2) symmetric Hessians of the P1 ``values``: gradients averaged to the vertices, and
-    the gradients of those averaged again."""
-    gradient, area = _gradients(points, triangles, values)
-    at_vertices = _to_vertices(len(points), triangles, gradient, area)
-    second, _ = _gradients(points, triangles, at_vertices)          # (m, 2, 2): d/dx_i of g_j
-    hessian = _to_vertices(len(points), triangles, second, area)
-    return 0.5 * (hessian + np.swapaxes(hessian, 1, 2))
+def section_slab(points: np.ndarray, triangles: np.ndarray, depth: float) -> TetMesh:
+    """The section extruded ``depth`` along z in one layer, its side faces free and its two
+    ends insulated: the prism's field far from its ends, on the section's own vertices."""
+    xyz, tets = extruded(points, triangles, PLANE, AXIS, np.array([0.0, depth]))
+    boundary = boundary_faces_of(tets)
+    ends = np.all(xyz[boundary, 2] == xyz[boundary[:, :1], 2], axis=1)
+    return TetMesh(points=xyz, tets=tets, boundary_faces=boundary,
+                   boundary_markers=np.where(ends, INSULATED, FREE))
 
 
 def section_metric(points: np.ndarray, triangles: np.ndarray, across: int, hmin: float,
-                   hmax: float) -> np.ndarray:
-    """MMG2D's (n, 3) metric (m11, m12, m22) for :func:`section_extent` on this triangulation:
-    eigenvalues ``|λ| across² / 8`` clipped to edges between ``hmin`` and ``hmax``."""
-    values, vectors = np.linalg.eigh(recovered_hessian(points, triangles, section_extent(points, triangles)))
-    wanted = np.clip(np.abs(values) * across ** 2 / 8.0, 1.0 / hmax ** 2, 1.0 / hmin ** 2)
-    full = np.einsum("nij,nj,nkj->nik", vectors, wanted, vectors)
-    return np.stack([full[:, 0, 0], 0.5 * (full[:, 0, 1] + full[:, 1, 0]), full[:, 1, 1]], axis=1)
+                   hmax: float, depth: float) -> np.ndarray:
+    """MMG2D's (n, 3) metric (m11, m12, m22) at ``points`` for the section's own extent (module
+    docstring), solved on the section ``depth`` deep; MesherCrash where that field is not usable
+    (a flat triangle, no interior)."""
+    slab = section_slab(points, triangles, depth)
+    try:
+        extent = solve_extent(slab).extent
+    except BuildError as error:
+        raise MesherCrash(f"the section's own extent could not be solved ({error.defect})") from None
+    metric = hessian_metric(slab, extent, 1.0 / across ** 2, hmin, hmax)[:len(points)][:, [0, 1, 3]]
+    if not (np.isfinite(metric).all() and float(extent.max()) > 0.0):
+        raise MesherCrash("the section's own extent could not be solved on its triangulation")
+    return metric
 
 
 def field_section(points: np.ndarray, outline: np.ndarray, wall: float, along: float,
@@ -90,14 +68,14 @@ def field_section(points: np.ndarray, outline: np.ndarray, wall: float, along: f
     xy, triangles = graded_section(points, outline, wall)
     edges = _boundary_edges(triangles)
     for _ in range(ROUNDS):
-        metric = section_metric(xy, triangles, across, EDGE_AT_CORNER * wall, along)
+        metric = section_metric(xy, triangles, across, EDGE_AT_CORNER * wall, along, wall)
         xy, triangles, edges = mmg2d(xy, triangles, edges, metric)
     return compacted(xy, triangles)
 
 
 def _boundary_edges(triangles: np.ndarray) -> np.ndarray:
-    """The edges of ``triangles`` on one triangle only, as oriented in it."""
-    edges = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
+    """The edges of ``triangles`` on one triangle only."""
+    edges = triangle_edges(triangles)
     _, index, count = np.unique(np.sort(edges, axis=1), axis=0, return_index=True, return_counts=True)
     return edges[np.sort(index[count == 1])]
 
@@ -106,8 +84,8 @@ def layered_field_wall(vertices: np.ndarray, faces: np.ndarray, markers: np.ndar
                        max_tets: int | None = None, across: int = LAYERS_ACROSS) -> TetMesh | None:
     """A thin-walled prism of any section meshed in layers (:func:`field_section`, extruded as
     :func:`fieldgen.sizing.lengthwise.layered_wall`); None if the part is not a thin-walled right
-    prism, its mesh would pass the budget or MMG2D fails on its section (TetGen's passes then mesh
-    it, as any part)."""
+    prism, its mesh would pass the budget or its section cannot be meshed so (TetGen's passes then
+    mesh it, as any part)."""
     try:
         return layered_wall(vertices, faces, markers, max_tets, across, strip=field_section)
     except MesherCrash:
