@@ -17,6 +17,7 @@ import pytest
 import tetgen
 
 from fieldgen.io.asset import read_metadata
+from fieldgen.meshing.tetgen import stretched
 from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 from fieldgen.sizing.accuracy import FIRST_SHARE, MAX_TETS
@@ -28,8 +29,7 @@ from fieldgen.surface.stage import load_surface
 def stretched_first_mesh_tets(surface, axis) -> int:
     """TetGen's first mesh of a plate as the sizing makes it: in the part stretched along
     ``axis``, at the edge for ``PLATE_FIRST_TETS`` in the stretched volume (TetGen run here)."""
-    vertices = np.asarray(surface.vertices, dtype=np.float64)
-    vertices = vertices + (PLATE_STRETCH - 1.0) * np.outer(vertices @ axis, axis)
+    vertices = stretched(surface.vertices, axis, PLATE_STRETCH)
     edge = first_size(abs(surface.volume) * PLATE_STRETCH, PLATE_FIRST_TETS)
     volume = edge ** 3 / (6.0 * math.sqrt(2.0))
     mesh = tetgen.TetGen(vertices, np.asarray(surface.faces, dtype=np.int32))

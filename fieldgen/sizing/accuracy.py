@@ -34,13 +34,13 @@ from fieldgen.fe import extent as extent_solve
 from fieldgen.meshing import refine
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, tet_volumes
 from fieldgen.progress import Progress
-from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH, TETS_PER_COST, stretch_fits
-from fieldgen.sizing import adapt, lengthwise, skin_grading, tray
+from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH, stretch_fits
+from fieldgen.sizing import adapt, extrusion, lengthwise, skin_grading, tray
 from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
 from fieldgen.sizing.size_field import (capped_sizes, first_near_edge, first_size, mesh_with_size_field,
                                         next_near_edge)
 from fieldgen.skin.cut import free_surface_depth
-from fieldgen.surface.remesh import surface_cost
+from fieldgen.surface.remesh import TETS_PER_COST, surface_cost
 
 #: Fraction of the accuracy the sizing aims at (the rest is margin for the estimate itself).
 AIM = 0.7
@@ -79,8 +79,8 @@ MAX_TETS = 280_000
 #: "Surfaces too fine for the budget").
 RELAXED_RADIUS_EDGE = 10.0
 #: The share of the tet budget a plate's stretched first mesh may be predicted to take
-#: (:func:`fieldgen.sizing.plate.stretch_fits`), as a layered first mesh's (``extrusion.BUDGET_SHARE``).
-FIRST_SHARE = 0.6
+#: (:func:`fieldgen.sizing.plate.stretch_fits`), as a layered first mesh's.
+FIRST_SHARE = extrusion.BUDGET_SHARE
 #: Why a sizing loop stopped (``SizedMesh.stopped``, the asset's ``mesher.sizing.stopped``).
 STOP_REASONS = ("accuracy met", "tet budget", "pass limit")
 

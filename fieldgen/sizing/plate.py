@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from fieldgen.surface.remesh import surface_cost
+from fieldgen.meshing.tetgen import stretched
+from fieldgen.surface.remesh import TETS_PER_COST, surface_cost
 
 #: A part is plate-like when its middle extent is at least this many times its smallest (along
 #: the principal axes of its surface; the corpus's plates and CAD parts: docs/design/sizing.md,
@@ -26,11 +27,6 @@ PLATE_SOLID = 0.25
 #: values chosen: docs/design/sizing.md, "Plates").
 PLATE_STRETCH = 3.0
 PLATE_FIRST_TETS = 70_000
-#: TetGen's first mesh holds about this many tets per unit of the surface's cost
-#: (:func:`fieldgen.surface.remesh.surface_cost`) where the surface's triangles, not the volume,
-#: set it (first meshes of 143k-372k tets on surfaces costing 52k-80k: docs/design/sizing.md,
-#: "Plates").
-TETS_PER_COST = 3.0
 
 
 def plate_axis(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray | None:
@@ -74,7 +70,5 @@ def stretch_fits(vertices: np.ndarray, faces: np.ndarray, axis: np.ndarray, budg
     tessellated holes and rounds costs TetGen far more tets stretched (``TETS_PER_COST`` a unit of
     :func:`fieldgen.surface.remesh.surface_cost`). A plate that does not fit is meshed unstretched:
     its fine features already make small tets across it (docs/design/sizing.md, "Plates")."""
-    vertices = np.asarray(vertices, dtype=np.float64)
-    axis = np.asarray(axis, dtype=np.float64)
-    stretched = vertices + (PLATE_STRETCH - 1.0) * np.outer(vertices @ axis, axis)
-    return TETS_PER_COST * surface_cost(stretched, np.asarray(faces, dtype=np.int64)) <= budget
+    tall = stretched(vertices, axis, PLATE_STRETCH)       # as TetGen is given it (no BLAS sums)
+    return TETS_PER_COST * surface_cost(tall, np.asarray(faces, dtype=np.int64)) <= budget

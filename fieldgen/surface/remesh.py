@@ -72,6 +72,10 @@ PATCH_MOVE = 10.0
 #: the narrow ones left sit on the input's patch borders (measured: 5,642 → a first mesh of 286k
 #: tets on the sensor housing; the moves alone left 34,982 → 1.49 M).
 PATCH_LEFT_COST = 0.5
+#: TetGen's first mesh holds about this many tets per unit of :func:`surface_cost` where the
+#: surface's triangles, not the volume, set it (first meshes of 143k-372k tets on surfaces
+#: costing 52k-80k: docs/design/sizing.md, "Plates").
+TETS_PER_COST = 3.0
 #: Points sampled on each surface to measure the Hausdorff distance (besides the vertices).
 SAMPLES = 20_000
 
