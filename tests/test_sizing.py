@@ -30,6 +30,7 @@ from fieldgen.material.modulus import hyperbolic_law, linear_law
 from fieldgen.surface.stage import load_surface
 from fieldgen.fe.estimate import estimate_error, two_grid_extent
 from fieldgen.fe.refinement import red_refine, refined_gradients
+from fieldgen.sizing import lengthwise
 from fieldgen.sizing.accuracy import marked_tets
 from fieldgen.sizing.mesher import MeshedPass
 from fieldgen.sizing.size_field import MIN_SHRINK, next_near_edge
@@ -642,7 +643,7 @@ def sphere_mesher(meshes):
     surface = load_surface(str(meshes / "unit_sphere.STL"), "m")
     markers = np.full(len(surface.faces), FREE)
 
-    def make_mesh(edge, background=None, cut=True):
+    def make_mesh(edge, background=None, cut=True, stretch=None, radius_edge=None):
         mesh = refine_zero_tets(tetrahedralize(surface.vertices, surface.faces, markers,
                                                options=MeshingOptions(edge_length=edge)))[0]
         return MeshedPass(mesh=mesh, whole=mesh, skin=None, split=0)
@@ -1083,6 +1084,8 @@ def test_a_plate_sized_by_accuracy_against_the_slab_closed_form(tmp_path, monkey
     errors = {}
     for label, ratio in (("stretched", sizing.PLATE_RATIO), ("isotropic", float("inf"))):
         monkeypatch.setattr(sizing, "PLATE_RATIO", ratio)
+        # not a plate, the slab would be a thin right prism along x, layered: TetGen's start here
+        monkeypatch.setattr(lengthwise, "THIN_RATIO", lengthwise.THIN_RATIO if label == "stretched" else float("inf"))
         out = tmp_path / f"{label}.vtu"
         build(path, out, BuildOptions(modulus=1e5, accuracy=0.02))
         asset = read_asset(out)
