@@ -1,5 +1,6 @@
-"""One check for the layered first meshes (plates, tubes, trays): they fill the part and conform;
-and the right prism of a 2-D outline, the input several tests build.
+"""One check for the layered first meshes (plates, tubes, trays): they fill the part and conform,
+and keep a bonded face's condition, the same mesh twice; and the right prism of a 2-D outline,
+the input several tests build.
 
 Expected values are the input surface's own volume and area (trimesh), not the mesher's output:
 a mesh that leaves a gap loses volume, and one that does not conform (two tets meeting on part
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from fieldgen.meshing.tetmesh import tet_volumes
+from fieldgen.meshing.tetmesh import FREE, RIGID, tet_volumes
 
 
 def boundary_areas(points: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -29,6 +30,20 @@ def assert_fills_and_conforms(mesh, volume: float, area: float, rel: float = 1e-
     assert tets.sum() == pytest.approx(volume, rel=rel)
     assert boundary_areas(mesh.points, mesh.boundary_faces).sum() == pytest.approx(area, rel=rel)
     return mesh.points[mesh.boundary_faces]
+
+
+def assert_keeps_a_bonded_face(layered, part: trimesh.Trimesh, axis: int, level: float):
+    """``layered(vertices, faces, markers)`` on ``part`` with its faces facing down ``axis``
+    bonded: the same mesh twice, filling and conforming (:func:`assert_fills_and_conforms`), the
+    boundary faces lying at ``level`` on ``axis`` bonded and no other. Returns the mesh."""
+    markers = np.where(part.face_normals[:, axis] < -0.9, RIGID, FREE)
+    mesh = layered(part.vertices, part.faces, markers)
+    again = layered(part.vertices, part.faces, markers)
+    assert np.array_equal(mesh.points, again.points) and np.array_equal(mesh.tets, again.tets)
+    corners = assert_fills_and_conforms(mesh, abs(part.volume), part.area)
+    bonded = np.isclose(corners[..., axis], level).all(axis=1)
+    assert np.all(mesh.boundary_markers[bonded] == RIGID) and np.all(mesh.boundary_markers[~bonded] == FREE)
+    return mesh
 
 
 def right_prism(outline, caps, height: float, process: bool = False) -> trimesh.Trimesh:

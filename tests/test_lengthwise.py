@@ -16,12 +16,12 @@ import trimesh
 
 from fieldgen.fe.extent import solve_extent
 from fieldgen.io.asset import read_asset, read_metadata
-from fieldgen.meshing.tetmesh import FREE, RIGID, tet_volumes
+from fieldgen.meshing.tetmesh import FREE, tet_volumes
 from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 from fieldgen.sizing import lengthwise
 from fieldgen.sizing.extrusion import prism_section
-from layered_mesh_checks import assert_fills_and_conforms
+from layered_mesh_checks import assert_keeps_a_bonded_face
 
 DATA = Path(__file__).parent / "data" / "meshes"
 
@@ -65,14 +65,7 @@ def test_the_layered_wall_conforms_fills_the_tube_and_keeps_each_condition():
     tube's, the mesh's boundary exactly the surface's area (a non-conforming mesh leaves inner
     faces on its boundary), the bonded end bonded and nothing else, the same mesh twice."""
     tube = trimesh.creation.annulus(r_min=4.0, r_max=4.4, height=30.0, sections=4)
-    markers = np.where(tube.face_normals[:, 2] < -0.9, RIGID, FREE)
-    mesh = lengthwise.layered_wall(tube.vertices, tube.faces, markers)
-    again = lengthwise.layered_wall(tube.vertices, tube.faces, markers)
-    assert np.array_equal(mesh.points, again.points) and np.array_equal(mesh.tets, again.tets)
-    corners = assert_fills_and_conforms(mesh, abs(tube.volume), tube.area)
-    z = corners[..., 2].mean(axis=1)
-    assert np.all(mesh.boundary_markers[np.isclose(z, -15.0)] == RIGID)
-    assert np.all(mesh.boundary_markers[~np.isclose(z, -15.0)] == FREE)
+    mesh = assert_keeps_a_bonded_face(lengthwise.layered_wall, tube, 2, -15.0)
     # the layers: EDGE_AT_END walls at the ends, growing, never longer than the budget needs
     levels = np.unique(np.round(mesh.points[:, 2], 9))
     wall = 0.4 * math.cos(math.pi / 4)

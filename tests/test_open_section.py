@@ -13,12 +13,12 @@ import pytest
 import trimesh
 
 from fieldgen.io.asset import read_asset, read_metadata
-from fieldgen.meshing.tetmesh import FREE, RIGID
+from fieldgen.meshing.tetmesh import FREE
 from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 from fieldgen.sizing import lengthwise
 from fieldgen.sizing.open_section import layered_open_wall, open_wall
-from layered_mesh_checks import assert_fills_and_conforms, right_prism
+from layered_mesh_checks import assert_keeps_a_bonded_face, right_prism
 from test_thin_walls import rms_error_where
 
 #: (outline counter-clockwise, its triangulation, the section's area by hand, the bottom leg's
@@ -70,14 +70,7 @@ def test_a_junction_or_a_thick_section_is_not_an_open_wall():
 
 
 def test_the_layered_angle_conforms_fills_it_and_keeps_each_condition():
-    angle = prism(ANGLE, 100.0)
-    markers = np.where(angle.face_normals[:, 2] < -0.9, RIGID, FREE)
-    mesh = layered_open_wall(angle.vertices, angle.faces, markers)
-    again = layered_open_wall(angle.vertices, angle.faces, markers)
-    assert np.array_equal(mesh.points, again.points) and np.array_equal(mesh.tets, again.tets)
-    corners = assert_fills_and_conforms(mesh, angle.volume, angle.area)
-    bottom = np.isclose(corners[..., 2], 0.0).all(axis=1)
-    assert np.all(mesh.boundary_markers[bottom] == RIGID) and np.all(mesh.boundary_markers[~bottom] == FREE)
+    assert_keeps_a_bonded_face(layered_open_wall, prism(ANGLE, 100.0), 2, 0.0)   # the bottom end
 
 
 @pytest.mark.slow

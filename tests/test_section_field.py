@@ -12,7 +12,7 @@ import pytest
 import trimesh
 
 from fieldgen.io.asset import read_asset, read_metadata
-from fieldgen.meshing.tetmesh import FREE, RIGID
+from fieldgen.meshing.tetmesh import FREE
 from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 from fieldgen.sizing import lengthwise
@@ -20,7 +20,7 @@ from fieldgen.errors import MesherCrash
 from fieldgen.fe.extent import solve_extent
 from fieldgen.sizing import section_field
 from fieldgen.sizing.section_field import field_section, layered_field_wall, section_metric, section_slab
-from layered_mesh_checks import assert_fills_and_conforms, right_prism
+from layered_mesh_checks import assert_keeps_a_bonded_face, right_prism
 from test_thin_walls import rms_error_where, tube_extent
 
 #: (outline counter-clockwise, its triangulation, the section's area by hand, the flange's
@@ -84,13 +84,7 @@ def test_the_section_is_filled_keeps_its_outline_and_is_fine_across_its_walls(se
 
 def test_the_layered_tee_conforms_fills_it_and_keeps_each_condition():
     tee, *_ = _section(TEE)
-    markers = np.where(tee.face_normals[:, 1] < -0.9, RIGID, FREE)
-    mesh = layered_field_wall(tee.vertices, tee.faces, markers)
-    again = layered_field_wall(tee.vertices, tee.faces, markers)
-    assert np.array_equal(mesh.points, again.points) and np.array_equal(mesh.tets, again.tets)
-    corners = assert_fills_and_conforms(mesh, tee.volume, tee.area)
-    bottom = np.isclose(corners[..., 1], 0.0).all(axis=1)
-    assert np.all(mesh.boundary_markers[bottom] == RIGID) and np.all(mesh.boundary_markers[~bottom] == FREE)
+    assert_keeps_a_bonded_face(layered_field_wall, tee, 1, 0.0)           # the flange's underside
 
 
 @pytest.mark.slow

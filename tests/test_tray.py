@@ -11,12 +11,12 @@ import pytest
 import trimesh
 
 from fieldgen.io.asset import read_asset, read_metadata
-from fieldgen.meshing.tetmesh import FREE, RIGID
+from fieldgen.meshing.tetmesh import FREE
 from fieldgen.options import BuildOptions
 from fieldgen.pipeline import build
 from fieldgen.sizing import tray
 from test_thin_walls import rms_error_where
-from layered_mesh_checks import assert_fills_and_conforms
+from layered_mesh_checks import assert_fills_and_conforms, assert_keeps_a_bonded_face
 
 
 def open_box(width, depth, height, wall, floor) -> trimesh.Trimesh:
@@ -60,14 +60,7 @@ def test_only_trays_are_found():
 
 
 def test_the_layered_tray_conforms_fills_it_and_keeps_each_condition():
-    box = open_box(60.0, 40.0, 20.0, 1.5, 2.0)
-    markers = np.where(box.face_normals[:, 2] < -0.9, RIGID, FREE)
-    mesh = tray.layered_tray(box.vertices, box.faces, markers)
-    again = tray.layered_tray(box.vertices, box.faces, markers)
-    assert np.array_equal(mesh.points, again.points) and np.array_equal(mesh.tets, again.tets)
-    corners = assert_fills_and_conforms(mesh, box.volume, box.area)
-    bottom = np.isclose(corners[..., 2], 0.0).all(axis=1)
-    assert np.all(mesh.boundary_markers[bottom] == RIGID) and np.all(mesh.boundary_markers[~bottom] == FREE)
+    mesh = assert_keeps_a_bonded_face(tray.layered_tray, open_box(60.0, 40.0, 20.0, 1.5, 2.0), 2, 0.0)
     # the floor in equal layers across its thickness: LAYERS + 1 levels from 0 to 2 mm
     levels = np.unique(np.round(mesh.points[:, 2], 9))
     assert np.count_nonzero(levels <= 2.0 + 1e-9) == tray.LAYERS + 1
