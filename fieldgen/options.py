@@ -238,8 +238,8 @@ def _check_interior(o: BuildOptions) -> None:
                               "interior at a set depth)")
     if not isinstance(o.robust, bool):
         raise OptionError(f"--robust must be true or false, got {o.robust!r}", fix="write robust = true")
-    if o.radius_edge < 1.0:
-        raise OptionError(f"--radius-edge must be at least 1.0, got {o.radius_edge}",
+    if not (math.isfinite(o.radius_edge) and o.radius_edge >= 1.0):
+        raise OptionError(f"--radius-edge must be at least 1.0 (and finite), got {o.radius_edge}",
                           fix="use TetGen's usual bound, e.g. 1.414")
 
 

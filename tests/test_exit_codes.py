@@ -24,6 +24,7 @@ BUILD = [
     (["--modulus", "1e5", "--units", "furlong"], "--units"),
     (["--modulus", "1e5", "--mu-static", "0.4", "--mu-dynamic", "0.5"], "--mu-dynamic (0.5) exceeds --mu-static (0.4)"),
     (["--modulus", "1e5", "--radius-edge", "0.5"], "--radius-edge must be at least 1.0"),
+    (["--modulus", "1e5", "--radius-edge", "nan"], "--radius-edge must be at least 1.0 (and finite), got nan"),
     (["--modulus", "1e5", "--bonded", "nonsense"], "--bonded: selector 'nonsense'"),
     (["--modulus", "1e5", "--drake-vtk", "x.stl"], "--drake-vtk 'x.stl' does not end in .vtk"),
     (["--modulus", "1e5", "--dissipation", "1", "--expansion-rate", "2"], "--dissipation and --expansion-rate"),
