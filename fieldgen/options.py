@@ -47,7 +47,7 @@ class BuildOptions:
     insulated: tuple[str, ...] = ()         #: face selectors with zero flux
     max_volume: float | None = None         #: largest tet volume, input units cubed
     edge_length: float | None = None        #: target edge length, input units
-    radius_edge: float = 1.414              #: TetGen radius-edge quality bound
+    radius_edge: float | None = None        #: TetGen radius-edge quality bound (None: 1.414, relaxable)
     law: str | None = None                  #: linear | hyperbolic | table (inferred when None)
     modulus: float | None = None            #: M0, Pa
     k: float | None = None                  #: hyperbolic stiffening, 0 <= k < 1
@@ -238,7 +238,7 @@ def _check_interior(o: BuildOptions) -> None:
                               "interior at a set depth)")
     if not isinstance(o.robust, bool):
         raise OptionError(f"--robust must be true or false, got {o.robust!r}", fix="write robust = true")
-    if not (math.isfinite(o.radius_edge) and o.radius_edge >= 1.0):
+    if o.radius_edge is not None and not (math.isfinite(o.radius_edge) and o.radius_edge >= 1.0):
         raise OptionError(f"--radius-edge must be at least 1.0 (and finite), got {o.radius_edge}",
                           fix="use TetGen's usual bound, e.g. 1.414")
 

@@ -17,9 +17,9 @@ import trimesh
 from fieldgen.errors import MesherCrash
 from fieldgen.io.asset import read_metadata
 from fieldgen.material.modulus import linear_law
-from fieldgen.meshing.tetgen import MeshingOptions
+from fieldgen.meshing.tetgen import DEFAULT_RADIUS_EDGE, MeshingOptions
 from fieldgen.options import BuildOptions
-from fieldgen.pipeline import build, load_part
+from fieldgen.pipeline import build, load_part, meshing_options
 from fieldgen.progress import Progress
 from fieldgen.sizing.accuracy import RELAXED_RADIUS_EDGE, mesh_by_accuracy
 from fieldgen.sizing.mesher import TetGenMesher, sized_options
@@ -30,14 +30,23 @@ from fieldgen.surface.remesh import surface_cost
 def test_a_bound_the_user_chose_is_kept():
     assert sized_options(MeshingOptions(), 0.01, radius_edge=10.0).radius_edge == 10.0
     assert sized_options(MeshingOptions(radius_edge=1.2), 0.01, radius_edge=10.0).radius_edge == 1.2
-    assert sized_options(MeshingOptions(), 0.01).radius_edge == MeshingOptions().radius_edge
+    # the default bound given explicitly is a choice too
+    assert sized_options(MeshingOptions(radius_edge=1.414), 0.01, radius_edge=10.0).radius_edge == 1.414
+    assert sized_options(MeshingOptions(), 0.01).quality_bound == DEFAULT_RADIUS_EDGE == 1.414
+    assert MeshingOptions().switches().startswith("pq1.414/")
+
+
+def test_an_explicit_default_bound_reaches_the_mesher():
+    """``--radius-edge 1.414`` given is carried to TetGen's options as given; left out, as None."""
+    assert meshing_options(BuildOptions(radius_edge=1.414), 1e-3).radius_edge == 1.414
+    assert meshing_options(BuildOptions(), 1e-3).radius_edge is None
 
 
 def default_bound_tets(surface, edge: float) -> int:
     """TetGen's mesh of ``surface`` at ``edge`` under the default bound, run here."""
     volume = edge ** 3 / (6.0 * math.sqrt(2.0))
     mesh = tetgen.TetGen(np.asarray(surface.vertices, dtype=np.float64), np.asarray(surface.faces, dtype=np.int32))
-    mesh.tetrahedralize(switches=f"pq{MeshingOptions().radius_edge!r}/0.0a" + np.format_float_positional(volume, trim="-") + "Q")
+    mesh.tetrahedralize(switches=f"pq{DEFAULT_RADIUS_EDGE!r}/0.0a" + np.format_float_positional(volume, trim="-") + "Q")
     return len(mesh.elem)
 
 
@@ -59,7 +68,7 @@ def test_a_surface_too_fine_for_the_budget_gets_a_looser_first_bound(tmp_path):
     assert first < default_bound_tets(part.surface, first_size(volume))
     # the real budget: the default bound
     sized = mesh_by_accuracy(mesher, linear_law(1e5), 0.5, volume, surface=surface)
-    assert f"q{MeshingOptions().radius_edge!r}/" in sized.parameters["switches"]
+    assert f"q{DEFAULT_RADIUS_EDGE!r}/" in sized.parameters["switches"]
 
 
 @pytest.mark.slow

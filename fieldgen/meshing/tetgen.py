@@ -37,6 +37,10 @@ from fieldgen.surface.components import face_pieces
 from fieldgen.surface.topology import edge_use, face_areas, signed_volume, winding_numbers
 
 
+#: TetGen's radius-edge quality bound when none is given.
+DEFAULT_RADIUS_EDGE = 1.414
+
+
 @dataclass(frozen=True)
 class MeshingOptions:
     """Size and quality controls passed to TetGen.
@@ -47,7 +51,9 @@ class MeshingOptions:
 
     max_volume: float | None = None     # m^3
     edge_length: float | None = None    # m; converted to a regular tet's volume a^3/(6 sqrt 2)
-    radius_edge: float = 1.414          # TetGen quality bound q (circumradius / shortest edge)
+    #: TetGen's quality bound q (circumradius / shortest edge); None: ``DEFAULT_RADIUS_EDGE``, a
+    #: bound nobody chose, which the accuracy sizing may relax (fieldgen.sizing.mesher.sized_options).
+    radius_edge: float | None = None
     min_dihedral: float = 10.0          # degrees; TetGen's q/ target (not enforced by TetGen)
     #: Anisotropic tets for a plate-like part: TetGen meshes the part stretched by ``stretch``
     #: along the unit vector ``stretch_axis`` (its thin direction), and the points are mapped back,
@@ -55,6 +61,11 @@ class MeshingOptions:
     #: above apply in the stretched part). An affine map keeps every face in its plane.
     stretch_axis: tuple[float, float, float] | None = None
     stretch: float = 1.0
+
+    @property
+    def quality_bound(self) -> float:
+        """The radius-edge bound TetGen is given: ``radius_edge``, or ``DEFAULT_RADIUS_EDGE``."""
+        return DEFAULT_RADIUS_EDGE if self.radius_edge is None else float(self.radius_edge)
 
     def volume_bound(self) -> float | None:
         """The effective max tet volume in m^3: the smaller of the two bounds, or None."""
@@ -72,13 +83,13 @@ class MeshingOptions:
             if value is not None and not (np.isfinite(value) and value > 0):
                 raise OptionError(f"{name} = {value!r} is not a positive finite length/volume",
                                   fix=f"give {name} > 0 in metres (or cubic metres)")
-        if not (np.isfinite(self.radius_edge) and self.radius_edge >= 1.0):
+        if not (np.isfinite(self.quality_bound) and self.quality_bound >= 1.0):
             raise OptionError(f"radius_edge = {self.radius_edge!r} is below TetGen's usable bound 1.0",
                               fix="use radius_edge >= 1.0 (1.414 is the default, 1.2 is tight)")
         if not (np.isfinite(self.min_dihedral) and 0.0 <= self.min_dihedral < 70.0):
             raise OptionError(f"min_dihedral = {self.min_dihedral!r} degrees is outside [0, 70)",
                               fix="use a target between 0 and about 18 degrees")
-        text = f"pq{float(self.radius_edge)!r}/{float(self.min_dihedral)!r}"
+        text = f"pq{float(self.quality_bound)!r}/{float(self.min_dihedral)!r}"
         volume = self.volume_bound()
         if volume is not None:
             # Positional notation, so the bound never depends on how TetGen parses an exponent

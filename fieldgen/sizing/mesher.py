@@ -92,12 +92,12 @@ def cut_and_refined(part: PartToMesh, whole: TetMesh, parameters: Mapping[str, A
 def sized_options(meshing: MeshingOptions, edge: float | None, stretch=None,
                   radius_edge: float | None = None) -> MeshingOptions:
     """``meshing`` at the uniform ``edge`` (m) when given, stretched by ``stretch`` (axis, factor),
-    with the quality bound ``radius_edge`` when given and ``meshing``'s is the default one (a
-    bound the user chose is kept)."""
+    with the quality bound ``radius_edge`` when given and ``meshing`` has none (a bound the user
+    chose, 1.414 included, is kept)."""
     sized = meshing if edge is None else replace(meshing, edge_length=edge)
     if stretch is not None:
         sized = replace(sized, stretch_axis=stretch[0], stretch=stretch[1])
-    if radius_edge is not None and meshing.radius_edge == MeshingOptions.radius_edge:
+    if radius_edge is not None and meshing.radius_edge is None:
         sized = replace(sized, radius_edge=float(radius_edge))
     return sized
 
