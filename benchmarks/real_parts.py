@@ -112,6 +112,14 @@ OUTSIDE_CASES = [
     ("robotiq_fts150-robust", "robotiq_fts150.stl", "m", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
     ("counter-robust", "counter.unitsmm.STL", "mm",
      {"robust": True, "bonded": ["normal:0,0,-1"], "modulus": 1e6, "dissipation": 1.0}),
+    # robot arms' visual meshes: a forearm link (3 % of its edges below 0.1 % of its size) and a
+    # distal finger; a printed housing with ~1.8 mm walls; a bent-sheet lidar bracket; a 350 mm
+    # base plate with holes (free)
+    ("kinova_forearm", "kinova_forearm.STL", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("kinova_finger_distal", "kinova_finger_distal.STL", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("xamla_rpi_bottom", "xamla_mount_rpi_bottom.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
+    ("clearpath_lidar_mount", "clearpath_a200_lidar_mount.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("omx_plate", "omx_plate.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
 ]
 CASES = CASES + OUTSIDE_CASES
 

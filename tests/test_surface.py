@@ -151,7 +151,8 @@ OUTSIDE_CORPUS = {
     "ADIS16480.STL", "counter.unitsmm.STL", "robotiq_arg2f_140_inner_finger.stl",
     "robotiq_arg2f_140_outer_finger.stl", "robotiq_arg2f_coupling.stl", "robotiq_3f_link_1.STL",
     "robotiq_3f_link_3.STL", "robotiq_ft300_coupling.STL", "robotiq_fts150.stl", "SQNutO8T5P1.stl",
-    "Sqr3H5L3D3P1.stl", "xamla_mount_c920_left.stl",
+    "Sqr3H5L3D3P1.stl", "xamla_mount_c920_left.stl", "kinova_forearm.STL", "kinova_finger_distal.STL",
+    "xamla_mount_rpi_bottom.stl", "clearpath_a200_lidar_mount.stl", "omx_plate.stl",
 }
 
 

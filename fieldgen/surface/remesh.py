@@ -12,7 +12,8 @@ planar patch of the cleaned surface as its own reference (:mod:`fieldgen.surface
 cap's noisy normal is no ridge to it; else the input is kept, with a warning.
 
 A surface is remeshed by default only when its triangles would cost TetGen far more tets than the
-first mesh of the accuracy sizing has (:func:`surface_cost`); a well-tessellated part is left as it is.
+first mesh of the accuracy sizing has (:func:`surface_cost`), or when many of its edges are shorter
+than the tolerance (:func:`short_edge_share`); a well-tessellated part is left as it is.
 """
 
 from __future__ import annotations
@@ -30,13 +31,18 @@ from fieldgen.surface.defects import surface_defects
 from fieldgen.surface.patches import onto_planes, patch_normals, patch_planes, planar_patches
 from fieldgen.surface.slivers import without_slivers
 from fieldgen.surface.stage import Surface
-from fieldgen.surface.topology import face_areas, face_pairs_across_edges, signed_volume
+from fieldgen.surface.topology import face_areas, face_pairs_across_edges, signed_volume, triangle_edges
 
 #: The default tolerance, as a fraction of the part's bounding-box diagonal (docs/model.md §2.11).
 DEFAULT_FRACTION = 1e-3
 #: A surface is remeshed by default when its cost (:func:`surface_cost`) exceeds this many times
 #: the first mesh's tets (``FIRST_TETS``): its triangles, not the accuracy, would set the mesh.
 COST_RATIO = 5.0
+#: A surface is also remeshed by default when at least this share of its edges is shorter than the
+#: default tolerance: CAD tessellated far below what the accuracy needs, whose cost alone (5-9 tets a
+#: unit on such parts, not 3) does not reach ``COST_RATIO``. A declined attempt on such a surface
+#: keeps the input silently: it would have been meshed as it is anyway (docs/model.md §2.11).
+SHORT_EDGE_SHARE = 0.02
 #: A result is used only if the triangles narrower than the tolerance left in it cost at most this
 #: fraction of the first mesh's tets (the slivers the local moves could not remove, docs/model.md §2.11).
 LEFT_COST = 0.1
@@ -131,10 +137,25 @@ def surface_cost(vertices: np.ndarray, faces: np.ndarray, narrower_than: float |
     return float(np.sum(cost))
 
 
-def needs_remesh(surface: Surface) -> bool:
-    """Whether the default tolerance applies: the surface costs more than ``COST_RATIO`` first
-    meshes (``FIRST_TETS``)."""
+def swamped(surface: Surface) -> bool:
+    """Whether the surface costs more than ``COST_RATIO`` first meshes (``FIRST_TETS``)."""
     return surface_cost(surface.vertices, surface.faces) > COST_RATIO * FIRST_TETS
+
+
+def short_edge_share(vertices: np.ndarray, faces: np.ndarray, length: float) -> float:
+    """The share of the surface's edges shorter than ``length``."""
+    pairs = np.unique(np.sort(triangle_edges(np.asarray(faces, dtype=np.int64)), axis=1), axis=0)
+    if len(pairs) == 0:
+        return 0.0
+    lengths = np.linalg.norm(vertices[pairs[:, 0]] - vertices[pairs[:, 1]], axis=1)
+    return float(np.mean(lengths < length))
+
+
+def needs_remesh(surface: Surface) -> bool:
+    """Whether the default tolerance applies: the surface is :func:`swamped`, or at least
+    ``SHORT_EDGE_SHARE`` of its edges are shorter than the default tolerance."""
+    return swamped(surface) or short_edge_share(surface.vertices, surface.faces,
+                                                default_tolerance(surface.vertices)) >= SHORT_EDGE_SHARE
 
 
 def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | None,
@@ -145,11 +166,13 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
     ``tolerance`` (metres; None: ``DEFAULT_FRACTION`` of the diagonal), with ``markers`` carried to
     the new faces. Of the results within the tolerance (measured), the one of least
     :func:`surface_cost` is kept; with none, MMGS's result on the planar patches
-    (:func:`patch_remesh`) if it is within the tolerance, else the input, with a warning. With ``robust``
+    (:func:`patch_remesh`) if it is within the tolerance, else the input, with a warning (none when
+    the default tolerance was tried only for the surface's short edges, not :func:`swamped`). With ``robust``
     (fTetWild meshes the result, whatever its slivers, overlaps or holes): the slivers' moves
     only, checked by the measured distance alone."""
     if tolerance == 0 or (tolerance is None and not needs_remesh(surface)):
         return ToleratedSurface(surface=surface, markers=markers, remesh=None)
+    asked = tolerance
     tolerance = default_tolerance(surface.vertices) if tolerance is None else float(tolerance)
     labels, table = face_labels(markers, surface.face_groups)
     cleaned = without_slivers(surface.vertices, surface.faces, labels, tolerance)
@@ -175,6 +198,8 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
             break
     if kept is not None:
         return kept
+    if asked is None and not swamped(surface):
+        return ToleratedSurface(surface=surface, markers=markers, remesh=None)
     warning = (f"the surface was not remeshed within the surface tolerance {tolerance:.3g} m: "
                f"{problems[0]}; the input's triangles were meshed as they are "
                "(--surface-tolerance 0 skips the attempt)")
