@@ -71,6 +71,28 @@ def test_a_surface_too_fine_for_the_budget_gets_a_looser_first_bound(tmp_path):
     assert f"q{DEFAULT_RADIUS_EDGE!r}/" in sized.parameters["switches"]
 
 
+
+def test_a_first_mesh_past_the_budget_is_made_again_at_the_looser_bound(tmp_path):
+    """A 20 mm cylinder of 100 facets under a 15k-tet budget: its surface's cost foresees 14.3k
+    tets (within it), but TetGen's default bound makes more than the budget; the first mesh is
+    made again at radius-edge 10, with fewer tets than TetGen's default-bound mesh run here."""
+    path = tmp_path / "rod.stl"
+    trimesh.creation.cylinder(radius=10.0, height=20.0, sections=100).export(path)
+    part = load_part(str(path), BuildOptions(units="mm", modulus=1e5), Progress(enabled=False))
+    surface = (part.surface.vertices, part.surface.faces)
+    volume = abs(part.surface.volume)
+    budget = 15_000
+    default = default_bound_tets(part.surface, first_size(volume))
+    assert 3.0 * surface_cost(*surface) <= budget < default          # foreseen to fit; does not
+    mesher = TetGenMesher(part, MeshingOptions(), Progress(enabled=False))
+    sized = mesh_by_accuracy(mesher, linear_law(1e5), 0.5, volume, max_tets=budget, surface=surface)
+    assert f"q{RELAXED_RADIUS_EDGE!r}/" in sized.parameters["switches"]
+    assert sized.report()["passes"][0]["tets"] < default
+    # a bound the user chose is kept, past the budget or not
+    chosen = TetGenMesher(part, MeshingOptions(radius_edge=1.414), Progress(enabled=False))
+    sized = mesh_by_accuracy(chosen, linear_law(1e5), 0.5, volume, max_tets=budget, surface=surface)
+    assert f"q{DEFAULT_RADIUS_EDGE!r}/" in sized.parameters["switches"]
+
 @pytest.mark.slow
 def test_a_threaded_nut_is_meshed_within_memory(meshes, tmp_path):
     """The 5 mm threaded nut (tests/data/meshes/SOURCES.md), surface kept as it is: at the default

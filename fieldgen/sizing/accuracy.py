@@ -325,6 +325,7 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
             mesh, split, parameters = made.mesh, made.split, made.parameters
         elif mesh is None:
             made = _first_mesh(mesher, edge, stretch, _first_radius_edge(surface, max_tets))
+            made = _relaxed_if_over(mesher, made, edge, stretch, surface, max_tets)
             mesh, split, parameters = made.mesh, made.split, made.parameters
         else:
             with progress.stage("refine"):
@@ -363,6 +364,23 @@ def _first_radius_edge(surface, max_tets: int) -> float | None:
     if surface is None or TETS_PER_COST * surface_cost(*surface) <= max_tets:
         return None
     return RELAXED_RADIUS_EDGE
+
+
+def _relaxed_if_over(mesher, made, edge: float, stretch, surface, max_tets: int):
+    """``made``, the first mesh at the default quality bound, or, when it alone is past the tet
+    budget (the surface's triangles cost more than :func:`_first_radius_edge` foresaw: 5-9 tets a
+    unit of cost on CAD with micron edges), the first mesh again at ``RELAXED_RADIUS_EDGE`` if that
+    holds fewer tets. Not when the bound was relaxed already, or chosen by the user, or the
+    surface is not known (fTetWild); a crash at the relaxed bound keeps ``made``."""
+    chosen = getattr(getattr(mesher, "meshing", None), "radius_edge", None) is not None
+    relaxed_already = f"q{RELAXED_RADIUS_EDGE!r}/" in str(made.parameters.get("switches", ""))
+    if surface is None or chosen or relaxed_already or made.mesh.n_tets <= max_tets:
+        return made
+    try:
+        again = mesher.mesh(edge, stretch=stretch, radius_edge=RELAXED_RADIUS_EDGE)
+    except MesherCrash:
+        return made
+    return again if again.mesh.n_tets < made.mesh.n_tets else made
 
 
 def _first_mesh(mesher, edge: float, stretch, radius_edge: float | None):
