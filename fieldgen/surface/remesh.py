@@ -40,8 +40,8 @@ DEFAULT_FRACTION = 1e-3
 COST_RATIO = 5.0
 #: A surface is also remeshed by default when at least this share of its edges is shorter than the
 #: default tolerance: CAD tessellated far below what the accuracy needs, whose cost alone (5-9 tets a
-#: unit on such parts, not 3) does not reach ``COST_RATIO``. A declined attempt on such a surface
-#: keeps the input silently: it would have been meshed as it is anyway (docs/model.md §2.11).
+#: unit on such parts, not 3) does not reach ``COST_RATIO``. Such an attempt skips the planar
+#: patches and, declined, keeps the input silently (docs/model.md §2.11).
 SHORT_EDGE_SHARE = 0.02
 #: A result is used only if the triangles narrower than the tolerance left in it cost at most this
 #: fraction of the first mesh's tets (the slivers the local moves could not remove, docs/model.md §2.11).
@@ -166,13 +166,16 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
     ``tolerance`` (metres; None: ``DEFAULT_FRACTION`` of the diagonal), with ``markers`` carried to
     the new faces. Of the results within the tolerance (measured), the one of least
     :func:`surface_cost` is kept; with none, MMGS's result on the planar patches
-    (:func:`patch_remesh`) if it is within the tolerance, else the input, with a warning (none when
-    the default tolerance was tried only for the surface's short edges, not :func:`swamped`). With ``robust``
+    (:func:`patch_remesh`) if it is within the tolerance, else the input, with a warning. When the
+    default tolerance was tried only for the surface's short edges (not :func:`swamped`), the
+    planar patches are not tried (the slowest attempt, made for swamped CAD) and the input is kept
+    without a warning: it would have been meshed as it is anyway. With ``robust``
     (fTetWild meshes the result, whatever its slivers, overlaps or holes): the slivers' moves
     only, checked by the measured distance alone."""
     if tolerance == 0 or (tolerance is None and not needs_remesh(surface)):
         return ToleratedSurface(surface=surface, markers=markers, remesh=None)
-    asked = tolerance
+    # Asked for only by the short edges (not given, not swamped): no planar patches, no warning.
+    short_edges_only = tolerance is None and not swamped(surface)
     tolerance = default_tolerance(surface.vertices) if tolerance is None else float(tolerance)
     labels, table = face_labels(markers, surface.face_groups)
     cleaned = without_slivers(surface.vertices, surface.faces, labels, tolerance)
@@ -186,7 +189,7 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
         except RuntimeError as error:
             problems.append(f"MMGS failed ({error})")
     kept = _first_within(surface, results, table, tolerance, robust, LEFT_COST, problems)
-    for fraction in PATCH_HAUSD if kept is None and not robust else ():
+    for fraction in PATCH_HAUSD if kept is None and not robust and not short_edges_only else ():
         try:
             patched = patch_remesh(*cleaned, tolerance, fraction)
         except RuntimeError as error:
@@ -198,7 +201,7 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
             break
     if kept is not None:
         return kept
-    if asked is None and not swamped(surface):
+    if short_edges_only:
         return ToleratedSurface(surface=surface, markers=markers, remesh=None)
     warning = (f"the surface was not remeshed within the surface tolerance {tolerance:.3g} m: "
                f"{problems[0]}; the input's triangles were meshed as they are "
