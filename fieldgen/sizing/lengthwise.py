@@ -166,8 +166,7 @@ def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: fl
         return None
     area = [abs(signed_area(points[loop])) for loop in loops]
     outer, inner = (points[loops[k]] for k in np.argsort(area)[::-1])
-    perimeter_o = float(np.linalg.norm(np.roll(outer, -1, axis=0) - outer, axis=1).sum())
-    perimeter_i = float(np.linalg.norm(np.roll(inner, -1, axis=0) - inner, axis=1).sum())
+    perimeter_o, perimeter_i = arc_length(outer, closed=True), arc_length(inner, closed=True)
     on_outer = np.concatenate([arc_positions(outer, closed=True), feet(inner, outer, closed=True)])
     on_inner = np.concatenate([feet(outer, inner, closed=True), arc_positions(inner, closed=True)])
     from_outer = np.arange(len(on_outer)) < len(outer)
@@ -179,7 +178,8 @@ def matched_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: fl
     if step_i.sum() > 1.5 * perimeter_i:        # the inner positions must run forward, once round
         return None
     tolerance = 1e-9 * max(perimeter_o, perimeter_i)
-    near = np.minimum(_from_corners(outer, on_outer), _from_corners(inner, on_inner))
+    near = np.minimum(corner_distance(outer, on_outer, closed=True),
+                      corner_distance(inner, on_inner, closed=True))
     share = []
     for k, size in enumerate(np.maximum(step_o, step_i)):
         spots = graded_spots(size, near[k], near[(k + 1) % len(near)], EDGE_AT_CORNER * wall, along)
@@ -228,15 +228,26 @@ def merged_pairs(on_first, on_second, from_first, gap: float, perimeter: float |
     return np.asarray(kept_first), np.asarray(kept_second)
 
 
-def _from_corners(polygon: np.ndarray, where: np.ndarray) -> np.ndarray:
-    """The distance along the closed ``polygon`` from arc positions ``where`` to its nearest
-    corner (a vertex where it turns by more than ``CORNER`` degrees); ``inf`` with none."""
-    ahead, behind = np.roll(polygon, -1, axis=0) - polygon, polygon - np.roll(polygon, 1, axis=0)
-    cosine = np.einsum("ij,ij->i", ahead, behind) / (np.linalg.norm(ahead, axis=1) * np.linalg.norm(behind, axis=1))
-    corners = arc_positions(polygon, closed=True)[np.degrees(np.arccos(np.clip(cosine, -1.0, 1.0))) > CORNER]
+def arc_length(polyline: np.ndarray, *, closed: bool) -> float:
+    """The length of ``polyline`` (closed: with the segment back to its first vertex)."""
+    return float(_segments(polyline, closed)[2].sum())
+
+
+def corner_distance(polyline: np.ndarray, where: np.ndarray, *, closed: bool) -> np.ndarray:
+    """The distance along ``polyline`` (closed: a loop) from arc positions ``where`` to its
+    nearest corner: a vertex where it turns by more than ``CORNER`` degrees, and an open one's two
+    ends; ``inf`` when a loop has none."""
+    starts, ends, length = _segments(polyline, closed)
+    unit = (ends - starts) / length[:, None]
+    ahead, behind = (unit, np.roll(unit, 1, axis=0)) if closed else (unit[1:], unit[:-1])
+    turned = np.degrees(np.arccos(np.clip(np.einsum("ij,ij->i", ahead, behind), -1.0, 1.0))) > CORNER
+    arc = arc_positions(polyline, closed=closed)
+    corners = arc[turned] if closed else np.concatenate([arc[:1], arc[1:-1][turned], arc[-1:]])
     if not len(corners):
         return np.full(len(where), np.inf)
-    perimeter = float(np.linalg.norm(ahead, axis=1).sum())
+    if not closed:
+        return np.abs(where[:, None] - corners[None, :]).min(axis=1)
+    perimeter = float(length.sum())
     gap = np.abs(np.mod(where, perimeter)[:, None] - corners[None, :])
     return np.minimum(gap, perimeter - gap).min(axis=1)
 

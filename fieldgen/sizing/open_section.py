@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldgen.sizing.extrusion import CORNER, graded_spots
+from fieldgen.sizing.extrusion import graded_spots
 from fieldgen.meshing.tetmesh import TetMesh
-from fieldgen.sizing.lengthwise import (EDGE_AT_CORNER, LAYERS_ACROSS, MERGE, arc_positions, feet, layered_wall,
-                                        merged, merged_pairs, outline_loops, points_at)
+from fieldgen.sizing.lengthwise import (EDGE_AT_CORNER, LAYERS_ACROSS, MERGE, arc_length, arc_positions,
+                                        corner_distance, feet, layered_wall, merged, merged_pairs, outline_loops,
+                                        points_at)
 
 #: A cap is an outline edge at most this many wall thicknesses long whose neighbouring edges run
 #: back in opposite directions (their directions' cosine below ``-CAP_COSINE``).
@@ -56,7 +57,7 @@ def open_wall(points: np.ndarray, outline: np.ndarray, wall: float, along: float
     flip = ((np.arange(len(a))[:, None] + np.arange(across)[None, :]) % 2 == 1)[..., None]     # checkerboard
     triangles = np.concatenate([np.where(flip, np.stack([a, b, d], -1), np.stack([a, b, c], -1)).reshape(-1, 3),
                                 np.where(flip, np.stack([b, c, d], -1), np.stack([a, c, d], -1)).reshape(-1, 3)])
-    tolerance = 1e-9 * (_length(first) + _length(second))
+    tolerance = 1e-9 * (arc_length(first, closed=False) + arc_length(second, closed=False))
     xy, triangles = merged(grid.reshape(-1, 2), triangles, tolerance)
     return xy, triangles
 
@@ -80,10 +81,6 @@ def _sides(loop: np.ndarray, wall: float):
     return first, second
 
 
-def _length(polyline: np.ndarray) -> float:
-    return float(np.linalg.norm(np.diff(polyline, axis=0), axis=1).sum())
-
-
 def _pairs(first: np.ndarray, second: np.ndarray, gap: float):
     """Matched positions (on the first side, on the second), ordered along the first side, the
     caps' ends the first and last pair. A pair within ``gap`` of the previous one on both sides is
@@ -93,7 +90,7 @@ def _pairs(first: np.ndarray, second: np.ndarray, gap: float):
     on_first = np.concatenate([arc_positions(first, closed=False), feet(second, first, closed=False)])
     on_second = np.concatenate([feet(first, second, closed=False), arc_positions(second, closed=False)])
     on_first[len(first)], on_second[0] = 0.0, 0.0                                   # the first cap
-    on_first[-1], on_second[len(first) - 1] = _length(first), _length(second)       # the last cap
+    on_first[-1], on_second[len(first) - 1] = arc_length(first, closed=False), arc_length(second, closed=False)
     from_first = np.arange(len(on_first)) < len(first)
     order = np.lexsort((on_second, on_first))
     kept_first, kept_second = merged_pairs(on_first[order], on_second[order], from_first[order], gap)
@@ -102,22 +99,12 @@ def _pairs(first: np.ndarray, second: np.ndarray, gap: float):
     return kept_first, kept_second
 
 
-def _corner_gap(polyline: np.ndarray, where: np.ndarray) -> np.ndarray:
-    """The distance along the open ``polyline`` from positions ``where`` to its nearest corner
-    (its ends, and each vertex where it turns by more than ``CORNER`` degrees)."""
-    run = np.diff(polyline, axis=0)
-    unit = run / np.linalg.norm(run, axis=1)[:, None]
-    turn = np.degrees(np.arccos(np.clip(np.einsum("ij,ij->i", unit[:-1], unit[1:]), -1.0, 1.0)))
-    arc = arc_positions(polyline, closed=False)
-    corners = np.concatenate([[arc[0]], arc[1:-1][turn > CORNER], [arc[-1]]])
-    return np.abs(where[:, None] - corners[None, :]).min(axis=1)
-
-
 def _graded(first, second, on_first, on_second, rim: float, along: float):
     """The pairs filled in between: pieces ``rim`` long at a corner of either side, growing away
     from it up to ``along``."""
     step_first, step_second = np.diff(on_first), np.diff(on_second)
-    near = np.minimum(_corner_gap(first, on_first), _corner_gap(second, on_second))
+    near = np.minimum(corner_distance(first, on_first, closed=False),
+                      corner_distance(second, on_second, closed=False))
     share = []
     for k, size in enumerate(np.maximum(step_first, step_second)):
         spots = graded_spots(float(size), near[k], near[k + 1], rim, along) if size > 0 else []
