@@ -31,7 +31,7 @@ from fieldgen.surface.defects import surface_defects
 from fieldgen.surface.patches import onto_planes, patch_normals, patch_planes, planar_patches
 from fieldgen.surface.slivers import without_slivers
 from fieldgen.surface.stage import Surface
-from fieldgen.surface.topology import face_areas, face_pairs_across_edges, signed_volume, triangle_edges
+from fieldgen.surface.topology import edge_table, face_areas, face_pairs_across_edges, signed_volume
 
 #: The default tolerance, as a fraction of the part's bounding-box diagonal (docs/model.md §2.11).
 DEFAULT_FRACTION = 1e-3
@@ -144,10 +144,12 @@ def swamped(surface: Surface) -> bool:
 
 def short_edge_share(vertices: np.ndarray, faces: np.ndarray, length: float) -> float:
     """The share of the surface's edges shorter than ``length``."""
-    pairs = np.unique(np.sort(triangle_edges(np.asarray(faces, dtype=np.int64)), axis=1), axis=0)
-    if len(pairs) == 0:
+    faces = np.asarray(faces, dtype=np.int64)
+    if len(faces) == 0:
         return 0.0
-    lengths = np.linalg.norm(vertices[pairs[:, 0]] - vertices[pairs[:, 1]], axis=1)
+    key = edge_table(faces)[0]
+    n = int(faces.max()) + 1
+    lengths = np.linalg.norm(vertices[key // n] - vertices[key % n], axis=1)
     return float(np.mean(lengths < length))
 
 
