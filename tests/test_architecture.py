@@ -20,11 +20,9 @@ LAZY_MARK = "# lazy:"
 
 #: (path, function or None for the module's length) -> why it may be longer.
 SIZE_ALLOWED = {
-    ("fieldgen/runtime/contact/drake_arithmetic.py", None):
-        "mirrors Drake's hydroelastic code operation for operation (its header says so)",
     ("fieldgen/runtime/contact/drake_arithmetic.py", "tet_tet_polygons"):
         "one numba kernel following Drake's tet-tet query step by step; split, it would no longer read alongside it",
-    ("fieldgen/runtime/contact/drake_arithmetic.py", "tri_tet_polygons"):
+    ("fieldgen/runtime/contact/drake_tri_tet.py", "tri_tet_polygons"):
         "one numba kernel following Drake's triangle-tet query step by step",
     ("fieldgen/runtime/contact/clip.py", "tet_tet_polygons"):
         "one numba kernel, the hot loop of every contact query: each split tried cost 10-50% (docs/design/runtime.md)",

@@ -116,10 +116,10 @@ def test_entry_kernels_are_the_ones_python_calls():
     every = dict(runtime_kernels())
     entries = dict(entry_kernels(list(every.items())))
     contact = "fieldgen.runtime.contact."
-    for name in ("clip.tri_tet_polygons", "clip.tet_tet_polygons", "bvh._traverse", "drake_arithmetic._distances",
+    for name in ("clip.tri_tet_polygons", "clip.tet_tet_polygons", "bvh._traverse", "drake_distance._distances",
                  "tangential._tractions", "wrench._integrate"):
         assert contact + name in entries, name
-    for name in ("polygon_output.trimmed_faces", "drake_arithmetic._triangle_distance2", "bvh._pad", "bvh._overlap"):
+    for name in ("polygon_output.trimmed_faces", "drake_distance._triangle_distance2", "bvh._pad", "bvh._overlap"):
         assert contact + name in every and contact + name not in entries, name
     assert "fieldgen.runtime.dynamics.convex_step._solve_convex" in entries
     assert "fieldgen.runtime.dynamics.convex_step._cost" not in entries

@@ -27,7 +27,7 @@ from numba.core.registry import CPUDispatcher
 from fieldgen.progress import Progress
 from fieldgen.runtime import contact as contact_room
 from fieldgen.runtime import dynamics as dynamics_room
-from fieldgen.runtime.contact.drake_arithmetic import distance_field
+from fieldgen.runtime.contact.drake_distance import distance_field
 from fieldgen.runtime.contact.wrench import contact
 from fieldgen.runtime.dynamics.bodies import Scene
 from fieldgen.runtime.dynamics.simulate import simulate

@@ -20,7 +20,7 @@ from fieldgen.errors import InputError, OptionError
 from fieldgen.io.asset import read_asset
 from fieldgen.meshing.tetmesh import boundary_faces_of, p1_gradients, tet_volumes
 from fieldgen.runtime.contact.bvh import BVH, build_bvh
-from fieldgen.runtime.contact.drake_arithmetic import distance_field as drake_distance_field
+from fieldgen.runtime.contact.drake_distance import distance_field as drake_distance_field
 from fieldgen.surface.topology import edge_use
 from fieldgen.material.tangential import DEFAULT_TANGENTIAL_DAMPING, DEFAULT_TANGENTIAL_STIFFNESS
 from fieldgen.units import length_scale

@@ -46,6 +46,7 @@ import numpy as np
 
 from fieldgen.runtime.contact import clip as clip
 from fieldgen.runtime.contact import drake_arithmetic as drake_arithmetic
+from fieldgen.runtime.contact import drake_tri_tet as drake_tri_tet
 from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.bvh import PairCache, sorted_candidate_pairs
 from fieldgen.runtime.contact.pose import as_matrix, cross_rows
@@ -223,14 +224,14 @@ def _tet_tet(body_a, XA, body_b, XB, pairs):
 
 
 def _drake_tri_tet(body_a, XA, body_b, XB, pairs, tet_tri):
-    """One compliant body: Drake's arithmetic in its frame (drake_arithmetic); the rigid side's
+    """One compliant body: Drake's arithmetic in its frame (drake_tri_tet); the rigid side's
     gradient is NaN."""
     a_soft = isinstance(body_a, CompliantGeometry)
     soft, X_S, rigid, X_R = (body_a, XA, body_b, XB) if a_soft else (body_b, XB, body_a, XA)
     _, gS = _posed_tets(X_S, soft, tet_tri[:, 0])
-    out = drake_arithmetic.tri_tet_polygons(
+    out = drake_tri_tet.tri_tet_polygons(
         tet_tri, soft.points, soft.tets, drake_arithmetic.body_tet_data(soft)[3], rigid.vertices, rigid.faces,
-        drake_arithmetic.body_triangle_normals(rigid), drake_arithmetic.relative_transform(X_S, X_R), X_S,
+        drake_tri_tet.body_triangle_normals(rigid), drake_arithmetic.relative_transform(X_S, X_R), X_S,
         -1.0 if a_soft else 1.0, soft.pressure, gS, _rotate(X_R, rigid.face_normals))
     src = out[7]
     el_a, el_b = pairs[src, 0], pairs[src, 1]
