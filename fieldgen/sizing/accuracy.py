@@ -324,8 +324,10 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
             made, stretch = layered, None
             mesh, split, parameters = made.mesh, made.split, made.parameters
         elif mesh is None:
-            made = _first_mesh(mesher, edge, stretch, _first_radius_edge(surface, max_tets))
-            made = _relaxed_if_over(mesher, made, edge, stretch, surface, max_tets)
+            radius_edge = _first_radius_edge(surface, max_tets)
+            made = _first_mesh(mesher, edge, stretch, radius_edge)
+            if radius_edge is None and surface is not None:          # (None: fTetWild's surface)
+                made = _relaxed_if_over(mesher, made, edge, stretch, max_tets)
             mesh, split, parameters = made.mesh, made.split, made.parameters
         else:
             with progress.stage("refine"):
@@ -366,15 +368,13 @@ def _first_radius_edge(surface, max_tets: int) -> float | None:
     return RELAXED_RADIUS_EDGE
 
 
-def _relaxed_if_over(mesher, made, edge: float, stretch, surface, max_tets: int):
+def _relaxed_if_over(mesher, made, edge: float, stretch, max_tets: int):
     """``made``, the first mesh at the default quality bound, or, when it alone is past the tet
     budget (the surface's triangles cost more than :func:`_first_radius_edge` foresaw: 5-9 tets a
     unit of cost on CAD with micron edges), the first mesh again at ``RELAXED_RADIUS_EDGE`` if that
-    holds fewer tets. Not when the bound was relaxed already, or chosen by the user, or the
-    surface is not known (fTetWild); a crash at the relaxed bound keeps ``made``."""
-    chosen = getattr(getattr(mesher, "meshing", None), "radius_edge", None) is not None
-    relaxed_already = f"q{RELAXED_RADIUS_EDGE!r}/" in str(made.parameters.get("switches", ""))
-    if surface is None or chosen or relaxed_already or made.mesh.n_tets <= max_tets:
+    holds fewer tets. Not when the ``mesher`` keeps its bound (the user chose one, or fTetWild has
+    none); a crash at the relaxed bound keeps ``made``."""
+    if not mesher.relaxable or made.mesh.n_tets <= max_tets:
         return made
     try:
         again = mesher.mesh(edge, stretch=stretch, radius_edge=RELAXED_RADIUS_EDGE)

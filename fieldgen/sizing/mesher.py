@@ -57,6 +57,10 @@ class Mesher(Protocol):
         stretched (``stretch``: (axis, factor)); without ``cut``, the whole part's mesh only;
         ``radius_edge``: a looser quality bound than the default, unless one was chosen."""
 
+    @property
+    def relaxable(self) -> bool:
+        """True when :meth:`mesh` would honour a looser ``radius_edge`` (no bound was chosen)."""
+
 
 @dataclass(frozen=True)
 class PartToMesh:
@@ -126,6 +130,10 @@ class TetGenMesher:
             )
         return cut_and_refined(part, whole, {"mesher": "TetGen", "switches": switches}, self.progress, cut)
 
+    @property
+    def relaxable(self) -> bool:
+        return self.meshing.radius_edge is None
+
     def layered(self, axis, max_tets: int | None = None) -> MeshedPass | None:
         """A thin right-prism plate meshed in layers along its thin ``axis``
         (:func:`fieldgen.sizing.extrusion.layered_plate`); None for any other part (or one with a
@@ -181,6 +189,10 @@ class RobustMesher:
                                        threads=ftetwild.default_threads() if self.threads is None else int(self.threads)),
                 path=part.path, progress=self.progress)
         return cut_and_refined(part, whole, parameters, self.progress, cut)
+
+    @property
+    def relaxable(self) -> bool:
+        return False                                               # fTetWild has no radius-edge bound
 
 
 def robust_edge_length(meshing: MeshingOptions) -> float | None:
