@@ -134,7 +134,15 @@ def surface_gradient_error(mesh: TetMesh, extent: np.ndarray, quadratic: np.ndar
     coefficients of the fine solution on each tet, ``gradients`` the hat gradients (t, 4, 3)."""
     tets = np.asarray(mesh.tets, dtype=np.int64)
     faces = np.asarray(mesh.boundary_faces, dtype=np.int64)[np.asarray(mesh.boundary_markers) == FREE]
-    found, row = find_faces(faces, tets[:, TET_FACES].reshape(-1, 3), mesh.n_points)
+    tet_faces = tets[:, TET_FACES].reshape(-1, 3)
+    # Only a tet face with its three vertices on the free surface can be one of its faces.
+    on_free = np.zeros(mesh.n_points, dtype=bool)
+    on_free[faces.ravel()] = True
+    candidates = np.flatnonzero(on_free[tet_faces].all(axis=1))
+    if not len(candidates):
+        return 0.0
+    found, row = find_faces(faces, tet_faces[candidates], mesh.n_points)
+    row = candidates[row]
     tet, local = row[found] // 4, TET_FACES[row[found] % 4]
     if not len(tet):
         return 0.0
@@ -194,17 +202,19 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law) -> ErrorEstimate:
     p_error = RICHARDSON ** 2 * _square_integrals(
         _hierarchical(p_fine_v - p_h_v, p_fine_m - p_h_m, tets, tet_edges, edges), volume)
     p_norm = float(_square_integrals(_hierarchical(p_fine_v, p_fine_m, tets, tet_edges, edges), volume).sum())
-    length_h = characteristic_length(points, tets, extent, volumes=coarse_gradients[1] / 6.0,
-                                     extent_gradient=np.einsum("tij,ti->tj", coarse_gradients[0], extent[tets]))
+    # ∇e_h and ∇e_fine once, for L and for its per-tet shares.
+    slope_h = np.einsum("tij,ti->tj", coarse_gradients[0], extent[tets])
+    slope_f = np.einsum("tij,ti->tj", fine_gradients[0], fine[fine_tets])
+    length_h = characteristic_length(points, tets, extent, volumes=coarse_gradients[1] / 6.0, extent_gradient=slope_h)
     length_f = characteristic_length(fine_points, fine_tets, fine, volumes=fine_gradients[1] / 6.0,
-                                     extent_gradient=np.einsum("tij,ti->tj", fine_gradients[0], fine[fine_tets]))
+                                     extent_gradient=slope_f)
     # The fine solution's departure from the coarse one's linear interpolant at each edge's
     # midpoint (relative, as the larger of e's and p0's): about h² ∂²e/∂s² / 8 along the edge,
     # the error that splitting this very edge removes.
     surplus = np.maximum(np.abs(fine_m - mid_h), np.abs(p_fine_m - p_h_m) / law.max_pressure)
     return ErrorEstimate(
         edges=edges, tet_edges=tet_edges, edge_surplus=surplus,
-        tet_length=length_shares(coarse_gradients, fine_gradients, extent[tets], fine[fine_tets]),
+        tet_length=length_shares(coarse_gradients[1], fine_gradients[1], slope_h, slope_f),
         extent=math.sqrt(float(e_error.sum()) / total_volume),
         pressure=math.sqrt(float(p_error.sum()) / total_volume) / law.max_pressure,
         characteristic_length=RICHARDSON * abs(length_h - length_f) / length_f,
@@ -215,19 +225,19 @@ def estimate_error(mesh: TetMesh, extent: np.ndarray, law) -> ErrorEstimate:
         surface_gradient=surface_gradient_error(mesh, extent, quadratic, coarse_gradients[0]))
 
 
-def length_shares(coarse_gradients, fine_gradients, coarse_values: np.ndarray, fine_values: np.ndarray) -> np.ndarray:
+def length_shares(coarse_det: np.ndarray, fine_det: np.ndarray, coarse_slope: np.ndarray,
+                  fine_slope: np.ndarray) -> np.ndarray:
     """(t,) each coarse tet's share of the estimated relative error of L = V / ∫|∇e| dV:
     RICHARDSON (∫_t |∇e_h| - Σ over its eight children ∫ |∇e_fine|) / ∫|∇e_fine| dV, signed.
     Their sum is RICHARDSON (L_fine - L_h) / L_h, to first order the signed ``characteristic_length``
-    term (docs/model.md §2.10); a per-tet indicator for marking. ``*_gradients`` are
-    :func:`fieldgen.meshing.tetmesh.hat_gradients` (grad, det) of the mesh and of its red refinement
-    (children consecutive, eight per parent), ``*_values`` the extent at each tet's corners."""
-    def slope_volume(gradients, values):
-        grad, det = gradients
-        return np.linalg.norm(np.einsum("tij,ti->tj", grad, values), axis=1) * np.abs(det) / 6.0
+    term (docs/model.md §2.10); a per-tet indicator for marking. ``*_det`` are the dets of
+    :func:`fieldgen.meshing.tetmesh.hat_gradients` of the mesh and of its red refinement
+    (children consecutive, eight per parent), ``*_slope`` the extent's gradient (t, 3) on each tet."""
+    def slope_volume(det, slope):
+        return np.linalg.norm(slope, axis=1) * np.abs(det) / 6.0
 
-    coarse = slope_volume(coarse_gradients, coarse_values)
-    fine = slope_volume(fine_gradients, fine_values).reshape(len(coarse), 8).sum(axis=1)
+    coarse = slope_volume(coarse_det, coarse_slope)
+    fine = slope_volume(fine_det, fine_slope).reshape(len(coarse), 8).sum(axis=1)
     total = float(fine.sum())
     return RICHARDSON * (coarse - fine) / total if total > 0 else np.zeros(len(coarse))
 
@@ -275,7 +285,9 @@ def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *
 
     Small fine meshes (``TWO_GRID_LIMIT`` vertices) are solved by :func:`fieldgen.fe.extent.solve_extent`.
     ``gradients``, ``coarse_gradients``: the fine and the coarse mesh's hat gradients, when the
-    caller has them. Deterministic: one thread, seeded aggregation.
+    caller has them (the fine ones :func:`fieldgen.fe.refinement.refined_gradients` of the coarse
+    ones: the corner children's stiffness entries are then taken from their parents',
+    :func:`refined_entries`). Deterministic: one thread, seeded aggregation.
     """
     from threadpoolctl import threadpool_limits  # lazy: only a build's estimate needs it
 
@@ -304,8 +316,11 @@ def fine_system(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *, gr
     n = mesh.n_points
     problem, dofs_f, values_f = extent_solve.dirichlet_values(fine)
     _, dofs_c, _ = extent_solve.dirichlet_values(mesh)
-    stiffness_f, load_f = extent_solve.assemble(fine, problem, gradients=gradients)
-    stiffness_c, _ = extent_solve.assemble(mesh, problem, gradients=coarse_gradients)
+    coarse_entries = None if coarse_gradients is None else extent_solve.stiffness_entries(*coarse_gradients)
+    fine_entries = None if gradients is None or coarse_entries is None else \
+        refined_entries(coarse_entries, gradients)
+    stiffness_f, load_f = extent_solve.assemble(fine, problem, gradients=gradients, entries=fine_entries)
+    stiffness_c, _ = extent_solve.assemble(mesh, problem, gradients=coarse_gradients, entries=coarse_entries)
     prolong = _prolongation(n, refined.edges)
     free_f = np.ones(fine.n_points, dtype=bool)
     free_f[dofs_f] = False
@@ -320,10 +335,30 @@ def fine_system(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *, gr
         x *= float(load_f @ x) / float(x @ (stiffness_f @ x))
     else:
         x[dofs_f] = values_f
-    return FineSystem(problem=problem, x=x, inner=inner_f, matrix=stiffness_f[inner_f][:, inner_f].tocsr(),
-                      rhs=load_f[inner_f] - stiffness_f[inner_f] @ np.where(free_f, 0.0, x),
+    rows = stiffness_f[inner_f]
+    return FineSystem(problem=problem, x=x, inner=inner_f, matrix=rows[:, inner_f].tocsr(),
+                      rhs=load_f[inner_f] - rows @ np.where(free_f, 0.0, x),
                       prolong=prolong[inner_f][:, inner_c].tocsr(),
                       coarse_matrix=stiffness_c[inner_c][:, inner_c].tocsr())
+
+
+def refined_entries(coarse_entries, gradients) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fieldgen.fe.extent.stiffness_entries` of the red refinement from the parents'
+    ``coarse_entries`` and the fine hat ``gradients`` (grad, det) of
+    :func:`fieldgen.fe.refinement.refined_gradients`: a corner child's gradients are twice its
+    parent's and its volume an eighth, so its entries are half the parent's, to the bit (scaling
+    by powers of two is exact); only the four inner children's are computed."""
+    values, diagonal, _ = coarse_entries
+    grad, det = gradients
+    t = len(values)
+    inner = np.ascontiguousarray(np.asarray(grad).reshape(t, 8, 4, 3)[:, 4:]).reshape(-1, 4, 3)
+    inner_values, inner_diagonal, _ = extent_solve.stiffness_entries(inner, np.asarray(det).reshape(t, 8)[:, 4:].ravel())
+    fine_values, fine_diagonal = np.empty((t, 8, 6)), np.empty((t, 8, 4))
+    fine_values[:, :4] = 0.5 * values[:, None]
+    fine_values[:, 4:] = inner_values.reshape(t, 4, 6)
+    fine_diagonal[:, :4] = 0.5 * diagonal[:, None]
+    fine_diagonal[:, 4:] = inner_diagonal.reshape(t, 4, 4)
+    return fine_values.reshape(-1, 6), fine_diagonal.reshape(-1, 4), np.abs(det) / 6.0
 
 
 def _two_grid_cg(system: FineSystem, *, rtol: float, seed: int, maxiter: int) -> np.ndarray | None:

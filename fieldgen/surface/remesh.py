@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from fieldgen.io.vtk_data import distance_to_triangles
 from fieldgen.meshing.mmg import remesh as run_mmg
@@ -84,6 +85,13 @@ PATCH_LEFT_COST = 0.5
 TETS_PER_COST = 3.0
 #: Points sampled on each surface to measure the Hausdorff distance (besides the vertices).
 SAMPLES = 20_000
+#: The Hausdorff distance's shortcut (:func:`hausdorff_distance`): a sample's distance is bounded
+#: above through this many triangles, those of nearest centroid (:func:`distance_bounds`); every
+#: this many samples of each side are measured first; the rounding allowed between a bound and
+#: the measured distance, in diagonals of the first surface.
+BOUND_TRIANGLES = 2
+FIRST_STRIDE = 64
+BOUND_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -331,10 +339,62 @@ def _kept(surface: Surface, vertices, faces, pairs, measured: float, mmg, tolera
 def hausdorff_distance(vertices_a, faces_a, vertices_b, faces_b, samples: int = SAMPLES) -> float:
     """The two-sided Hausdorff distance between two triangle surfaces, measured on each one's
     vertices and points spread over its faces (:func:`surface_samples`), as the exact distance
-    to the other's triangles (VTK's cell locator)."""
-    there = distance_to_triangles(surface_samples(vertices_a, faces_a, samples), vertices_b, faces_b)
-    back = distance_to_triangles(surface_samples(vertices_b, faces_b, samples), vertices_a, faces_a)
-    return float(max(there.max(initial=0.0), back.max(initial=0.0)))
+    to the other's triangles (VTK's cell locator). Every ``FIRST_STRIDE``-th sample is measured
+    first; of the others, only those whose upper bound (:func:`distance_bounds`) reaches the
+    largest distance measured so far: the rest cannot be the farthest, so the result is that of
+    measuring every sample (the sensor housing's 746k samples: about 2 s of CPU instead of 6)."""
+    sides = [(surface_samples(vertices_a, faces_a, samples), vertices_b, faces_b),
+             (surface_samples(vertices_b, faces_b, samples), vertices_a, faces_a)]
+    bounds = [distance_bounds(*side) for side in sides]
+    slack = BOUND_SLACK * float(np.linalg.norm(np.ptp(np.asarray(vertices_a, dtype=np.float64), axis=0)))
+    largest, measured = 0.0, []
+    for (points, vertices, faces), bound in zip(sides, bounds):
+        first = np.arange(0, len(points), FIRST_STRIDE)
+        largest = max(largest, float(distance_to_triangles(points[first], vertices, faces).max(initial=0.0)))
+        measured.append(first)
+    for (points, vertices, faces), bound, first in zip(sides, bounds, measured):
+        left = bound >= largest - slack
+        left[first] = False
+        if left.any():
+            largest = max(largest, float(distance_to_triangles(points[left], vertices, faces).max(initial=0.0)))
+    return largest
+
+
+def distance_bounds(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray,
+                    nearest: int = BOUND_TRIANGLES) -> np.ndarray:
+    """(n,) an upper bound of each point's distance to the triangles ``faces``: its distance to a
+    point on each of the ``nearest`` triangles whose centroids are nearest (its projection onto
+    the triangle's plane, the barycentric coordinates clipped to the triangle; the centroid when
+    the triangle is degenerate). Close to the distance where the triangles are well shaped."""
+    points = np.asarray(points, dtype=np.float64)
+    tri = np.asarray(vertices, dtype=np.float64)[np.asarray(faces, dtype=np.int64)]
+    k = min(nearest, len(tri))
+    best = np.full(len(points), np.inf)
+    if not len(points) or not k:
+        return best
+    _, near = cKDTree(tri.mean(axis=1)).query(points, k=k)
+    near = np.asarray(near).reshape(len(points), k)
+    for c in range(k):
+        on = _point_on_triangles(points, tri[near[:, c]])
+        best = np.minimum(best, np.linalg.norm(points - on, axis=1))
+    return best
+
+
+def _point_on_triangles(points: np.ndarray, tri: np.ndarray) -> np.ndarray:
+    """(n, 3) a point of each triangle ``tri`` (n, 3, 3) near each of ``points``: the projection
+    onto its plane with the barycentric coordinates clipped to >= 0 and rescaled to sum 1."""
+    a = tri[:, 0]
+    u, v, w = tri[:, 1] - a, tri[:, 2] - a, points - a
+    uu, uv, vv = (np.einsum("ij,ij->i", x, y) for x, y in ((u, u), (u, v), (v, v)))
+    wu, wv = np.einsum("ij,ij->i", w, u), np.einsum("ij,ij->i", w, v)
+    denominator = uu * vv - uv * uv
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = (vv * wu - uv * wv) / denominator
+        t = (uu * wv - uv * wu) / denominator
+        bary = np.clip(np.column_stack([1.0 - s - t, s, t]), 0.0, None)
+        total = bary.sum(axis=1, keepdims=True)
+        bary = np.where(np.isfinite(total) & (total > 0.0), bary / total, 1.0 / 3.0)
+    return np.einsum("ik,ikj->ij", bary, tri)
 
 
 def surface_samples(vertices: np.ndarray, faces: np.ndarray, samples: int = SAMPLES) -> np.ndarray:
