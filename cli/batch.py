@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import signal
 import sys
+from pathlib import Path
 
 import click
 
@@ -26,6 +27,23 @@ def _interrupt(signum, _frame):
 
 def _advance(bar, result: ItemResult) -> None:
     bar.advance(note=f"{result.output}: {result.status} ({result.seconds:.1f} s)")
+
+
+#: Each item's files, by the key a manifest names them with: what it reads, what it writes.
+INPUT_KEYS = ("input", "core", "table")
+OUTPUT_KEYS = ("output", "drake_vtk", "drake_vtk SDF file")
+
+
+def _item_paths(parsed, keys) -> list[tuple[str, str]]:
+    """(label, path) of every item's files under ``keys``, for :func:`check_distinct`."""
+    def path(item, key):
+        if key in ("input", "output"):
+            return getattr(item, key)
+        drake = item.options.drake_vtk
+        if key == "drake_vtk SDF file":
+            return drake and str(Path(drake).with_suffix(".sdf"))
+        return getattr(item.options, key)
+    return [(f"{item.label} {key}", path(item, key)) for item in parsed.items for key in keys]
 
 
 @click.command("batch")
@@ -58,9 +76,8 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
         check_scheduler(executor, scheduler)
         parsed = read_manifest(manifest, output_dir=output_dir)
     with reported_errors():
-        check_distinct([("--report", report_path), ("--junit", junit_path)]
-                       + [(item.label + " output", item.output) for item in parsed.items],
-                       [("the manifest", manifest)] + [(item.label + " input", item.input) for item in parsed.items])
+        check_distinct([("--report", report_path), ("--junit", junit_path)] + _item_paths(parsed, OUTPUT_KEYS),
+                       [("the manifest", manifest)] + _item_paths(parsed, INPUT_KEYS))
         check_outputs(report_path, junit_path)    # before the builds, not after them
 
     progress = Progress(enabled=not quiet)

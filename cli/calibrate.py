@@ -100,15 +100,29 @@ def indenter_size_notes(indenter: str, length_scale: float) -> tuple[str, ...]:
                          fix="check the length unit of --units (the indenter mesh is read in it)")
 
 
+#: The most table points --knots may ask for: each is a parameter the data must determine, and
+#: the fit's basis is (data points x knots) in memory.
+MAX_KNOTS = 100
+
+
 def _knots(text: str | None):
+    """A count of table points, or the extents of them; refused (exit 2) before any work when it
+    is not one or asks for more than :data:`MAX_KNOTS`."""
     if text is None:
         return None
+    fix = f"give a count from 2 to {MAX_KNOTS} or increasing extents in (0, 1], e.g. --knots 0.05,0.1,0.2"
     try:
         values = [float(x) for x in text.split(",")]
     except ValueError:
-        raise OptionError(f"--knots {text!r} is not a list of extents", fix="give e.g. --knots 0.05,0.1,0.2") from None
+        raise OptionError(f"--knots {text!r} is not a list of extents", fix=fix) from None
     if len(values) == 1 and values[0] >= 2 and float(values[0]).is_integer():
+        if values[0] > MAX_KNOTS:
+            raise OptionError(f"--knots {text} asks for more than {MAX_KNOTS} table points", fix=fix)
         return int(values[0])
+    if len(values) > MAX_KNOTS or not all(0 <= v <= 1 for v in values) or values[-1] <= 0 or any(
+            b <= a for a, b in zip(values, values[1:])):
+        raise OptionError(f"--knots {text!r} is not a count nor up to {MAX_KNOTS} increasing extents in (0, 1]",
+                          fix=fix)
     return values
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from fieldgen.errors import InputError
 from fieldgen.io.surface_readers import STEP_SUFFIXES, size_warnings
-from fieldgen.paths import check_distinct
+from fieldgen.paths import check_distinct, special_file
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.pose import Pose, SpatialVelocity, as_matrix
 from fieldgen.units import LENGTH_UNITS
@@ -21,6 +21,10 @@ from fieldgen.validate import require_valid
 
 from .common import (EXIT_USAGE, check_outputs, check_suffix, echo_report, fail, json_option, print_json,
                      quiet_option, reported_errors)
+
+#: The most timed queries ``--repeat`` runs: a median of more tells nothing new, and a count
+#: typed with too many digits would run for days (work that would not end is refused, §1.4).
+MAX_REPEAT = 10_000
 
 
 def _numbers(text: str, names: tuple[str, ...], what: str) -> list[float]:
@@ -87,8 +91,9 @@ def _load(path: str, modulus: float | None, units: str | None, mu: float | None 
     from fieldgen.runtime.contact.geometries import load_body  # lazy: numba kernels, not for other commands
 
     suffix = Path(path).suffix.lower()
-    if Path(path).is_dir():          # a bad input file (exit 1), as a missing one
-        raise InputError("is a folder, not a file", path=path, fix="give the asset or mesh file inside it")
+    kind = special_file(path)
+    if kind is not None:             # a bad input file (exit 1), as a missing one; a pipe is never read
+        raise InputError(f"is {kind}, not a file", path=path, fix="give the asset or mesh file")
     if suffix == ".vtu":
         require_valid(path, use="a contact query")      # its metadata's ranges, before the field is used
     body = (load_body(path, modulus=modulus) if suffix == ".vtk" else load_body(path) if suffix == ".vtu"
@@ -231,8 +236,8 @@ def summary_text(data: dict) -> str:
               help="Friction coefficient of A (static = dynamic). A rigid surface or .vtk tet mesh has none "
                    "(0, so the pair has no friction) unless given; for an asset it replaces the asset's own.")
 @click.option("--mu-b", type=float, callback=_friction, metavar="MU", help="As --mu-a, for B.")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Time N queries after one warm-up; report the median.")
+@click.option("--repeat", type=click.IntRange(min=1, max=MAX_REPEAT), default=1, show_default=True,
+              help=f"Time N queries after one warm-up; report the median (at most {MAX_REPEAT:,}).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="SURFACE",
               help="Write the contact surface (.vtp or .vtu) with pressure, normals and tractions.")
 @click.option("--paraview", "paraview", type=click.Path(dir_okay=False), metavar="FILE.py",

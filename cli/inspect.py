@@ -47,11 +47,12 @@ def inspect_command(asset, png, paraview, cut, as_json, quiet):
         with progress.stage("validate"):
             failed = [check for check in validate_asset(asset).checks if not check.ok]
         summary["valid"] = not failed
-        if png:
+        broken = has_non_finite(summary)      # exit 1 below: no picture or script of it is written
+        if png and not broken:
             with progress.stage("picture"):
                 plot_asset(data, png)
             summary["png"] = click.format_filename(png)
-        if paraview:
+        if paraview and not broken:
             with progress.stage("ParaView script"):
                 write_paraview_script(paraview, asset, data, cut=cut or "x")
             summary["paraview"] = click.format_filename(paraview)
@@ -64,7 +65,8 @@ def inspect_command(asset, png, paraview, cut, as_json, quiet):
                 echo_report(summary_row("wrote", f"{what} {summary[key]}"))
     for check in failed:      # whatever --quiet or --json say (docs/model.md §1.5)
         click.echo(f"warning: {asset}: invalid asset, {check.name}: {check.detail}", err=True)
-    if has_non_finite(summary):       # a NaN or infinity, reported as null: the numbers are not there
-        click.echo(f"error: {asset}: the summary has numbers that are not finite (null in --json). Build the "
-                   "asset again with fieldgen build", err=True)
+    if broken:       # a NaN or infinity, reported as null: the numbers are not there
+        unwritten = " (no picture or script written)" if png or paraview else ""
+        click.echo(f"error: {asset}: the summary has numbers that are not finite (null in --json){unwritten}. "
+                   "Build the asset again with fieldgen build", err=True)
         raise SystemExit(EXIT_FAILED)

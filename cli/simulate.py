@@ -39,6 +39,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
     Example: fieldgen simulate assets/scenes/coin.toml --duration 0.5 -o out --json
     """
     # lazy: the simulator compiles numba kernels, which other commands do not need
+    from fieldgen.runtime.dynamics.recording import check_finite
     from fieldgen.runtime.dynamics.simulate import check_integrator, run_settings, simulate
     from fieldgen.runtime.scene.load import load_scene
     from fieldgen.runtime.scene.schema import check_step_count
@@ -82,6 +83,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
         progress = Progress(enabled=not quiet)
         result = simulate(scene, duration, dt, integrator, record_every=record_every,
                           record_surfaces=out_dir is not None, progress=progress, friction=friction)
+        check_finite(result, scene_file)          # NaN trajectories are no result (exit 1, nothing written)
         summary = result.summary()
         summary["face_rule"] = scene.face_rule
         summary["friction"] = friction

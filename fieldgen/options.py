@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.asset import COMPRESSIONS, DEFAULT_COMPRESSION
 from fieldgen.material.levels import LayerTolerance, default_layer_tolerance
+from fieldgen.paths import special_file
 from fieldgen.tables import check_keys
 from fieldgen.units import length_scale
 
@@ -152,12 +153,20 @@ def _check_law(o: BuildOptions) -> None:
 POSITIVE = ("modulus", "max_volume", "edge_length", "expansion_rate", "layer_tolerance", "skin")
 
 
+#: Sizes (lengths, volumes) above this cannot be computed with: cubed, they overflow (as
+#: coordinates, ``surface_readers.LARGEST_COORDINATE``).
+LARGEST_SIZE = 1e100
+
+
 def _check_positive(o: BuildOptions) -> None:
     for name in POSITIVE:
         value = getattr(o, name)
         if value is not None and not (math.isfinite(value) and value > 0):
             raise OptionError(f"--{name.replace('_', '-')} must be a positive number, got {value}",
                               fix="give a finite value greater than zero")
+        if value is not None and name in ("max_volume", "edge_length", "skin") and value > LARGEST_SIZE:
+            raise OptionError(f"--{name.replace('_', '-')} {value:g} is too large to compute with (above "
+                              f"{LARGEST_SIZE:g})", fix="give it in the input's units (--units), smaller than the part")
 
 
 def _check_kinds(o: BuildOptions) -> None:
@@ -377,9 +386,12 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
 def read_spec(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
     """Read a build spec (TOML); return its table and its folder. InputError if unreadable."""
     path = Path(path)
+    kind = special_file(path)
+    if kind is not None:              # a pipe or a device would be read for ever
+        raise InputError(f"is {kind}, not a spec file", path=str(path), fix="give the spec's .toml file to --spec")
     try:
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+            data = tomllib.loads(handle.read().decode("utf-8-sig"))     # a byte-order mark is allowed
     except FileNotFoundError:
         raise InputError("spec file not found", path=str(path), fix="check the path given to --spec") from None
     except tomllib.TOMLDecodeError as exc:
@@ -397,6 +409,9 @@ def options_from_spec(path: str | os.PathLike, base: BuildOptions | None = None)
     extra = {}
     for key in ("input", "output"):
         value = data.pop(key, None)
+        if value is not None and not isinstance(value, str):
+            raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=str(path),
+                              fix=f'write {key} = "..." (relative to the spec)')
         if value is not None:
             extra[key] = str(folder / value) if not os.path.isabs(value) else value
     options = options_from_mapping(data, base_dir=folder, origin=str(path), base=base)

@@ -10,9 +10,31 @@ on disk (hard links).
 from __future__ import annotations
 
 import os
+import stat
 from typing import Mapping
 
 from fieldgen.errors import OptionError
+
+
+#: What a path that is not a regular file is, by its ``stat`` mode: reading one would block (a
+#: named pipe nobody writes to) or never end (``/dev/zero``).
+_SPECIAL_FILES = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                  (stat.S_ISSOCK, "a socket"))
+
+
+def special_file(path) -> str | None:
+    """What ``path`` is when it exists but is not a regular file ("a folder", "a named pipe
+    (FIFO)", ...), else None (a regular file, or nothing there: the reader says "not found").
+    Inputs are checked with it before they are opened, so that a pipe or a device given as an
+    input fails at once instead of waiting for data for ever."""
+    try:
+        mode = os.stat(os.fspath(path)).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _SPECIAL_FILES if test(mode)), "not a regular file")
 
 
 def _identity(path) -> tuple:

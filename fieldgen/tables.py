@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from fieldgen.errors import FieldgenError, InputError, OptionError
+from fieldgen.paths import special_file
 
 
 def nearest_key(key: str, allowed: Iterable[str]) -> str | None:
@@ -60,6 +61,10 @@ def read_number_pairs(path, columns: str, fix: str) -> tuple[np.ndarray, list[st
     must hold. InputError names the file and the line of any defect.
     """
     path = Path(path)
+    kind = special_file(path)
+    if kind is not None:              # a pipe or a device would be read for ever
+        raise InputError(f"is {kind}, not a CSV file", path=str(path),
+                         fix=f"give the path of a CSV file with columns {columns}")
     try:
         raw = path.read_bytes()
     except OSError as error:

@@ -23,6 +23,7 @@ from fieldgen.batch.manifest import BatchItem
 from fieldgen.errors import FieldgenError, InputError
 from fieldgen.io import asset
 from fieldgen.io.surface_readers import STEP_SUFFIXES
+from fieldgen.paths import special_file
 
 CACHE_SCHEMA = "fieldgen.batch.cache/1"
 #: Libraries whose version can change an asset's bytes (meshing, solve, file encoding).
@@ -62,6 +63,9 @@ def _file_digest(path: str, role: str, item: BatchItem) -> str:
     # lazy: fieldgen.pipeline imports the whole build (meshing, FE); only workers build
     from fieldgen.pipeline import file_sha256
 
+    kind = special_file(path)
+    if kind is not None:              # a pipe or a device would be read for ever
+        raise InputError(f"{role} is {kind}, not a file ({item.label})", path=path, fix="name a file")
     try:
         return file_sha256(path)
     except FileNotFoundError:

@@ -15,6 +15,7 @@ from typing import Any
 
 from fieldgen.errors import FieldgenError, OptionError
 from fieldgen.options import BuildOptions, options_from_mapping, options_from_spec
+from fieldgen.paths import special_file
 from fieldgen.tables import check_keys
 
 if sys.version_info >= (3, 11):
@@ -54,9 +55,12 @@ def _join(folder: Path, value: str) -> str:
 
 
 def _load_toml(where: str) -> dict[str, Any]:
+    kind = special_file(where)
+    if kind is not None and kind != "a folder":       # a pipe or a device would be read for ever
+        raise ManifestError(f"is {kind}, not a manifest", path=where, fix="give the manifest's .toml file")
     try:
         with open(where, "rb") as handle:
-            return tomllib.load(handle)
+            return tomllib.loads(handle.read().decode("utf-8-sig"))     # a byte-order mark is allowed
     except FileNotFoundError:
         raise ManifestError("manifest not found", path=where, fix="check the path given to fieldgen batch") from None
     except IsADirectoryError:

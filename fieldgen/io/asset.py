@@ -544,12 +544,17 @@ def read_asset(path) -> Asset:
     raw = read_vtu(where)
     metadata = metadata_of(raw, where)
     tets = raw.tets()
+    if tets is None and not len(raw.cell_types):
+        raise InputError("the file has no cells: an asset holds tetrahedra", path=where, fix="rebuild the asset")
     if tets is None:
         other = sorted(set(raw.cell_types.tolist()) - {VTK_TETRA})
         raise InputError(f"the file has {len(raw.cell_types)} cells of VTK types "
                          f"{other or 'none'} besides tetrahedra (type {VTK_TETRA}); an asset "
                          "holds tetrahedra only", path=where, fix="rebuild the asset")
     n, t = len(raw.points), len(tets)
+    if t and (tets.min() < 0 or tets.max() >= n):      # every later sum would index past the points
+        raise InputError(f"its tets refer to points {int(tets.min())}..{int(tets.max())}, but it has {n} points",
+                         path=where, fix="rebuild the asset with fieldgen build")
     expected = [("point", name, k, n, raw.point_data) for name, k in POINT_ARRAYS.items()]
     expected += [("cell", name, k, t, raw.cell_data) for name, k in CELL_ARRAYS.items()]
     values = {}

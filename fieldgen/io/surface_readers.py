@@ -25,6 +25,7 @@ from fieldgen.install import install_hint
 from fieldgen.io.asset import read_metadata
 from fieldgen.io.registry import ANY_OTHER, Triangles, reader_for, register_reader
 from fieldgen.meshing.process import scratch_folder
+from fieldgen.paths import special_file
 from fieldgen.units import LENGTH_UNITS
 
 SURFACE_FORMATS = "STL, OBJ, PLY, OFF or GLB"
@@ -80,14 +81,16 @@ def _read_obj(text: str) -> Triangles:
                 faces.append((idx[0], idx[i], idx[i + 1]))
                 groups.append(current)
     v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
-    fc = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
-    if len(fc) and (fc.min() < 0 or fc.max() >= len(v)):
-        raise ValueError(f"a face refers to vertex {int(fc.max()) + 1} of {len(v)}")
+    try:
+        fc = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    except OverflowError:           # a vertex number past int64: no file has that many vertices
+        raise ValueError(f"a face refers to a vertex numbered past {np.iinfo(np.int64).max} "
+                         f"({len(vertices)} vertices read)") from None
     return Triangles(v, fc, np.asarray(groups, dtype=np.int64), tuple(names))
 
 
 def _read_obj_file(path: str, data: bytes) -> Triangles:
-    return _read_obj(data.decode("utf-8", errors="replace"))
+    return _read_obj(data.decode("utf-8-sig", errors="replace"))    # a byte-order mark is no vertex
 
 
 # --------------------------------------------------------------------------- STL
@@ -316,6 +319,9 @@ def read_bytes(path: str) -> bytes:
     if os.path.isdir(path):
         raise InputError("is a folder, not a surface mesh file", path=path,
                          fix=f"give the mesh file inside it ({SURFACE_FORMATS})")
+    kind = special_file(path)
+    if kind is not None:              # a pipe or a device would be read for ever
+        raise InputError(f"is {kind}, not a surface mesh file", path=path, fix=f"give a mesh file ({SURFACE_FORMATS})")
     if not os.path.isfile(path):
         raise InputError("file not found", path=path,
                          fix="Check the path (relative paths on the command line are taken from the current "
@@ -342,6 +348,19 @@ def check_coordinates(vertices, path: str) -> None:
         raise InputError(f"a coordinate of {float(np.abs(vertices).max()):.3g} is too large to compute with "
                          f"(above {LARGEST_COORDINATE:g}: volumes overflow)", path=path,
                          fix="export the mesh in metres or millimetres and give its unit with --units")
+
+
+def check_face_indices(faces, n_vertices: int, path: str) -> None:
+    """Refuse a face that refers to a vertex the file does not hold (every format: trimesh and
+    meshio pass such indices through unchecked), naming the face and its vertex number."""
+    faces = np.asarray(faces)
+    bad = ((faces < 0) | (faces >= n_vertices)).any(axis=1) if faces.size else np.zeros(0, bool)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        corner = next(int(k) for k in faces[index] if not 0 <= k < n_vertices)
+        raise InputError(f"face {index + 1} of {len(faces)} refers to vertex {corner + 1} (counting from 1), but the file "
+                         f"holds {n_vertices} vertices ({int(bad.sum())} such faces)", path=path,
+                         fix="export the mesh again from its source: its faces and vertex list do not match")
 
 
 #: Parts outside this size range (m, across the bounding box) are warned about: a unit slip.
@@ -384,6 +403,7 @@ def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangl
         if reader.in_metres:
             read = read._replace(vertices=read.vertices / LENGTH_UNITS[units])
         check_coordinates(read.vertices, path)
+        check_face_indices(read.faces, len(read.vertices), path)
         return read
     except KeyError as error:                  # a reader looked up a field the file does not declare
         raise InputError(f"cannot be read as a {suffix.lstrip('.') or 'surface'} mesh: it has no "

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from fieldgen.errors import BuildError
 from fieldgen.runtime.dynamics.bodies import Scene
 from fieldgen.runtime.dynamics.rigid_body import RigidBodyState, quaternion_to_matrix
 
@@ -69,6 +70,21 @@ class SimulationResult:
                              for name, s in zip(self.body_names, self.final_states)},
             "warnings": [dict(w) for w in self.warnings],
         }
+
+
+def check_finite(result: SimulationResult, path=None) -> None:
+    """Refuse (BuildError, exit 1) a run whose recorded states are not all finite: a mass, a
+    gravity, a speed or a force so large that a body's state overflowed, or a step that diverged.
+    Its trajectories would be NaN and infinity, a wrong answer that looks like a result."""
+    records = [result.positions, result.quaternions, result.velocities, result.angular_velocities]
+    bad = ~np.all([np.isfinite(a).all(axis=2) for a in records], axis=0) if len(result.times) else None
+    if bad is None or not bad.any():
+        return
+    record, body = (int(k) for k in np.argwhere(bad)[0])
+    raise BuildError(f"the simulation diverged: body {result.body_names[body]!r} has a non-finite position, "
+                     f"orientation or velocity at t = {result.times[record]:.6g} s", path=path, fix=(
+                         "check the scene's masses, inertias, gravity, initial velocities and wrenches (an "
+                         "overflow), or take a smaller dt (an unstable step); nothing was written"))
 
 
 class Recorder:

@@ -49,6 +49,7 @@ from scipy.spatial.transform import Rotation
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.surface_readers import STEP_SUFFIXES, size_warnings
 from fieldgen.meshing.tetmesh import boundary_faces_of
+from fieldgen.paths import special_file
 from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry, load_body
 from fieldgen.runtime.contact.pose import rotation_from_rpy
 from fieldgen.runtime.contact.surface import FACE_RULES
@@ -247,10 +248,13 @@ def load_scene(path, *, cache_dir: str | os.PathLike | None = None,
     path = Path(path)
     # A scene file that cannot be read as TOML is refused like a build spec or a manifest: a
     # usage error (exit 2), before any work.
+    kind = special_file(path)
+    if kind is not None:              # a pipe or a device would be read for ever
+        raise SceneError(f"is {kind}, not a scene file", path=path, fix="give the scene's .toml file")
     if not path.is_file():
         raise SceneError("scene file not found", path=path, fix="check the path")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))     # a byte-order mark is allowed
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SceneError(f"not valid TOML ({exc})", path=path, fix="fix the TOML syntax") from None
     check_scene_table(data, path=path)      # unknown keys, types, ranges: SceneError (usage)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 from fieldgen.errors import OptionError
 from fieldgen.runtime.dynamics.bodies import KINDS
 from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS
@@ -40,14 +42,19 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def number(minimum: float | None = None, *, strict: bool = False, integer: bool = False) -> Callable:
+def number(minimum: float | None = None, *, strict: bool = False, integer: bool = False,
+           maximum: float | None = None) -> Callable:
     def check(v):
         what = "an integer" if integer else "a number"
         if minimum is not None:
             what += f" {'>' if strict else '>='} {minimum:g}"
+        if maximum is not None:
+            what += f" {'and ' if minimum is not None else ''}<= {maximum:g}"
         if not _is_number(v) or (integer and not float(v).is_integer()):
             return what
         if minimum is not None and (v <= minimum if strict else v < minimum):
+            return what
+        if maximum is not None and v > maximum:
             return what
         return None
     return check
@@ -86,12 +93,26 @@ def table(v):
     return None if isinstance(v, dict) else "a table, e.g. {shape = \"box\", size = [0.1, 0.1, 0.1]}"
 
 
+def _physical_moments(moments) -> bool:
+    """Principal moments a rigid body can have: positive, none more than the other two together
+    (the triangle inequality of I = ∫ (|r|² 1 - r rᵀ) dm), allowing rounding."""
+    a, b, c = sorted(float(m) for m in moments)
+    return a > 0 and c <= (a + b) * (1 + 1e-6)
+
+
 def inertia(v):
+    what = ("3 positive principal moments, none more than the other two together, or a symmetric "
+            "positive-definite 3 x 3 matrix with such moments, kg m^2")
     if vector(3, positive=True)(v) is None:
-        return None
+        return None if _physical_moments(v) else what
     if isinstance(v, list) and len(v) == 3 and all(vector(3)(row) is None for row in v):
-        return None
-    return "3 positive numbers (principal moments) or a 3 x 3 matrix, kg m^2"
+        matrix = [[float(x) for x in row] for row in v]
+        scale = max(abs(x) for row in matrix for x in row)
+        symmetric = all(abs(matrix[i][j] - matrix[j][i]) <= 1e-9 * scale for i in range(3) for j in range(i))
+        if symmetric and scale > 0:
+            if _physical_moments(np.linalg.eigvalsh(np.array(matrix))):
+                return None
+    return what
 
 
 def schedule(columns: str) -> Callable:
@@ -129,6 +150,14 @@ def check_step_count(duration: float, dt: float, *, path=None) -> None:
 
 # --------------------------------------------------------------------------- the tables
 
+#: The finest primitive a scene may ask for: a cylinder's segments and a sphere's or ball's
+#: icosphere subdivisions (20·4^n triangles; 7 is 327,680); a count typed with extra digits
+#: would fill the memory before the first step, not make a finer body.
+MAX_SEGMENTS = 100_000
+MAX_SUBDIVISIONS = 7
+#: A slab's tets (6 per cell and layer), as ``fieldgen build``'s bound (meshing.tetgen.MAX_TETS).
+MAX_SLAB_TETS = 20_000_000
+
 TOP = {"gravity": vector(3), "body": None, "simulate": table}
 
 SIMULATE = {
@@ -162,15 +191,16 @@ GEOMETRY = {
     "mesh": {"mesh": string(), "units": string(UNITS), **FRICTION},
     "box": {"shape": string(), "size": vector(3, positive=True), **FRICTION},
     "cylinder": {"shape": string(), "radius": number(0, strict=True), "height": number(0, strict=True),
-                 "segments": number(3, integer=True), **FRICTION},
-    "sphere": {"shape": string(), "radius": number(0, strict=True), "subdivisions": number(0, integer=True),
-               **FRICTION},
+                 "segments": number(3, integer=True, maximum=MAX_SEGMENTS), **FRICTION},
+    "sphere": {"shape": string(), "radius": number(0, strict=True),
+               "subdivisions": number(0, integer=True, maximum=MAX_SUBDIVISIONS), **FRICTION},
     "slab": {"shape": string(), "size": vector(3, positive=True), "modulus": number(0, strict=True),
              "cells": lambda v: None if (isinstance(v, list) and len(v) == 2
                                          and all(number(1, integer=True)(x) is None for x in v))
              else "2 integers >= 1", "layers": number(1, integer=True), "dissipation": number(0), **FRICTION},
     "ball": {"shape": string(), "radius": number(0, strict=True), "modulus": number(0, strict=True),
-             "subdivisions": number(0, integer=True), "dissipation": number(0), **FRICTION},
+             "subdivisions": number(0, integer=True, maximum=MAX_SUBDIVISIONS), "dissipation": number(0),
+             **FRICTION},
 }
 SOURCES = ("asset", "build", "vtk", "mesh", "shape")
 SHAPES = ("box", "cylinder", "sphere", "slab", "ball")
@@ -186,6 +216,17 @@ def _values(data: dict, spec: dict[str, Any], *, path, where: str) -> None:
         if problem:
             raise SceneError(f"{where}: {key} = {value!r} is not {problem}", path=path,
                              fix=f"write {key} as {problem}")
+
+
+def _check_slab_size(geometry: dict, *, path, where: str) -> None:
+    """Refuse a slab of more than :data:`MAX_SLAB_TETS` tets (its defaults as
+    ``primitives.compliant_slab``'s), before its arrays are allocated."""
+    cells, layers = geometry.get("cells", [8, 8]), geometry.get("layers", 2)
+    tets = 6 * int(cells[0]) * int(cells[1]) * int(layers)
+    if tets > MAX_SLAB_TETS:
+        raise SceneError(f"{where}: cells = {cells} and layers = {layers} make {tets:.3g} tets (more than "
+                         f"{MAX_SLAB_TETS:.0e})", path=path,
+                         fix="use fewer cells or layers: the slab's field is linear in depth, so a few suffice")
 
 
 def geometry_variant(geometry: dict, *, path=None, where: str = "geometry") -> str:
@@ -249,6 +290,8 @@ def check_scene_table(data: dict, *, path=None) -> None:
         where = f"{label} geometry"
         variant = geometry_variant(body["geometry"], path=path, where=where)
         _values(body["geometry"], GEOMETRY[variant], path=path, where=f"{where} ({variant})")
+        if variant == "slab":
+            _check_slab_size(body["geometry"], path=path, where=f"{where} (slab)")
         if "dissipation" in body and variant in RIGID_GEOMETRIES:
             raise SceneError(f"{label}: dissipation is a property of compliant geometry and this body is rigid "
                              f"({variant})", path=path, fix="remove it, or give it to the compliant body")
