@@ -19,6 +19,9 @@ import trimesh
 #: (docs/design/sizing.md, "Thin walls").
 THIN_EDGES = 0.75
 THIN_SHARE = 0.2
+#: Rays cast in one trimesh query (:func:`face_thickness`): its memory grows with the candidate
+#: pairs of a query, so a chunk bounds it; the thicknesses are the same whatever the chunk.
+RAYS_AT_ONCE = 4096
 
 
 def face_thickness(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -33,11 +36,17 @@ def face_thickness(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     centroids = vertices[faces].mean(axis=1)
     scale = float(np.ptp(vertices, axis=0).max())
     origins = centroids - 1e-9 * scale * normals
-    locations, rays, hit_faces = surface.ray.intersects_location(origins, -normals, multiple_hits=True)
-    distance = np.einsum("ij,ij->i", locations - centroids[rays], -normals[rays])
-    keep = (hit_faces != np.arange(len(faces))[rays]) & (distance > 1e-7 * scale)
     thickness = np.full(len(faces), np.inf)
-    np.minimum.at(thickness, rays[keep], distance[keep])
+    # In chunks of rays: trimesh tests every triangle whose box meets a ray's, all at once, which
+    # on a threaded part's 65k triangles took over 8 GB in one call.
+    for start in range(0, len(faces), RAYS_AT_ONCE):
+        chunk = slice(start, start + RAYS_AT_ONCE)
+        locations, rays, hit_faces = surface.ray.intersects_location(origins[chunk], -normals[chunk],
+                                                                     multiple_hits=True)
+        rays = rays + start
+        distance = np.einsum("ij,ij->i", locations - centroids[rays], -normals[rays])
+        keep = (hit_faces != rays) & (distance > 1e-7 * scale)
+        np.minimum.at(thickness, rays[keep], distance[keep])
     return thickness
 
 
