@@ -79,6 +79,9 @@ PATCH_MOVE = 10.0
 #: the narrow ones left sit on the input's patch borders (measured: 5,642 → a first mesh of 286k
 #: tets on the sensor housing; the moves alone left 34,982 → 1.49 M).
 PATCH_LEFT_COST = 0.5
+#: With nothing usable at the default tolerance on a swamped surface, it is tried once more this
+#: many times larger (a threaded bolt: the moves' result 0.96 of 2 × the default, docs/design/surface_tolerance.md).
+RETRY_FACTOR = 2.0
 #: TetGen's first mesh holds about this many tets per unit of :func:`surface_cost` where the
 #: surface's triangles, not the volume, set it (first meshes of 143k-372k tets on surfaces
 #: costing 52k-80k: docs/design/sizing.md, "Plates").
@@ -171,27 +174,50 @@ def needs_remesh(surface: Surface) -> bool:
 def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | None,
                       robust: bool = False) -> ToleratedSurface:
     """The surface to mesh (docs/model.md §2.11): ``surface`` itself when ``tolerance`` is 0, or is
-    None (the default) and the surface does not need it; else its slivers removed
-    (:func:`fieldgen.surface.slivers.without_slivers`) and the result remeshed by MMGS, within
-    ``tolerance`` (metres; None: ``DEFAULT_FRACTION`` of the diagonal), with ``markers`` carried to
-    the new faces. Of the results within the tolerance (measured), the one of least
-    :func:`surface_cost` is kept; with none, MMGS's result on the planar patches
-    (:func:`patch_remesh`) if it is within the tolerance, else the input, with a warning. When the
-    default tolerance was tried only for the surface's short edges (not :func:`swamped`), the
-    planar patches are not tried (the slowest attempt, made for swamped CAD) and the input is kept
-    without a warning: it would have been meshed as it is anyway. With ``robust``
-    (fTetWild meshes the result, whatever its slivers, overlaps or holes): the slivers' moves
-    only, checked by the measured distance alone."""
+    None (the default) and the surface does not need it; else the first usable of
+    :func:`_remeshed`'s results within ``tolerance`` (metres; None: ``DEFAULT_FRACTION`` of the
+    diagonal), with ``markers`` carried to the new faces; with none at the default tolerance on a
+    :func:`swamped` surface, the same at ``RETRY_FACTOR`` times it; else the input, with a warning.
+    When the default tolerance was tried only for the surface's short edges (not :func:`swamped`),
+    the planar patches are not tried (the slowest attempt, made for swamped CAD) and the input is
+    kept without a warning: it would have been meshed as it is anyway. With ``robust`` (fTetWild
+    meshes the result, whatever its slivers, overlaps or holes): the slivers' moves only, checked
+    by the measured distance alone."""
     if tolerance == 0 or (tolerance is None and not needs_remesh(surface)):
         return ToleratedSurface(surface=surface, markers=markers, remesh=None)
     # Asked for only by the short edges (not given, not swamped): no planar patches, no warning.
     short_edges_only = tolerance is None and not swamped(surface)
+    retry = tolerance is None and not short_edges_only and not robust
     tolerance = default_tolerance(surface.vertices) if tolerance is None else float(tolerance)
     labels, table = face_labels(markers, surface.face_groups)
+    problems: list[str] = []
+    kept = _remeshed(surface, labels, table, tolerance, robust, not short_edges_only, problems)
+    if kept is None and retry:
+        kept = _remeshed(surface, labels, table, RETRY_FACTOR * tolerance, robust, True, problems)
+    if kept is not None:
+        return kept
+    if short_edges_only:
+        return ToleratedSurface(surface=surface, markers=markers, remesh=None)
+    also = f" (nor within {RETRY_FACTOR * tolerance:.3g} m)" if retry else ""
+    warning = (f"the surface was not remeshed within the surface tolerance {tolerance:.3g} m{also}: "
+               f"{problems[0]}; the input's triangles were meshed as they are "
+               "(--surface-tolerance 0 skips the attempt)")
+    return ToleratedSurface(surface=surface, markers=markers, remesh=None, warnings=(warning,))
+
+
+def _remeshed(surface: Surface, labels: np.ndarray, table, tolerance: float, robust: bool, patches: bool,
+              problems: list) -> ToleratedSurface | None:
+    """The surface's slivers removed (:func:`fieldgen.surface.slivers.without_slivers`) and the
+    result remeshed by MMGS; of the results within ``tolerance`` (measured) the one of least
+    :func:`surface_cost` whose narrow triangles cost at most ``LEFT_COST``; with none and
+    ``patches``, MMGS's result on the planar patches (:func:`patch_remesh`), then the moves' result
+    alone, each if within the tolerance and its narrow triangles cost at most ``PATCH_LEFT_COST``;
+    else None, each result's problem appended to ``problems``."""
     cleaned = without_slivers(surface.vertices, surface.faces, labels, tolerance)
-    results, problems = [(cleaned, None)], []
+    results = [(cleaned, None)]
     # MMGS keeps the slivers the moves left (their edges look sharp to it): no attempt then.
-    attempts = ATTEMPTS if not robust and not _slivers_left(cleaned[0], cleaned[1], tolerance) else 0
+    slivers_left = _slivers_left(cleaned[0], cleaned[1], tolerance)
+    attempts = ATTEMPTS if not robust and not slivers_left else 0
     for attempt in range(1, attempts + 1):
         hausd, ridge = tolerance * 0.5**attempt, RIDGE_ANGLE * 2.0**(1 - attempt)
         try:
@@ -199,7 +225,9 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
         except RuntimeError as error:
             problems.append(f"MMGS failed ({error})")
     kept = _first_within(surface, results, table, tolerance, robust, LEFT_COST, problems)
-    for fraction in PATCH_HAUSD if kept is None and not robust and not short_edges_only else ():
+    if kept is not None or robust or not patches:
+        return kept
+    for fraction in PATCH_HAUSD:
         try:
             patched = patch_remesh(*cleaned, tolerance, fraction)
         except RuntimeError as error:
@@ -208,15 +236,13 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
         kept = _first_within(surface, [(patched, (fraction * tolerance, PATCH_RIDGE_ANGLE))], table,
                              tolerance, robust, PATCH_LEFT_COST, problems)
         if kept is not None:
-            break
-    if kept is not None:
-        return kept
-    if short_edges_only:
-        return ToleratedSurface(surface=surface, markers=markers, remesh=None)
-    warning = (f"the surface was not remeshed within the surface tolerance {tolerance:.3g} m: "
-               f"{problems[0]}; the input's triangles were meshed as they are "
-               "(--surface-tolerance 0 skips the attempt)")
-    return ToleratedSurface(surface=surface, markers=markers, remesh=None, warnings=(warning,))
+            return kept
+    # Threads and curved CAD faces, where MMGS keeps micron ridges or crosses itself: the moves
+    # alone, held to the patches' bar (docs/design/surface_tolerance.md, "Threads"); judged
+    # already unless their narrow triangles barred them.
+    if not slivers_left:
+        return None
+    return _first_within(surface, [(cleaned, None)], table, tolerance, robust, PATCH_LEFT_COST, problems)
 
 
 def _first_within(surface: Surface, results, table, tolerance: float, robust: bool, left_cost: float,
