@@ -120,6 +120,11 @@ OUTSIDE_CASES = [
     ("xamla_rpi_bottom", "xamla_mount_rpi_bottom.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
     ("clearpath_lidar_mount", "clearpath_a200_lidar_mount.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
     ("omx_plate", "omx_plate.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
+    # a gripper finger with 2 um edges (the sliver moves alone), a bent 2.9 mm sheet bracket, a
+    # 1.9 mm wall ring
+    ("kortex_lite_finger", "kortex_lite_left_finger_dist.STL", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("j100_sick_bracket", "j100_sick_inverted_bracket.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("kinova_ring", "kinova_ring_small.STL", "m", {"modulus": 1e6, "dissipation": 1.0}),
 ]
 CASES = CASES + OUTSIDE_CASES
 
