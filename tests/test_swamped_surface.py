@@ -123,3 +123,27 @@ def test_a_crash_under_the_looser_bound_names_what_meshes_such_a_surface(tmp_pat
     surface = (part.surface.vertices, part.surface.faces)
     with pytest.raises(MesherCrash, match=r"radius-edge 10.*--robust.*--surface-tolerance"):
         mesh_by_accuracy(mesher, linear_law(1e5), 0.5, abs(part.surface.volume), max_tets=10_000, surface=surface)
+
+
+def test_a_first_mesh_too_large_to_estimate_stops_the_build_naming_the_fixes(tmp_path, monkeypatch):
+    """A first mesh past MAX_ESTIMATED_TETS even at the looser bound (a 30 mm thread plate: 4.1 M
+    tets, and the estimate's refined copy passed 13 GB) stops the build with an error naming the
+    input and the two fixes, exit 1 and no traceback: here the limit is lowered to 1,000 tets."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+    from fieldgen.sizing import accuracy
+
+    path = tmp_path / "rod.stl"
+    trimesh.creation.cylinder(radius=10.0, height=20.0, sections=40).export(path)
+    monkeypatch.setattr(accuracy, "MAX_ESTIMATED_TETS", 1_000)
+    out = tmp_path / "rod.vtu"
+    result = CliRunner().invoke(main, ["build", str(path), "--units", "mm", "--modulus", "1e5", "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and not out.exists()
+    assert f"{path}: TetGen's first mesh holds" in result.output
+    assert "more than the sizing solves and estimates on (1,000" in result.output
+    assert "--surface-tolerance" in result.output and "--edge-length" in result.output
+    # under the limit it builds
+    monkeypatch.setattr(accuracy, "MAX_ESTIMATED_TETS", 2_000_000)
+    assert CliRunner().invoke(main, ["build", str(path), "--units", "mm", "--modulus", "1e5", "-o", str(out)]).exit_code == 0

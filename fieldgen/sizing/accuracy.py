@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from fieldgen.errors import MesherCrash
+from fieldgen.errors import BuildError, MesherCrash
 from fieldgen.fe.estimate import ErrorEstimate, estimate_error, worst_error
 from fieldgen.fe import extent as extent_solve
 from fieldgen.meshing import refine
@@ -66,6 +66,10 @@ WALL_ACROSS = 10.0
 #: the field bends: near a wall's end).
 WALL_ALONG = 2.0
 THIN_PASSES = 2
+#: The most tets a first mesh may hold: the estimate solves on its red refinement, 8 times as many
+#: (about 4.4 kB a tet of the mesh: 5.9 GB at 1.33 M on a threaded bolt; a 30 mm thread plate's
+#: 4.1 M passed 13 GB). Past it the build stops naming the fixes (:func:`_check_within_reach`).
+MAX_ESTIMATED_TETS = 2_000_000
 #: Off: MMG3D's anisotropic passes took minutes of CPU on a 20 mm tube (a 30 s budget is the
 #: target), so thin walls are refined by steepest edges as any part until that is met
 #: (docs/design/sizing.md, "Thin walls").
@@ -328,6 +332,7 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
             made = _first_mesh(mesher, edge, stretch, radius_edge)
             if radius_edge is None and surface is not None:          # (None: fTetWild's surface)
                 made = _relaxed_if_over(mesher, made, edge, stretch, max_tets)
+            _check_within_reach(mesher, made.mesh.n_tets, max_tets)
             mesh, split, parameters = made.mesh, made.split, made.parameters
         else:
             with progress.stage("refine"):
@@ -381,6 +386,19 @@ def _relaxed_if_over(mesher, made, edge: float, stretch, max_tets: int):
     except MesherCrash:
         return made
     return again if again.mesh.n_tets < made.mesh.n_tets else made
+
+
+def _check_within_reach(mesher, tets: int, max_tets: int) -> None:
+    """BuildError when a first mesh holds more than ``MAX_ESTIMATED_TETS`` (the surface's own
+    triangles set it even at the looser bound): solving and estimating on it would run out of
+    memory, so the error names the fixes instead."""
+    if tets <= MAX_ESTIMATED_TETS:
+        return
+    raise BuildError(f"TetGen's first mesh holds {tets:,} tets, more than the sizing solves and estimates on "
+                     f"({MAX_ESTIMATED_TETS:,}; its budget is {max_tets:,}): the surface's own triangles "
+                     "(threads, text, slivers) set it", path=mesher.path,
+                     fix="remesh the surface coarser (--surface-tolerance LENGTH, above the default 0.1 % of "
+                         "its diagonal), or choose the mesh's size yourself (--edge-length)")
 
 
 def _first_mesh(mesher, edge: float, stretch, radius_edge: float | None):

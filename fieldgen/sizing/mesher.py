@@ -61,6 +61,10 @@ class Mesher(Protocol):
     def relaxable(self) -> bool:
         """True when :meth:`mesh` would honour a looser ``radius_edge`` (no bound was chosen)."""
 
+    @property
+    def path(self) -> str:
+        """The input, named in errors."""
+
 
 @dataclass(frozen=True)
 class PartToMesh:
@@ -134,6 +138,10 @@ class TetGenMesher:
     def relaxable(self) -> bool:
         return self.meshing.radius_edge is None
 
+    @property
+    def path(self) -> str:
+        return self.part.path
+
     def layered(self, axis, max_tets: int | None = None) -> MeshedPass | None:
         """A thin right-prism plate meshed in layers along its thin ``axis``
         (:func:`fieldgen.sizing.extrusion.layered_plate`); None for any other part (or one with a
@@ -193,6 +201,10 @@ class RobustMesher:
     @property
     def relaxable(self) -> bool:
         return False                                               # fTetWild has no radius-edge bound
+
+    @property
+    def path(self) -> str:
+        return self.part.path
 
 
 def robust_edge_length(meshing: MeshingOptions) -> float | None:
