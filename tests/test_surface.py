@@ -596,3 +596,29 @@ def test_zero_area_cap_is_removed_by_an_edge_flip(tmp_path):
 def face_min_area(surface):
     p = surface.vertices[surface.faces]
     return float(np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]), axis=1).min() / 2)
+
+
+@pytest.mark.parametrize("gap, touching", [(1e-9, "1 pair of its separate closed pieces touch"),
+                                         (0.0, "it intersects itself"), (1e-6, None)])
+def test_separate_pieces_within_tetgens_tolerance_are_refused_as_touching(tmp_path, gap, touching):
+    """A 100 mm plate with a 40 mm box set on it, saved as one file of two closed pieces: at a gap
+    TetGen takes for contact (below 1e-8 of the size: 1 nm here, or none) TetGen stopped with an
+    internal error after minutes (a robot's enclosure: a plate and two housings 4 nm apart); the
+    load refuses it at once naming --robust (in contact, as overlapping faces). A micrometre apart
+    the pieces are two bodies."""
+    plate = trimesh.creation.box(extents=(0.1, 0.1, 0.01))
+    plate.apply_translation((0.0, 0.0, -0.005))
+    box = trimesh.creation.box(extents=(0.04, 0.04, 0.04))
+    box.apply_translation((0.0, 0.0, 0.02 + gap))
+    path = tmp_path / "assembly.stl"
+    trimesh.util.concatenate([plate, box]).export(path)
+    if touching:
+        with pytest.raises(InputError, match=touching + ".*--robust"):
+            load_surface(path, "m")
+    else:
+        assert surface_defects(*_loaded(path)).ok
+
+
+def _loaded(path):
+    surface = load_surface(path, "m")
+    return surface.vertices, surface.faces

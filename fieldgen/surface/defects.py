@@ -13,11 +13,15 @@ import numpy as np
 
 from fieldgen.surface.intersections import CONTACT_TOLERANCE, intersecting_face_pairs
 from fieldgen.surface.repair import zero_area_faces
-from fieldgen.surface.components import components, consistent_flips, face_components, nonmanifold_vertices
+from fieldgen.surface.components import components, consistent_flips, face_components, face_pieces, nonmanifold_vertices
 from fieldgen.surface.topology import closed_components, edge_table, signed_volume
 
 #: A closed component whose |volume| is below this fraction of diagonal**3 is flat.
 FLAT_TOLERANCE = 1e-9
+#: Separate closed pieces closer than this fraction of the diagonal touch as TetGen sees them (its
+#: default relative tolerance, ``-T`` 1e-8), and it stops with an internal error after minutes (a
+#: plate with two housings set on it, 4 nm apart: docs/model.md §2.2).
+PIECE_GAP = 1e-8
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class SurfaceDefects:
     self_intersections: int    # pairs of faces that cross or overlap
     volume: float              # signed volume, input units cubed
     zero_area_faces: int = 0   # faces with a corner on the opposite edge (not repairable)
+    touching_pieces: int = 0   # pairs of separate pieces closer than PIECE_GAP x the diagonal
 
     @property
     def closed_manifold(self) -> bool:
@@ -43,7 +48,7 @@ class SurfaceDefects:
     def ok(self) -> bool:
         return (self.closed_manifold and self.flat_components == 0
                 and self.self_intersections == 0 and self.zero_area_faces == 0
-                and self.volume > 0)
+                and self.touching_pieces == 0 and self.volume > 0)
 
 
 def _diagonal(vertices: np.ndarray, faces: np.ndarray) -> float:
@@ -85,9 +90,10 @@ def surface_defects(vertices: np.ndarray, faces: np.ndarray, *,
     n_comp, labels, f, g, same = face_components(faces)
     _, conflicts = consistent_flips(len(faces), f, g, same)
     slivers = zero_area_faces(vertices, faces, CONTACT_TOLERANCE * _diagonal(vertices, faces))
-    crossings = 0
+    crossings, touching = 0, 0
     if check_intersections:
         crossings = len(intersecting_face_pairs(vertices, faces[~slivers]))
+        touching = _touching_pieces(vertices, faces[~slivers]) if not crossings else 0
     return SurfaceDefects(
         open_edges=int(open_mask.sum()),
         holes=int(_holes(keys, open_mask, int(faces.max()) + 1)),
@@ -98,7 +104,23 @@ def surface_defects(vertices: np.ndarray, faces: np.ndarray, *,
         self_intersections=crossings,
         volume=signed_volume(vertices, faces),
         zero_area_faces=int(slivers.sum()),
+        touching_pieces=touching,
     )
+
+
+def _touching_pieces(vertices: np.ndarray, faces: np.ndarray) -> int:
+    """Pairs of the separate pieces of ``faces`` (no shared vertex) that come within
+    ``PIECE_GAP`` × the diagonal of each other."""
+    pieces = face_pieces(faces, len(vertices))
+    if len(pieces) < 2:
+        return 0
+    piece = np.empty(len(faces), dtype=np.int64)
+    for k, members in enumerate(pieces):
+        piece[members] = k
+    pairs = intersecting_face_pairs(vertices, faces, tolerance=PIECE_GAP)
+    across = np.sort(piece[pairs], axis=1)
+    across = across[across[:, 0] != across[:, 1]]
+    return len(np.unique(across, axis=0))
 
 
 def describe(defects: SurfaceDefects, diag: float, units: str) -> tuple[str, bool]:
@@ -119,6 +141,10 @@ def describe(defects: SurfaceDefects, diag: float, units: str) -> tuple[str, boo
     if defects.self_intersections:
         parts.append(f"it intersects itself: {defects.self_intersections:,} pairs of "
                      "faces cross or overlap")
+    if defects.touching_pieces:
+        parts.append(f"{_count(defects.touching_pieces, 'pair')} of its separate closed pieces touch (within "
+                     f"{PIECE_GAP:g} of its size, which TetGen takes as one surface): an assembly saved as one "
+                     "solid, to be united first")
     if defects.zero_area_faces:
         parts.append(f"{defects.zero_area_faces:,} zero-area faces (corners in a line) "
                      "that no edge flip removes")

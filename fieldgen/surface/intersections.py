@@ -172,20 +172,21 @@ def _candidate_pairs(lo_a, hi_a, lo_b=None, hi_b=None):
 
 def intersecting_face_pairs(vertices: np.ndarray, faces: np.ndarray,
                             other_faces: np.ndarray | None = None,
-                            chunk: int = 200_000) -> np.ndarray:
+                            chunk: int = 200_000, tolerance: float = CONTACT_TOLERANCE) -> np.ndarray:
     """(k, 2) pairs of faces that cross or overlap (sorted, deterministic).
 
     With ``other_faces`` (indices into the same ``vertices``) the pairs are
     (face of ``faces``, face of ``other_faces``); otherwise pairs within ``faces``,
-    ignoring contact at shared vertices and edges. Broad phase: an R-tree over the
-    triangles' boxes; narrow phase: vectorised segment-triangle tests.
+    ignoring contact at shared vertices and edges. Faces closer than ``tolerance`` × the
+    bounding-box diagonal meet. Broad phase: an R-tree over the triangles' boxes; narrow phase:
+    vectorised segment-triangle tests.
     """
     faces = np.asarray(faces, dtype=np.int64)
     if len(faces) == 0:
         return np.zeros((0, 2), dtype=np.int64)
     used = faces if other_faces is None else np.r_[faces, other_faces]
     span = vertices[np.unique(used)]
-    eps = CONTACT_TOLERANCE * float(np.linalg.norm(span.max(axis=0) - span.min(axis=0)))
+    eps = tolerance * float(np.linalg.norm(span.max(axis=0) - span.min(axis=0)))
     lo_a, hi_a = _boxes(vertices, faces, eps)
     if other_faces is None:
         pairs = _candidate_pairs(lo_a, hi_a)
