@@ -144,7 +144,7 @@ def test_volume_mesh_formats_are_read_with_meshio(meshes, tmp_path, capsys):
             load_surface(meshes / "drake_one_negative_tetrahedron.vtk")
     (tmp_path / "junk.vtk").write_text("not a mesh\n")
     capsys.readouterr()
-    with pytest.raises(InputError, match=r"junk\.vtk.*cannot be read as a vtk mesh \(as vtk: Illegal VTK header"):
+    with pytest.raises(InputError, match=r"junk\.vtk.*cannot be read as a VTK mesh \(as vtk: Illegal VTK header"):
         load_surface(tmp_path / "junk.vtk")
     printed = capsys.readouterr()
     assert printed.out == "" and printed.err == ""

@@ -350,6 +350,12 @@ def check_coordinates(vertices, path: str) -> None:
                          fix="export the mesh in metres or millimetres and give its unit with --units")
 
 
+def _a_format(suffix: str) -> str:
+    """The format of ``suffix`` with its article, as said aloud: "an STL", "a PLY", "a surface"."""
+    name = suffix.lstrip(".").upper() or "surface"
+    return f"{'an' if name[0] in 'AEFHILMNORSX' else 'a'} {name}"
+
+
 def check_face_indices(faces, n_vertices: int, path: str) -> None:
     """Refuse a face that refers to a vertex the file does not hold (every format: trimesh and
     meshio pass such indices through unchecked), naming the face and its vertex number."""
@@ -406,7 +412,7 @@ def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangl
         check_face_indices(read.faces, len(read.vertices), path)
         return read
     except KeyError as error:                  # a reader looked up a field the file does not declare
-        raise InputError(f"cannot be read as a {suffix.lstrip('.') or 'surface'} mesh: it has no "
+        raise InputError(f"cannot be read as {_a_format(suffix)} mesh: it has no "
                          f"{error.args[0]!r} (a property or element its header should declare)", path=path,
                          fix=f"export it again (vertices with x, y, z and triangle faces): {SURFACE_FORMATS}") from None
     except (ValueError, IndexError, TypeError, NotImplementedError, OSError) as error:
@@ -415,5 +421,5 @@ def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangl
                              fix="Export the part again from its CAD tool as STEP (AP203 or AP214), or as a "
                                  f"surface mesh ({SURFACE_FORMATS})") from error
         raise InputError(
-            f"cannot be read as a {suffix.lstrip('.') or 'surface'} mesh ({error})",
+            f"cannot be read as {_a_format(suffix)} mesh ({error})",
             path=path, fix=f"Give a surface mesh file: {SURFACE_FORMATS}") from error
