@@ -103,14 +103,20 @@ def scene(duration=0.002, dt=1e-3, name="box", geometry='{shape = "box", size = 
             + BOX.format(name=name, geometry=geometry, mass=mass))
 
 
+def built_ball(folder: Path) -> Path:
+    """The bundled foam ball built coarse into ``folder`` (asset.vtu): the valid asset the cases tamper with."""
+    asset = folder / "asset.vtu"
+    result = CliRunner().invoke(main, ["build", str(BALL), "--modulus", "1e5", "--edge-length", "0.01",
+                                       "--expansion-rate", "10", "-q", "-o", str(asset)])
+    assert result.exit_code == 0, result.output
+    return asset
+
+
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> Path:
     """Every hostile input, in one folder the cases only read."""
     folder = tmp_path_factory.mktemp("inputs")
-    result = CliRunner().invoke(main, ["build", str(BALL), "--modulus", "1e5", "--edge-length", "0.01",
-                                       "--expansion-rate", "10", "-q", "-o", str(folder / "asset.vtu")])
-    assert result.exit_code == 0, result.output
-    asset = folder / "asset.vtu"
+    asset = built_ball(folder)
     shutil.copy(asset, folder / "twin.vtu")
     tampered(asset, folder / "negative_dissipation.vtu", dissipation=-5.0)
     tampered(asset, folder / "nan_length.vtu", characteristic_length=float("nan"))

@@ -16,10 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
-from test_hostile_input import FLOOR, cube_obj, fingerprint, scene, write
+from test_hostile_input import FLOOR, built_ball, cube_obj, fingerprint, scene, write
 
 ROOT = Path(__file__).resolve().parents[1]
-BALL = ROOT / "assets" / "foam_ball.obj"
 PAD_SPEC = ROOT / "assets" / "foam_pad.toml"
 PRESS = ROOT / "assets" / "press.csv"
 FIELDGEN = [sys.executable, "-m", "fieldgen.cli.main"]
@@ -53,9 +52,7 @@ def _tets_past_points(src: Path, dst: Path) -> Path:
 def inputs(tmp_path_factory) -> Path:
     """The inputs of every case, in one folder the cases only read."""
     folder = tmp_path_factory.mktemp("inputs")
-    result = CliRunner().invoke(main, ["build", str(BALL), "--modulus", "1e5", "--edge-length", "0.01",
-                                       "--expansion-rate", "10", "-q", "-o", str(folder / "asset.vtu")])
-    assert result.exit_code == 0, result.output
+    built_ball(folder)
     cube = cube_obj(0.02)
     text = "\n".join(cube) + "\n"
     write(folder / "cube.obj", text)
