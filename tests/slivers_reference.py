@@ -6,6 +6,8 @@ docstring is new): the same rule (docs/model.md §2.11), the same order of moves
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fieldgen.surface.topology import cross, unit_normals
@@ -16,16 +18,17 @@ ROUNDS = 20
 DEVIATION = 0.1
 
 
-def without_slivers(vertices: np.ndarray, faces: np.ndarray, labels: np.ndarray,
-                    width: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def without_slivers(vertices: np.ndarray, faces: np.ndarray, labels: np.ndarray, width: float,
+                    needle_deviation: float = math.inf) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``faces`` (and their ``labels``) with every cap narrower than ``width`` flipped and every
-    edge shorter than ``width`` collapsed where the moves are allowed; unused vertices dropped."""
+    edge shorter than ``width`` collapsed where the moves are allowed; unused vertices dropped.
+    A needle's collapse also moves the surface less than ``needle_deviation`` × ``width``."""
     faces = np.array(faces, dtype=np.int64)
     labels = np.array(labels, dtype=np.int64)
     vertices = np.array(vertices, dtype=np.float64)
     for _ in range(ROUNDS):
         flipped = _flip_caps(vertices, faces, labels, width)
-        faces, labels, collapsed = _collapse_needles(vertices, faces, labels, width)
+        faces, labels, collapsed = _collapse_needles(vertices, faces, labels, width, needle_deviation)
         if not flipped and not collapsed:
             break
     used, faces = np.unique(faces, return_inverse=True)
@@ -89,7 +92,7 @@ def _vertex_neighbours(faces) -> dict:
     return out
 
 
-def _collapse_needles(vertices, faces, labels, width):
+def _collapse_needles(vertices, faces, labels, width, needle_deviation):
     """Collapse each edge shorter than ``width`` (one end onto the other), and each cap's corner
     onto an end of its opposite edge (:func:`_collapses`), where the surface stays a 2-manifold,
     the faces around keep their side, the end that moves has no label the other lacks and (for a
@@ -126,7 +129,8 @@ def _collapse_needles(vertices, faces, labels, width):
         trial[trial == drop] = keep
         if (np.einsum("ij,ij->i", unit_normals(vertices, trial), normals[moved]) <= 0.0).any():
             continue
-        if corner and not _within(vertices, drop, keep, trial, faces[incident[drop]], DEVIATION * width):
+        bound = (DEVIATION if corner else needle_deviation) * width
+        if bound < math.inf and not _within(vertices, drop, keep, trial, faces[incident[drop]], bound):
             continue
         faces[moved] = trial
         alive[dying] = False

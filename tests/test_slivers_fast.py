@@ -23,10 +23,10 @@ from test_surface_tolerance import chamfered_cylinder, sliver_box
 MM = 1e-3
 
 
-def assert_same(vertices, faces, labels, width):
+def assert_same(vertices, faces, labels, width, **held):
     """Both implementations on one surface: identical arrays (values, dtypes, shapes)."""
-    expected = reference.without_slivers(vertices, faces, labels, width)
-    got = without_slivers(vertices, faces, labels, width)
+    expected = reference.without_slivers(vertices, faces, labels, width, **held)
+    got = without_slivers(vertices, faces, labels, width, **held)
     for name, want, have in zip(("vertices", "faces", "labels"), expected, got):
         assert have.dtype == want.dtype and have.shape == want.shape, name
         rows = np.flatnonzero((have != want).reshape(len(have), -1).any(axis=1)) if have.shape == want.shape else ()
@@ -116,6 +116,18 @@ def test_corpus_parts_with_micron_slivers_give_the_reference_surface(meshes, nam
     width = default_tolerance(vertices)
     result = assert_same(vertices, faces, labels, width)
     assert len(result[1]) < len(faces)
+
+
+def test_needles_held_to_a_deviation_give_the_reference_surface(meshes):
+    """The threaded nut with each needle's collapse held to half the width (the stage's second
+    try, docs/model.md §2.11): the reference's surface, and not the one with needles unheld."""
+    surface = load_surface(meshes / "SQNutO8T5P1.stl", "mm")
+    vertices, faces = np.asarray(surface.vertices), np.asarray(surface.faces)
+    labels = octant_labels(vertices, faces)
+    width = default_tolerance(vertices)
+    held = assert_same(vertices, faces, labels, width, needle_deviation=0.5)
+    unheld = without_slivers(vertices, faces, labels, width)
+    assert len(unheld[1]) < len(held[1]) < len(faces)
 
 
 @pytest.mark.slow

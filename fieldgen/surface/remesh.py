@@ -86,6 +86,9 @@ RETRY_FACTOR = 2.0
 #: surface's triangles, not the volume, set it (first meshes of 143k-372k tets on surfaces
 #: costing 52k-80k: docs/design/sizing.md, "Plates").
 TETS_PER_COST = 3.0
+#: The slivers' moves are also made with each needle's collapse held to this fraction of the
+#: tolerance (the threaded nut: 1.46 -> 0.85 x the tolerance; docs/design/surface_tolerance.md).
+NEEDLE_DEVIATION = 0.5
 #: Points sampled on each surface to measure the Hausdorff distance (besides the vertices).
 SAMPLES = 20_000
 #: The Hausdorff distance's shortcut (:func:`hausdorff_distance`): a sample's distance is bounded
@@ -239,10 +242,20 @@ def _remeshed(surface: Surface, labels: np.ndarray, table, tolerance: float, rob
             return kept
     # Threads and curved CAD faces, where MMGS keeps micron ridges or crosses itself: the moves
     # alone, held to the patches' bar (docs/design/surface_tolerance.md, "Threads"); judged
-    # already unless their narrow triangles barred them.
-    if not slivers_left:
-        return None
-    return _first_within(surface, [(cleaned, None)], table, tolerance, robust, PATCH_LEFT_COST, problems)
+    # already unless their narrow triangles barred them. A needle's collapse is bounded against
+    # the surface of the moment, so the moves of successive rounds can add up past the
+    # tolerance (1.46 x on a threaded nut): they are also made with each needle's collapse held
+    # to NEEDLE_DEVIATION x the tolerance, and that result judged too.
+    held = without_slivers(surface.vertices, surface.faces, labels, tolerance, NEEDLE_DEVIATION)
+    moves = [(cleaned, None)] if slivers_left else []
+    if not _same_surface(held, cleaned):
+        moves.append((held, None))
+    return _first_within(surface, moves, table, tolerance, robust, PATCH_LEFT_COST, problems) if moves else None
+
+
+def _same_surface(a, b) -> bool:
+    """Whether two (vertices, faces, labels) results are the same surface."""
+    return all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b))
 
 
 def _first_within(surface: Surface, results, table, tolerance: float, robust: bool, left_cost: float,

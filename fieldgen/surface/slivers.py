@@ -19,6 +19,8 @@ as the plain Python loops it replaced (tests/slivers_reference.py; docs/design/m
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
@@ -30,17 +32,20 @@ ROUNDS = 20
 DEVIATION = 0.1
 
 
-def without_slivers(vertices: np.ndarray, faces: np.ndarray, labels: np.ndarray,
-                    width: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def without_slivers(vertices: np.ndarray, faces: np.ndarray, labels: np.ndarray, width: float,
+                    needle_deviation: float = math.inf) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``faces`` (and their ``labels``) with every cap narrower than ``width`` flipped and every
-    edge shorter than ``width`` collapsed where the moves are allowed; unused vertices dropped."""
+    edge shorter than ``width`` collapsed where the moves are allowed; unused vertices dropped.
+    A needle's collapse is bounded against the surface of the moment, so collapses in successive
+    rounds can add up past ``width``; with ``needle_deviation`` (a fraction of ``width``) a
+    needle is collapsed only if the surface moves less than that, as a cap's corner is."""
     faces = np.array(faces, dtype=np.int64).reshape(-1, 3)
     labels = np.array(labels, dtype=np.int64)
     vertices = np.array(vertices, dtype=np.float64)
     width = float(width)
     for _ in range(ROUNDS):
         flipped = flip_caps(vertices, faces, labels, width)
-        faces, labels, collapsed = collapse_needles(vertices, faces, labels, width)
+        faces, labels, collapsed = collapse_needles(vertices, faces, labels, width, needle_deviation)
         if not flipped and not collapsed:
             break
     used, faces = np.unique(faces, return_inverse=True)
@@ -100,12 +105,12 @@ def flip_caps(vertices, faces, labels, width) -> int:
                             unit_normals(vertices, faces), n))
 
 
-def collapse_needles(vertices, faces, labels, width):
+def collapse_needles(vertices, faces, labels, width, needle_deviation: float = math.inf):
     """Collapse each edge shorter than ``width`` (one end onto the other), and each cap's corner
     onto an end of its opposite edge (:func:`collapses`), where the surface stays a 2-manifold,
-    the faces around keep their side, the end that moves has no label the other lacks and (for a
-    cap) the surface moves less than ``DEVIATION`` × ``width``; the faces and labels left, and how
-    many edges were collapsed."""
+    the faces around keep their side, the end that moves has no label the other lacks and the
+    surface moves less than ``DEVIATION`` × ``width`` (a cap) or ``needle_deviation`` × ``width``
+    (a short edge); the faces and labels left, and how many edges were collapsed."""
     candidates = collapses(vertices, faces, width)
     if not len(candidates):
         return faces, labels, 0
@@ -113,7 +118,7 @@ def collapse_needles(vertices, faces, labels, width):
     start, adjacent = _neighbours(faces, n)
     first, incident = _incident(faces, n)
     alive, done = _collapse_kernel(vertices, faces, labels, candidates, start, adjacent, first, incident,
-                                   unit_normals(vertices, faces), DEVIATION * width)
+                                   unit_normals(vertices, faces), DEVIATION * width, needle_deviation * width)
     return faces[alive], labels[alive], int(done)
 
 
@@ -281,7 +286,8 @@ def _end_to_drop(labels, first, incident, a, b, corner):
 
 
 @nb.njit(cache=True)
-def _collapse_kernel(vertices, faces, labels, candidates, start, adjacent, first, incident, normals, bound):
+def _collapse_kernel(vertices, faces, labels, candidates, start, adjacent, first, incident, normals, bound,
+                     needle_bound):
     alive = np.ones(len(faces), dtype=np.bool_)
     touched = np.zeros(len(vertices), dtype=np.bool_)
     done = 0
@@ -308,8 +314,9 @@ def _collapse_kernel(vertices, faces, labels, candidates, start, adjacent, first
             turned |= (nx * normals[g, 0] + nz * normals[g, 2]) + ny * normals[g, 1] <= 0.0
         if turned:
             continue
-        if corner and (_farthest(vertices, vertices[drop], trial) >= bound
-                       or _farthest(vertices, vertices[keep], faces[around]) >= bound):
+        limit = bound if corner else needle_bound
+        if limit < np.inf and (_farthest(vertices, vertices[drop], trial) >= limit
+                               or _farthest(vertices, vertices[keep], faces[around]) >= limit):
             continue
         for r in range(len(trial)):
             faces[moving[r]] = trial[r]
