@@ -50,7 +50,7 @@ from fieldgen.skin.cut import skin_warnings
 from fieldgen.skin.interior import InteriorError
 from fieldgen.stages import Damping, ExtentField, LayeredField, MeshedPart, MesherRecord, PartMesh, Quality
 from fieldgen.surface.selectors import assign_conditions, parse_selector
-from fieldgen.surface.remesh import tolerated_surface
+from fieldgen.surface.remesh import tets_per_cost, tolerated_surface
 from fieldgen.surface.stage import UNIT_SCALE, check_core_inside, load_surface
 from fieldgen.validate import BuiltGeometry, validate_asset
 
@@ -406,7 +406,8 @@ def mesh_stage(part: PartToMesh, meshing: MeshingOptions, options: BuildOptions,
     sized = sizing.mesh_by_accuracy(mesher, law, options.sizing_accuracy, abs(part.surface.volume),
                                     progress=progress, skin=part.skin, free_surface=part.free_surface,
                                     first_edge=first_edge, plate=plate,
-                                    surface=None if options.robust else (part.surface.vertices, part.surface.faces))
+                                    surface=None if options.robust else (part.surface.vertices, part.surface.faces),
+                                    tets_per_cost=tets_per_cost(part.surface.remesh))
     return sized_part(sized, warnings)
 
 

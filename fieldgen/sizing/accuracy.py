@@ -242,7 +242,8 @@ def mesh_by_accuracy(mesher, law, accuracy: float, volume: float, *,
                      progress=None, skin: float | None = None, free_surface=None,
                      max_passes: int = MAX_PASSES, max_tets: int = MAX_TETS,
                      plate: np.ndarray | None = None, first_edge: float | None = None,
-                     surface: tuple[np.ndarray, np.ndarray] | None = None) -> SizedMesh:
+                     surface: tuple[np.ndarray, np.ndarray] | None = None,
+                     tets_per_cost: float = TETS_PER_COST) -> SizedMesh:
     """Mesh, solve, estimate and refine until the estimated relative errors of e, p0 and L are
     all within ``accuracy``.
 
@@ -256,14 +257,16 @@ def mesh_by_accuracy(mesher, law, accuracy: float, volume: float, *,
     thin axis of a plate-like part, :func:`fieldgen.sizing.plate.plate_axis`) if given, and has
     edge ``first_edge`` (m) if given (fTetWild's default edge with --robust), and is sized from the
     local thickness of ``surface`` (vertices, faces; m) if given, it has thin walls and
-    ``THIN_WALL_ADAPTATION`` is on (:func:`_adapt_thin_walls`); with a ``skin``
+    ``THIN_WALL_ADAPTATION`` is on (:func:`_adapt_thin_walls`), at a looser quality bound if the
+    surface would cost more than the budget at ``tets_per_cost`` tets a unit of its cost
+    (:func:`first_radius_edge`); with a ``skin``
     thickness (m), whose depth is measured from ``free_surface`` (vertices, faces):
     :func:`_grade_by_depth`.
     """
     progress = progress or Progress(enabled=False)
     if skin is None:
         return _refine_locally(mesher, law, accuracy, volume, progress=progress, max_tets=max_tets,
-                               plate=plate, first_edge=first_edge, surface=surface)
+                               plate=plate, first_edge=first_edge, surface=surface, tets_per_cost=tets_per_cost)
     return _grade_by_depth(mesher, law, accuracy, volume, progress=progress, skin=skin,
                            free_surface=free_surface, max_passes=max_passes, max_tets=max_tets)
 
@@ -289,7 +292,8 @@ def _layered_first_mesh(mesher, plate, surface, volume: float, max_tets: int):
 
 def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, max_tets: int,
                     plate: np.ndarray | None = None, first_edge: float | None = None,
-                    surface: tuple[np.ndarray, np.ndarray] | None = None) -> SizedMesh:
+                    surface: tuple[np.ndarray, np.ndarray] | None = None,
+                    tets_per_cost: float = TETS_PER_COST) -> SizedMesh:
     """Adaptive refinement without a skin (the standard solve-estimate-mark-refine loop).
 
     A first, uniform TetGen mesh of about ``FIRST_TETS`` tets in ``volume`` (more where the
@@ -328,7 +332,7 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
             made, stretch = layered, None
             mesh, split, parameters = made.mesh, made.split, made.parameters
         elif mesh is None:
-            radius_edge = _first_radius_edge(surface, max_tets)
+            radius_edge = first_radius_edge(surface, max_tets, tets_per_cost)
             made = _first_mesh(mesher, edge, stretch, radius_edge)
             if radius_edge is None and surface is not None:          # (None: fTetWild's surface)
                 made = _relaxed_if_over(mesher, made, edge, stretch, max_tets)
@@ -364,18 +368,18 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
                       stretch=None if stretch is None else {"axis": list(stretch[0]), "factor": float(stretch[1])})
 
 
-def _first_radius_edge(surface, max_tets: int) -> float | None:
+def first_radius_edge(surface, max_tets: int, tets_per_cost: float = TETS_PER_COST) -> float | None:
     """``RELAXED_RADIUS_EDGE`` when the ``surface`` (vertices, faces) alone would cost TetGen's
-    default quality bound more than ``max_tets`` (``TETS_PER_COST`` a unit of its cost); None
-    (the bound asked) otherwise."""
-    if surface is None or TETS_PER_COST * surface_cost(*surface) <= max_tets:
+    default quality bound more than ``max_tets`` (``tets_per_cost`` a unit of its cost:
+    :func:`fieldgen.surface.remesh.tets_per_cost`); None (the bound asked) otherwise."""
+    if surface is None or tets_per_cost * surface_cost(*surface) <= max_tets:
         return None
     return RELAXED_RADIUS_EDGE
 
 
 def _relaxed_if_over(mesher, made, edge: float, stretch, max_tets: int):
     """``made``, the first mesh at the default quality bound, or, when it alone is past the tet
-    budget (the surface's triangles cost more than :func:`_first_radius_edge` foresaw: 5-9 tets a
+    budget (the surface's triangles cost more than :func:`first_radius_edge` foresaw: 5-9 tets a
     unit of cost on CAD with micron edges), the first mesh again at ``RELAXED_RADIUS_EDGE`` if that
     holds fewer tets. Not when the ``mesher`` keeps its bound (the user chose one, or fTetWild has
     none); a crash at the relaxed bound keeps ``made``."""

@@ -86,6 +86,11 @@ RETRY_FACTOR = 2.0
 #: surface's triangles, not the volume, set it (first meshes of 143k-372k tets on surfaces
 #: costing 52k-80k: docs/design/sizing.md, "Plates").
 TETS_PER_COST = 3.0
+#: ... and of a surface the slivers' moves alone remeshed: it keeps the input's CAD tessellation
+#: between the moves (threads, fillets), which TetGen's quality bound refines on (measured
+#: 14-24 on a threaded nut and bolt, a sensor coupling and a gripper finger, whose first meshes at
+#: the default bound all passed the budget: docs/design/surface_tolerance.md).
+MOVED_TETS_PER_COST = 14.0
 #: The slivers' moves are also made with each needle's collapse held to this fraction of the
 #: tolerance (the threaded nut: 1.46 -> 0.85 x the tolerance; docs/design/surface_tolerance.md).
 NEEDLE_DEVIATION = 0.5
@@ -149,6 +154,12 @@ def surface_cost(vertices: np.ndarray, faces: np.ndarray, narrower_than: float |
     if narrower_than is not None:
         cost = cost[2.0 * area < narrower_than * np.sqrt(longest)]
     return float(np.sum(cost))
+
+
+def tets_per_cost(remesh: SurfaceRemesh | None) -> float:
+    """TetGen's first-mesh tets per unit of :func:`surface_cost` on a surface the stage left as
+    ``remesh`` records (None: the input kept)."""
+    return MOVED_TETS_PER_COST if remesh is not None and remesh.hausd is None else TETS_PER_COST
 
 
 def swamped(surface: Surface) -> bool:
