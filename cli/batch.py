@@ -17,8 +17,8 @@ from fieldgen.errors import FieldgenError
 from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
 
-from .common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, check_outputs, fail, json_option, print_json, quiet_option,
-                     reported_errors)
+from .common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, check_outputs, echo_json_failure, fail, json_option,
+                     print_json, quiet_option, reported_errors)
 
 
 def _interrupt(signum, _frame):
@@ -89,8 +89,10 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
     except FieldgenError as exc:          # an unusable executor: nothing was built
         fail(str(exc), EXIT_USAGE)
     except KeyboardInterrupt as stop:
-        click.echo("interrupted: workers stopped, no partial asset left", err=True)
-        sys.exit(128 + getattr(stop, "signum", signal.SIGINT))
+        message, code = "interrupted: workers stopped, no partial asset left", 128 + getattr(stop, "signum", signal.SIGINT)
+        click.echo(message, err=True)
+        echo_json_failure(message, code)
+        sys.exit(code)
     finally:
         signal.signal(signal.SIGTERM, previous)
 

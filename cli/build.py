@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-from fieldgen.errors import OptionError
 from fieldgen.io.asset import COMPRESSIONS
-from fieldgen.material.modulus import MAX_TABLE_PRESSURE
 from fieldgen.options import LAWS, SKIN_MESHES, BuildOptions, options_from_mapping, options_from_spec
 from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
@@ -18,15 +16,6 @@ from fieldgen.units import LENGTH_UNITS
 from .common import EXIT_USAGE, json_option, print_json, quiet_option, reported_errors
 
 _NUMBER = click.FLOAT
-
-
-def check_modulus(options) -> None:
-    """Refuse (exit 2) a given modulus above any solid's (as a table's pressures): its pressure
-    gradients would overflow and the asset fail validation after the whole build. Checked where
-    the flag and the spec enter, not in BuildOptions: calibrate's fits may pass through there."""
-    if options.modulus is not None and options.modulus > MAX_TABLE_PRESSURE:
-        raise OptionError(f"--modulus {options.modulus:g} Pa is above {MAX_TABLE_PRESSURE:g} Pa, stiffer than "
-                          "any solid", fix="give M0 in Pa (foams 1e4-1e6, rubbers 1e6-1e8)")
 
 
 def check_build_paths(input_path, output, spec, options) -> None:
@@ -106,7 +95,6 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
         if spec is not None:
             options, spec_input, spec_output = options_from_spec(spec)
         options = options_from_mapping(given, origin="command line", base=options).checked()
-        check_modulus(options)
         input_path = input_path or spec_input
         if input_path is None:
             raise click.UsageError("no INPUT given (on the command line or as `input` in the spec)")

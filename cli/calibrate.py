@@ -8,6 +8,7 @@ import os
 import warnings
 
 import click
+import numpy as np
 
 from fieldgen.options import LAWS, BuildOptions, options_from_mapping, options_from_spec
 from fieldgen.calibrate.data import length_unit_name, parse_targets, parse_units, read_data
@@ -32,6 +33,15 @@ def _vector(text: str | None, name: str):
     return values
 
 
+def _direction(text: str) -> list[float]:
+    """--direction as three numbers scaled to a largest component of 1 (a zero vector as given, for
+    the calibration to refuse): 1e300,1e300,0 and 0,0,-1e-300 are directions, though their norms
+    overflow or vanish."""
+    values = _vector(text, "direction")
+    largest = max(abs(x) for x in values)
+    return [x / largest for x in values] if largest > 0 else values
+
+
 #: Forces outside this range (N) are no indentation a contact model is fitted to: a unit slip
 #: (--units) or a typo, not a measurement.
 FORCE_RANGE = (1e-9, 1e9)
@@ -49,26 +59,71 @@ def check_force_range(curve, path) -> None:
                     "is fitted to", path=path, fix="check the force unit (--units LENGTH,FORCE, e.g. mm,N)")
 
 
+#: The deepest a paraboloid indenter is pushed, in its radii: its mesh has rings R/100 apart out to
+#: the contact's rim, about 76,000 vertices at one radius deep and 10 times more per 10 times deeper
+#: (at 1e6 radii a fit that never ends).
+MAX_PARABOLOID_DEPTH = 10.0
+
+
 def check_sphere_depth(indenter: str, length_scale: float, curve) -> None:
     """Refuse (exit 2) a sphere indenter pushed deeper than its radius: past the equator the
-    contact is no longer a cap, and its cap mesh would need spacings of nothing."""
+    contact is no longer a cap, and its cap mesh would need spacings of nothing; and a paraboloid
+    pushed deeper than :data:`MAX_PARABOLOID_DEPTH` radii, whose mesh would not end."""
     kind, _, arg = str(indenter).partition(":")
-    if kind.strip().lower() != "sphere":
+    kind = kind.strip().lower()
+    if kind not in ("sphere", "paraboloid"):
         return
     try:
         radius = float(arg) * length_scale
     except ValueError:
         return                        # check_indenter_text has refused it
     deepest = float(max(curve.depth))
-    if deepest > radius:
+    if kind == "sphere" and deepest > radius:
         raise OptionError(f"--indenter {indenter}: the deepest depth, {deepest:g} m, is more than the sphere's "
                           f"radius {radius:g} m (past its equator)",
                           fix="use a larger sphere (or a paraboloid or cylinder), or drop the deeper rows")
+    if kind == "paraboloid" and deepest > MAX_PARABOLOID_DEPTH * radius:
+        raise OptionError(f"--indenter {indenter}: the deepest depth, {deepest:g} m, is more than "
+                          f"{MAX_PARABOLOID_DEPTH:g} times the paraboloid's radius {radius:g} m: its mesh, fine "
+                          f"enough at the tip, would have about {76000 * deepest / radius:.2g} vertices",
+                          fix="check the length unit of --units, or use a larger radius, a cylinder or a mesh "
+                              "indenter")
 
 
-def _checked_curve(targets, data, units, indenter, length_scale, outputs, inputs):
+def check_depth_in_part(curve, path, indenter: str, part: tuple[str, str, list]) -> None:
+    """Refuse depths no indenter reaches in this part (InputError for a data file, exit 1;
+    OptionError for --target, exit 2): deeper than the part measures across (its bounding-box
+    diagonal: the indenter has gone through it, and a paraboloid's mesh for such a reach would
+    not fit in memory); for a plane, deeper than the part is thick along the push (past its far
+    side the plane touches nothing, which the fit would report as "does not reach the part; check
+    --at"). A sphere, punch or mesh pushed through the back still touches the walls of the hole
+    it made: a pass-through, warned about. ``part``: the input mesh, its length unit, --direction."""
+    input_path, mesh_units, direction = part
+    push = np.asarray(direction, dtype=float)
+    vertices = read_triangles(input_path, units=mesh_units).vertices * LENGTH_UNITS[mesh_units]
+    if not (len(vertices) and np.abs(push).max() > 0):
+        return                         # the calibration refuses an empty mesh or a zero direction
+    heights = vertices @ (push / np.linalg.norm(push))
+    across = float(np.linalg.norm(vertices.max(axis=0) - vertices.min(axis=0)))
+    limits = [(across, f"measures across ({across:g} m, its bounding-box diagonal): the indenter would "
+                       "have gone through it")]
+    if str(indenter).strip().lower() == "plane":
+        thickness = float(heights.max() - heights.min())
+        limits.append((thickness, f"is thick along --direction {','.join(f'{x:g}' for x in direction)} "
+                                  f"({thickness:g} m): the plane would come out of its far side"))
+    deepest = float(max(curve.depth))
+    for limit, what in sorted(limits):
+        if deepest > limit:
+            error = InputError if path is not None else OptionError
+            raise error(f"the deepest depth, {deepest:g} m, is more than {input_path} {what}", path=path,
+                        fix="check the length unit of --units (LENGTH,FORCE) and give depths from first "
+                            "contact, less than the part's thickness")
+
+
+def _checked_curve(targets, data, units, indenter, length_scale, outputs, inputs, part):
     """The data (read from ``data``) or the ``targets``, checked with the outputs, before the fit:
-    outputs apart from the inputs and writable, forces in range, a sphere not pushed past its equator."""
+    outputs apart from the inputs and writable, forces in range, a sphere not pushed past its
+    equator, no depth the part cannot take (:func:`check_depth_in_part`)."""
     with reported_errors():
         if targets is not None:
             check_force_range(targets, None)
@@ -79,6 +134,8 @@ def _checked_curve(targets, data, units, indenter, length_scale, outputs, inputs
             check_force_range(curve, data)
     with reported_errors(EXIT_USAGE):
         check_sphere_depth(indenter, length_scale, curve)
+    with reported_errors():
+        check_depth_in_part(curve, data if targets is None else None, indenter, part)
     return curve
 
 
@@ -178,7 +235,7 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
         length_scale, _, _ = parse_units(units)
         check_indenter_text(indenter, length_scale)
         at_point = _vector(at, "at")
-        direction_vector = _vector(direction, "direction")
+        direction_vector = _direction(direction)
         knot_values = _knots(knots)
         if not (math.isfinite(smoothness) and smoothness >= 0):
             raise OptionError(f"--smoothness must be >= 0, got {smoothness}", fix="give e.g. --smoothness 1e-4")
@@ -204,7 +261,8 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
     curve = _checked_curve(curve if target else None, data, units, indenter, length_scale,
                            {"-o": output, "--png": png},
                            {"INPUT": input_path, "--spec": spec, "--data": data, "--indenter": _indenter_file(indenter),
-                            "the spec's --table": options.table, "the spec's --core": options.core})
+                            "the spec's --table": options.table, "the spec's --core": options.core},
+                           part=(input_path, options.units, direction_vector))
     sizes = indenter_size_notes(indenter, length_scale)
     for warning in sizes:                     # before the fit, which may fail for the same reason
         click.echo(f"warning: {warning}", err=True)

@@ -15,9 +15,33 @@ from fieldgen.io.asset import prepare_output
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
+#: Key in the click context's ``meta`` (shared by the group and its command): whether --json was given.
+JSON_REQUESTED = "fieldgen.json"
+
+
+def remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    """The ``--json`` flag's callback: note it where :func:`fail` looks, so errors are JSON too."""
+    ctx.meta[JSON_REQUESTED] = bool(value)
+    return value
+
+
+def echo_json_failure(message: str, code: int, ctx: click.Context | None = None) -> None:
+    """With --json, print ``{"ok": false, "error": message, "exit_code": code}`` on stdout, so a
+    script parsing stdout gets an answer on failure too; without it, nothing. A closed or full
+    stdout is ignored here: the error is already on stderr."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None or not ctx.meta.get(JSON_REQUESTED) or sys.stdout is None:
+        return
+    try:
+        click.echo(json.dumps({"ok": False, "error": message, "exit_code": code}, indent=2, sort_keys=True))
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+
 
 def fail(message: str, code: int = EXIT_FAILED) -> None:
     click.echo(f"error: {message}", err=True)
+    echo_json_failure(message, code)
     sys.exit(code)
 
 
@@ -36,6 +60,7 @@ def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
         fail(str(exc), code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
+        echo_json_failure("interrupted", 130)
         sys.exit(130)
 
 
@@ -92,6 +117,7 @@ def print_json(data: Any) -> None:
     echo_report(json.dumps(finite_json(data), indent=2, sort_keys=True, allow_nan=False))
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout.")
+json_option = click.option("--json", "as_json", is_flag=True, callback=remember_json,
+                           help="Print a JSON report on stdout (on failure: ok false, the error and the exit code).")
 quiet_option = click.option("--quiet", "-q", is_flag=True,
                             help="No progress, status lines or text report; warnings and errors still print.")

@@ -9,6 +9,7 @@ from fieldgen import __version__
 from .batch import batch_command
 from .build import build_command
 from .calibrate import calibrate_command
+from .common import JSON_REQUESTED, echo_json_failure
 from .compile_kernels import compile_kernels_command
 from .contact import contact_command
 from .inspect import inspect_command
@@ -16,7 +17,26 @@ from .simulate import simulate_command
 from .validate import validate_command
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class FieldgenGroup(click.Group):
+    """The command group, so that a usage error click itself reports (an option's value of the wrong
+    type, a missing argument) is also a JSON object on stdout when --json was given."""
+
+    def resolve_command(self, ctx, args):
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and any(param.name == "as_json" for param in command.params):
+            options = rest[:rest.index("--")] if "--" in rest else rest
+            ctx.meta[JSON_REQUESTED] = "--json" in options    # before parsing, which may fail first
+        return name, command, rest
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            echo_json_failure(exc.format_message(), exc.exit_code, ctx)
+            raise
+
+
+@click.group(cls=FieldgenGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="fieldgen")
 def main() -> None:
     """Pressure-field contact assets from surface meshes, and contact between them."""

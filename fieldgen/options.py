@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.asset import COMPRESSIONS, DEFAULT_COMPRESSION
 from fieldgen.material.levels import LayerTolerance, default_layer_tolerance
+from fieldgen.material.modulus import check_modulus_scale
 from fieldgen.paths import special_file
 from fieldgen.tables import check_keys
 from fieldgen.units import length_scale
@@ -330,12 +331,14 @@ def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLi
                          origin: str = "options", base: BuildOptions | None = None) -> BuildOptions:
     """Merge ``values`` (flag names with underscores) over ``base``; resolve paths against ``base_dir``.
 
-    Unknown keys and wrongly typed values raise OptionError naming ``origin``.
+    Unknown keys, wrongly typed values and a modulus stiffer than any solid
+    (:func:`~fieldgen.material.modulus.check_modulus_scale`) raise OptionError naming ``origin``.
     """
     merged = dataclasses.asdict(base or BuildOptions())
     check_keys(values, OPTION_NAMES, path=origin, noun="option")
     for key, value in values.items():
         merged[key] = _coerce(key, value, origin, base_dir)
+    check_modulus_scale(merged["modulus"], path=origin)
     return BuildOptions(**merged)
 
 

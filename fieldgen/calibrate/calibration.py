@@ -46,7 +46,7 @@ from fieldgen.calibrate.report import (CalibrationResult, calibration_record, js
 from fieldgen.errors import InputError, OptionError
 from fieldgen.material.layering import LayeringResult, layer
 from fieldgen.material.levels import LayerTolerance, relative_down_to
-from fieldgen.material.modulus import ModulusLaw, is_linear
+from fieldgen.material.modulus import MAX_TABLE_PRESSURE, ModulusLaw, is_linear
 from fieldgen.pipeline import build, make_law
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.geometries import CompliantGeometry
@@ -236,6 +236,19 @@ def _force_model(press: Press, prepared: PreparedPart, depths: np.ndarray, data:
     return model
 
 
+def _check_fitted_stiffness(law: ModulusLaw, data: Data) -> None:
+    """InputError when the fitted law presses harder than any solid (above ``MAX_TABLE_PRESSURE``,
+    the limit a given modulus has): the data's forces are far too large for their depths, most
+    likely in other units than the ones read, and the asset would be meaningless."""
+    if law.max_pressure > MAX_TABLE_PRESSURE:
+        source = "the targets" if data.source is None else "the data"
+        raise InputError(f"the law fitted to {source} reaches {law.max_pressure:.3g} Pa, above "
+                         f"{MAX_TABLE_PRESSURE:g} Pa, stiffer than any solid: the forces are far too large for "
+                         f"their depths (read as {data.units})", path=data.source,
+                         fix="check the data's units (--units, e.g. depths in mm) and that the indenter and "
+                             "the part are the ones measured")
+
+
 def calibrate(input_path: str, output_path: str, options, *, indenter_text: str, direction, at=None,
               data: Data, law_kind: str | None = None, targets: bool = False, knots=None,
               smoothness: float = DEFAULT_SMOOTHNESS, layer_tolerance: float | None = None,
@@ -257,6 +270,7 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
     layer_options = dataclasses.replace(options, layer_tolerance=tolerance)   # the build's tolerance rule
     corrected, determined = fit_and_correct(law_to_fit, model, target, press, prepared, layer_options, progress)
     fit, tol_used = corrected.fit, corrected.tolerance
+    _check_fitted_stiffness(fit.law, data)
     nonlinear = not is_linear(fit.law)
     warnings = notes + list(corrected.warnings) + determined.warnings()
     if nonlinear:

@@ -181,6 +181,81 @@ def _read_any_other(path: str, data: bytes) -> Triangles:
     return _read_with_trimesh(path)
 
 
+# --------------------------------------------------------------------------- ASCII PLY and OFF counts
+# trimesh reads the counts an ASCII PLY or OFF header declares and takes that many data lines,
+# so a file cut short loses faces silently, and a vertex count too large reads face lines as
+# vertices. Both formats write one vertex or face a line: the lines are counted against the header.
+
+def _data_lines(text: str) -> list[str]:
+    """The non-empty lines of ``text``, each without its ``#`` comment."""
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return [line for line in lines if line]
+
+
+def _ply_declared(data: bytes) -> tuple[list[tuple[str, int]], int] | None:
+    """An ASCII PLY's declared ``(element, count)`` pairs and its data lines; None for a binary
+    PLY or a header this does not understand (trimesh then reports what it finds)."""
+    end = data.find(b"end_header")
+    if end < 0:
+        return None
+    header = data[:end].decode("latin-1").splitlines()
+    if not any(line.split()[:2] == ["format", "ascii"] for line in header):
+        return None
+    elements = []
+    for line in header:
+        words = line.split()
+        if words[:1] == ["element"] and len(words) == 3:
+            try:
+                elements.append((words[1], int(words[2])))
+            except ValueError:
+                return None
+    body = data[end + len(b"end_header"):].decode("latin-1")
+    return elements, sum(1 for line in body.splitlines() if line.strip())
+
+
+def _off_declared(data: bytes) -> tuple[list[tuple[str, int]], int] | None:
+    """An OFF's declared vertex and face counts and its data lines after the counts line; None
+    when there is no counts line this understands (trimesh then reports what it finds)."""
+    lines = _data_lines(data.decode("utf-8", errors="replace"))
+    if not lines:
+        return None
+    head = re.match(r"\S*OFF\b", lines[0])
+    counts = lines[0][head.end():].split() if head else []
+    if head and not counts:
+        counts, lines = (lines[1].split() if len(lines) > 1 else []), lines[1:]
+    try:
+        vertices, faces = int(counts[0]), int(counts[1])
+    except (IndexError, ValueError):
+        return None
+    return [("vertex", vertices), ("face", faces)], len(lines) - 1
+
+
+def _counted(elements: list[tuple[str, int]]) -> str:
+    plural = {"vertex": "vertices", "face": "faces"}
+    return " and ".join(f"{n} {plural.get(name, f'{name!r} elements')}" for name, n in elements)
+
+
+def check_declared_counts(path: str, data: bytes, suffix: str) -> None:
+    """InputError when an ASCII PLY or an OFF holds fewer data lines (one vertex or face each)
+    than the vertices and faces its header declares: cut short, or a header count too large."""
+    declared = (_ply_declared if suffix == ".ply" else _off_declared)(data)
+    if declared is None:
+        return
+    elements, found = declared
+    expected = sum(n for _, n in elements)
+    if found < expected:
+        raise InputError(f"its header declares {_counted(elements)} ({expected} lines of data), but the file "
+                         f"holds {found} lines of data: it was cut short, or its header's counts are wrong",
+                         path=path, fix="export the mesh again from its source (the whole file, one vertex or "
+                                        "face a line)")
+
+
+def _read_counted(path: str, data: bytes) -> Triangles:
+    """A PLY or OFF through trimesh, once its data lines are as many as its header declares."""
+    check_declared_counts(path, data, Path(path).suffix.lower())
+    return _read_with_trimesh(path)
+
+
 # --------------------------------------------------------------------------- STEP
 
 def _read_step(path: str, data: bytes) -> Triangles:
@@ -290,6 +365,7 @@ register_reader((".obj",), _read_obj_file)
 register_reader((".stl",), _read_stl)
 register_reader(STEP_SUFFIXES, _read_step, in_metres=True)
 register_reader((".vtu",), _read_vtu)
+register_reader((".ply", ".off"), _read_counted)
 register_reader(tuple(s for s in MESHIO_SUFFIXES if s != ".vtu"), _read_with_meshio)
 register_reader((ANY_OTHER,), _read_any_other)        # PLY, OFF, GLB, ...: trimesh
 

@@ -121,6 +121,18 @@ def hyperbolic_law(modulus: float, k: float) -> ModulusLaw:
 MAX_TABLE_PRESSURE = 1e13
 
 
+def check_modulus_scale(modulus: float | None, *, path: str | None = None) -> None:
+    """OptionError for a given modulus scale M0 above :data:`MAX_TABLE_PRESSURE`, stiffer than any
+    solid: its pressure gradients would overflow and the asset fail validation after the whole
+    build. Checked where options are given (flags, specs, manifests, scenes' build specs:
+    ``fieldgen.options.options_from_mapping``), not on every BuildOptions: a calibration's fitted
+    law passes through there and is no option anyone gave."""
+    number = isinstance(modulus, (int, float)) and math.isfinite(modulus)   # others: refused as not positive
+    if number and modulus > MAX_TABLE_PRESSURE:
+        raise OptionError(f"--modulus {modulus:g} Pa is above {MAX_TABLE_PRESSURE:g} Pa, stiffer than any solid",
+                          path=path, fix="give M0 in Pa (foams 1e4-1e6, rubbers 1e6-1e8)")
+
+
 def _check_table(extent: np.ndarray, pressure: np.ndarray, rows: list, source: str) -> None:
     """Validate a table; ``rows[i]`` names point ``i`` in messages (a file line or an index)."""
     path = str(source)

@@ -221,6 +221,7 @@ def body_from_table(table: dict, *, base_dir: Path, path=None, cache_dir: Path |
         geometry = convex_hull_body(geometry)
     if "quaternion" in table:
         q = _vector(table, "quaternion", 4, None, path)
+        q = q / np.max(np.abs(q))          # first: the norm of [1e200, 1e200, 0, 0] overflows, of 1e-200 is 0
         q = q / np.linalg.norm(q)
     else:
         R = rotation_from_rpy(*_vector(table, "rpy", 3, [0, 0, 0], path))

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fieldgen.errors import OptionError
+from fieldgen.material.modulus import MAX_TABLE_PRESSURE
 from fieldgen.runtime.dynamics.bodies import KINDS
 from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS
 from fieldgen.tables import check_keys
@@ -60,12 +61,17 @@ def number(minimum: float | None = None, *, strict: bool = False, integer: bool 
     return check
 
 
-def vector(n: int, *, positive: bool = False, nonzero: bool = False) -> Callable:
+def vector(n: int, *, positive: bool = False, nonzero: bool = False,
+           within: tuple[float, float] | None = None) -> Callable:
     def check(v):
         what = f"{n} {'positive ' if positive else ''}numbers" + (" not all zero" if nonzero else "")
+        if within is not None:
+            what = f"{n} numbers from {within[0]:g} to {within[1]:g}"
         if not isinstance(v, list) or len(v) != n or not all(_is_number(x) for x in v):
             return what
         if positive and not all(x > 0 for x in v):
+            return what
+        if within is not None and not all(within[0] <= x <= within[1] for x in v):
             return what
         if nonzero and not any(x != 0 for x in v):
             return what
@@ -158,6 +164,15 @@ MAX_SUBDIVISIONS = 7
 #: A slab's tets (6 per cell and layer), as ``fieldgen build``'s bound (meshing.tetgen.MAX_TETS).
 MAX_SLAB_TETS = 20_000_000
 
+#: A shape's lengths (size, radius, height), m: beyond them its mass and inertia (a length to the
+#: fifth power) over- or underflow, trimesh's icosphere comes out NaN and TetGen stops or never
+#: ends. A metre scene has no nanometre or million-kilometre primitive; a mesh body is only warned about.
+SHAPE_LENGTHS = (1e-9, 1e9)
+#: A compliant shape's modulus, Pa, at most a build's (fieldgen.material.modulus): stiffer than any solid.
+SHAPE_MODULUS = number(0, strict=True, maximum=MAX_TABLE_PRESSURE)
+LENGTH = number(SHAPE_LENGTHS[0], maximum=SHAPE_LENGTHS[1])
+SIZE = vector(3, within=SHAPE_LENGTHS)
+
 TOP = {"gravity": vector(3), "body": None, "simulate": table}
 
 SIMULATE = {
@@ -187,18 +202,18 @@ FRICTION = {"mu_static": number(0), "mu_dynamic": number(0)}
 GEOMETRY = {
     "asset": {"asset": string()},
     "build": {"build": string()},
-    "vtk": {"vtk": string(), "modulus": number(0, strict=True), "dissipation": number(0), **FRICTION},
+    "vtk": {"vtk": string(), "modulus": SHAPE_MODULUS, "dissipation": number(0), **FRICTION},
     "mesh": {"mesh": string(), "units": string(UNITS), **FRICTION},
-    "box": {"shape": string(), "size": vector(3, positive=True), **FRICTION},
-    "cylinder": {"shape": string(), "radius": number(0, strict=True), "height": number(0, strict=True),
+    "box": {"shape": string(), "size": SIZE, **FRICTION},
+    "cylinder": {"shape": string(), "radius": LENGTH, "height": LENGTH,
                  "segments": number(3, integer=True, maximum=MAX_SEGMENTS), **FRICTION},
-    "sphere": {"shape": string(), "radius": number(0, strict=True),
+    "sphere": {"shape": string(), "radius": LENGTH,
                "subdivisions": number(0, integer=True, maximum=MAX_SUBDIVISIONS), **FRICTION},
-    "slab": {"shape": string(), "size": vector(3, positive=True), "modulus": number(0, strict=True),
+    "slab": {"shape": string(), "size": SIZE, "modulus": SHAPE_MODULUS,
              "cells": lambda v: None if (isinstance(v, list) and len(v) == 2
                                          and all(number(1, integer=True)(x) is None for x in v))
              else "2 integers >= 1", "layers": number(1, integer=True), "dissipation": number(0), **FRICTION},
-    "ball": {"shape": string(), "radius": number(0, strict=True), "modulus": number(0, strict=True),
+    "ball": {"shape": string(), "radius": LENGTH, "modulus": SHAPE_MODULUS,
              "subdivisions": number(0, integer=True, maximum=MAX_SUBDIVISIONS), "dissipation": number(0),
              **FRICTION},
 }
