@@ -10,6 +10,7 @@ extra's packages themselves, which installs them whatever the origin.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from importlib import metadata
 from pathlib import Path
@@ -89,6 +90,18 @@ def _direct_url() -> dict | None:
             except ValueError:
                 return None
     return None
+
+
+def extra_installed(extra: str) -> bool:
+    """Whether every distribution ``extra`` requires is installed (by its name, versions unchecked)."""
+    requirements = extra_requirements(extra, source_root())
+    for requirement in requirements:
+        name = re.split(r"[\s<>=!~\[;(]", requirement.strip(), maxsplit=1)[0]
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            return False
+    return bool(requirements)
 
 
 def install_hint(extra: str) -> str:

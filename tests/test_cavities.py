@@ -133,3 +133,51 @@ def test_two_cavities_are_counted_and_a_part_without_one_is_not_warned(tmp_path)
     result = CliRunner().invoke(main, ["build", str(tmp_path / "solid.stl"), "--units", "mm", "--modulus", "1e5",
                                        "--dissipation", "1", "--edge-length", "2", "-o", str(tmp_path / "solid.vtu")])
     assert result.exit_code == 0 and "hollow" not in result.stderr
+
+
+def _overlapping_boxes() -> trimesh.Trimesh:
+    """Two boxes that cross (an assembly's solids, not merged): a 20 mm cube and a 10 x 10 x 60 mm
+    bar from 5 mm inside it (z from 5 down to -55). The bar's first face's first vertex lies
+    inside the cube: a one-vertex probe took the bar for a cavity and reversed it."""
+    cube = trimesh.creation.box(extents=(20.0, 20.0, 20.0))
+    bar = trimesh.creation.box(extents=(10.0, 10.0, 60.0))
+    bar.apply_translation((0.0, 0.0, -25.0))
+    return trimesh.util.concatenate([cube, bar])
+
+
+def test_crossing_solids_are_not_taken_for_a_cavity_and_robust_keeps_their_union(tmp_path):
+    """Two crossing solids: the repair keeps both wound outward (a solid only partly inside
+    another is no cavity: reversed, fTetWild would subtract it), so the plain build is refused
+    for the crossing faces, not for a negative volume, and --robust meshes their union: the cube
+    8,000 mm³ and the bar 6,000, of which 10 × 10 × 15 = 1,500 inside the cube: 12,500 mm³."""
+    pytest.importorskip("pytetwild")
+    mesh = _overlapping_boxes()
+    path = tmp_path / "crossing.stl"
+    mesh.export(path)
+    from fieldgen.surface.repair import repair_surface
+    vertices, faces, _, repairs = repair_surface(np.asarray(mesh.vertices), np.asarray(mesh.faces),
+                                                 np.full(len(mesh.faces), -1))
+    assert not any("reversed" in r for r in repairs), repairs
+    refused = CliRunner().invoke(main, ["build", str(path), "--units", "mm", "--modulus", "1e6",
+                                        "--dissipation", "1", "-o", str(tmp_path / "a.vtu")])
+    assert refused.exit_code == 1 and "intersects itself" in refused.output and "pip install" not in refused.output
+    out = tmp_path / "union.vtu"
+    result = CliRunner().invoke(main, ["build", str(path), "--units", "mm", "--robust", "--modulus", "1e6",
+                                       "--dissipation", "1", "-o", str(out), "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["volume"] * 1e9 == pytest.approx(12_500.0, rel=0.01)
+
+
+def test_nesting_counts_a_solid_wholly_inside_another_and_not_one_that_crosses():
+    """A sphere in a sphere is nested (a cavity at depth 1); a bar from inside both out through
+    them is in neither (a one-vertex probe at its inner end counted it twice)."""
+    from fieldgen.surface.repair import nesting_depths
+    outer = trimesh.creation.icosphere(subdivisions=2, radius=10.0)
+    inner = trimesh.creation.icosphere(subdivisions=2, radius=5.0)
+    crossing = trimesh.creation.box(extents=(4.0, 4.0, 20.0))
+    crossing.apply_translation((0.0, 0.0, 8.0))
+    mesh = trimesh.util.concatenate([outer, inner, crossing])
+    n1, n2 = len(outer.faces), len(inner.faces)
+    pieces = [mesh.faces[:n1], mesh.faces[n1:n1 + n2], mesh.faces[n1 + n2:]]
+    # the inner sphere is in the outer one (depth 1); the box crosses both: in neither
+    assert nesting_depths(np.asarray(mesh.vertices), pieces).tolist() == [0, 1, 0]

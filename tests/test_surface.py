@@ -6,7 +6,7 @@ Outcome of every file in the mesh corpus (tests/data/meshes), measured with
 | file | outcome | why |
 |---|---|---|
 | angle_block.STL | loads | CAD part; STL per-face copies merged (1,760 vertices) |
-| box.STL | refused: intersects itself, 4,665 face pairs | closed and consistently wound, but overlapping shells: the winding number is -1 in places (checked below) |
+| box.STL | refused: intersects itself, 4,665 face pairs | closed and consistently wound, but its shells cross one another (checked below) |
 | bunny.ply | refused: 215 open edges / 70 holes, 125 non-manifold edges, 199 non-manifold vertices, 2 crossing pairs | scanned, not watertight |
 | drake_bad_geometry_volume_zero.obj | loads after reversing 4 faces, volume 0.5 | a closed triangular prism whose 4 "bad" faces are wound the wrong way; Drake gets zero volume from the raw winding, but the surface is a closed orientable manifold, so making the winding consistent (a repair the issue names as safe) is unambiguous |
 | drake_neg_volume.obj | refused: 3 open edges, 1 hole | a single triangle |
@@ -39,6 +39,7 @@ import trimesh
 from fieldgen.errors import InputError, OptionError
 from fieldgen.install import install_hint
 from fieldgen.io.surface_readers import read_triangles
+from fieldgen.surface.components import face_components
 from fieldgen.surface.defects import surface_defects
 from fieldgen.surface.intersections import intersecting_face_pairs
 from fieldgen.surface.repair import repair_surface
@@ -206,8 +207,19 @@ def test_corpus_file_refused_naming_file_defect_and_fix(meshes, name):
         pattern = pattern.format(**counts) if counts else pattern
         assert re.search(pattern, message), (pattern, message)
     assert ("--robust" in message) == robust
-    if robust:
-        assert install_hint("robust") in message and f"pip install -e '{ROOT}[robust]'" in message
+    # the install command only when the extra is missing (the tests' venv has it)
+    assert "pip install" not in message
+
+
+def test_a_refusal_naming_robust_names_its_install_command_when_the_extra_is_missing(meshes, monkeypatch):
+    import fieldgen.surface.stage as stage_module
+
+    monkeypatch.setattr(stage_module, "extra_installed", lambda extra: False)
+    with pytest.raises(InputError) as info:
+        load_surface(meshes / "box.STL", _units("box.STL"))
+    message = str(info.value)
+    assert "--robust" in message and install_hint("robust") in message
+    assert f"pip install -e '{ROOT}[robust]'" in message
 
 
 def test_drake_prism_becomes_the_closed_form_prism(meshes):
@@ -225,14 +237,22 @@ def test_drake_non_convex_volume_closed_form(meshes):
 
 
 def test_box_stl_really_overlaps_itself(meshes):
-    """Independent evidence for refusing box.STL: points where the winding number is -1
-    (an inverted shell overlaps another), which a embedded surface never has."""
-    v, f, g, _ = read_triangles(meshes / "box.STL")
-    v, f, g, _ = repair_surface(v, f, g)
+    """Independent evidence for refusing box.STL: its closed shells cross one another — a shell
+    with some of its vertices inside another shell (by that shell's winding number) and some
+    outside, which neither an embedded surface nor a cavity has; and none was reversed (a
+    one-vertex nesting probe once took such shells for cavities)."""
+    v, f, g, repairs = repair_surface(*read_triangles(meshes / "box.STL")[:3])
     assert surface_defects(v, f, check_intersections=False).closed_manifold
-    pts = np.random.default_rng(0).uniform(v.min(axis=0), v.max(axis=0), (500, 3))
-    w = np.round(winding_numbers(v, f, pts), 6)
-    assert (w == -1).any()
+    assert not any("reversed" in r for r in repairs)
+    n, labels = face_components(f)[:2]
+    crossing = 0
+    for a in range(n):
+        ids = np.unique(f[labels == a])
+        for b in range(n):
+            if b != a:
+                inside = np.abs(winding_numbers(v, f[labels == b], v[ids])) > 0.5
+                crossing += bool(inside.any() and not inside.all())
+    assert crossing >= 2
 
 
 def vtk_crossing_pairs(vertices: np.ndarray, faces: np.ndarray) -> int:

@@ -13,6 +13,9 @@ from fieldgen.surface.topology import closed_components, compacted, signed_volum
 
 #: Vertices closer than this fraction of the bounding-box diagonal are one vertex.
 MERGE_TOLERANCE = 1e-8
+#: Vertices of a closed piece tested to lie inside another before it counts as nested in it
+#: (a cavity at odd depth): :func:`nesting_depths`.
+NEST_SAMPLES = 64
 
 
 def merge_close_vertices(vertices: np.ndarray, faces: np.ndarray, tolerance: float):
@@ -68,16 +71,35 @@ def _outward_flips(vertices, faces) -> np.ndarray:
     comp_flip = sign < 0
     closed_ids = np.flatnonzero(closed)
     if len(closed_ids) > 1:
-        pieces = {c: np.where(comp_flip[c], oriented[labels == c][:, [0, 2, 1]],
-                              oriented[labels == c]) for c in closed_ids}
-        probes = np.stack([vertices[pieces[c][0, 0]] for c in closed_ids])
-        depth = np.zeros(len(closed_ids), dtype=np.int64)
-        for c in closed_ids:
-            inside = np.abs(winding_numbers(vertices, pieces[c], probes)) > 0.5
-            inside[closed_ids == c] = False
-            depth += inside
-        comp_flip[closed_ids[depth % 2 == 1]] ^= True
+        pieces = [np.where(comp_flip[c], oriented[labels == c][:, [0, 2, 1]], oriented[labels == c])
+                  for c in closed_ids]
+        comp_flip[closed_ids[nesting_depths(vertices, pieces) % 2 == 1]] ^= True
     return flip ^ comp_flip[labels]
+
+
+def nesting_depths(vertices: np.ndarray, pieces: list[np.ndarray]) -> np.ndarray:
+    """How many of the other closed ``pieces`` (face arrays) wholly enclose each one: every one of
+    up to ``NEST_SAMPLES`` of its vertices (spread by index) inside the other by its winding
+    number. A piece that only overlaps another (an assembly's solids, which cross) has vertices
+    outside it and is not nested, so it is not taken for a cavity and reversed (which would
+    make fTetWild subtract it: docs/model.md §2.11)."""
+    used = [np.unique(piece) for piece in pieces]
+    samples = [ids[np.unique(np.linspace(0, len(ids) - 1, min(NEST_SAMPLES, len(ids))).astype(np.int64))]
+               for ids in used]
+    boxes = np.array([[vertices[ids].min(axis=0), vertices[ids].max(axis=0)] for ids in used])
+    depth = np.zeros(len(pieces), dtype=np.int64)
+    for d, outer in enumerate(pieces):
+        within = np.all((boxes[:, 0] >= boxes[d, 0]) & (boxes[:, 1] <= boxes[d, 1]), axis=1)
+        within[d] = False
+        inner = np.flatnonzero(within)
+        if not len(inner):
+            continue
+        probes = np.concatenate([vertices[samples[c]] for c in inner])
+        owner = np.repeat(np.arange(len(inner)), [len(samples[c]) for c in inner])
+        inside = np.abs(winding_numbers(vertices, outer, probes)) > 0.5
+        outside = np.bincount(owner, weights=~inside, minlength=len(inner))
+        depth[inner[outside == 0]] += 1
+    return depth
 
 
 def repair_surface(vertices, faces, face_groups, *, merge_tolerance: float = MERGE_TOLERANCE):

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
-from fieldgen.install import install_hint
+from fieldgen.install import extra_installed, install_hint
 from fieldgen.io.surface_readers import SURFACE_FORMATS, read_bytes, read_triangles, size_warnings
 from fieldgen.surface.defects import describe, surface_defects
 from fieldgen.surface.intersections import intersecting_face_pairs
@@ -33,7 +33,10 @@ from fieldgen.units import length_scale
 
 
 def robust_fix() -> str:
-    """The fix for a surface only the robust mesher can use (with the install command that works here)."""
+    """The fix for a surface only the robust mesher can use (with the install command that works
+    here, when its extra is not installed)."""
+    if extra_installed("robust"):
+        return "or pass --robust to mesh it anyway with fTetWild"
     return f"or pass --robust to mesh it anyway with fTetWild (needs {install_hint('robust')})"
 
 
