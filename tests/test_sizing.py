@@ -638,6 +638,21 @@ def test_the_accuracy_warning_gives_every_reason():
     assert "before the fit" in both and "tet budget" in both
 
 
+def test_an_error_just_above_the_accuracy_is_not_printed_as_within_it():
+    """1.0004% over an asked 1% reads "1.0004%", not "1.00%" (a pass that looked met and was not);
+    below or well above, two decimals."""
+    from fieldgen.fe.estimate import ErrorEstimate, error_percent
+    from fieldgen.sizing.warning import accuracy_warning
+
+    assert error_percent(0.010004, 0.01) == "1.0004%"
+    assert error_percent(0.0099, 0.01) == "0.99%" and error_percent(0.0125, 0.01) == "1.25%"
+    assert error_percent(0.01, 0.01) == "1.00%"
+    estimate = ErrorEstimate(extent=0.010004, pressure=0.010004, characteristic_length=0.005,
+                             tet_rms_extent=np.zeros(1), tet_rms_pressure=np.zeros(1))
+    [warning] = accuracy_warning(estimate, 0.01, {"stopped": "tet budget"}, 10)
+    assert warning.startswith("estimated discretisation error 1.0004% (e 1.0004%, p 1.0004%, L 0.50%, on 10 tets)")
+
+
 def sphere_mesher(meshes):
     """A mesher for the sizing loops: TetGen on unit_sphere.STL at a uniform edge, no skin."""
     surface = load_surface(str(meshes / "unit_sphere.STL"), "m")

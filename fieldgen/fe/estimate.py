@@ -114,6 +114,15 @@ def worst_error(estimate: ErrorEstimate) -> float:
     return max(estimate.extent, estimate.pressure, estimate.characteristic_length)
 
 
+def error_percent(value: float, accuracy: float) -> str:
+    """A relative error as a percentage with two decimals, or with as many more (up to six) as
+    show it above ``accuracy`` when it is: 1.0004 % over an asked 1 % is not printed as 1.00 %."""
+    digits = 2
+    while value > accuracy and digits < 6 and round(100 * value, digits) <= round(100 * accuracy, digits):
+        digits += 1
+    return f"{100 * value:.{digits}f}%"
+
+
 def tet_error(estimate: ErrorEstimate, law) -> np.ndarray:
     """(t,) each tet's RMS error relative to the field's maximum: the larger of e's and p0's
     (p0's over p0(1)), as the sizing marks tets by it."""

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from fieldgen.errors import BuildError, MesherCrash
-from fieldgen.fe.estimate import ErrorEstimate, estimate_error, worst_error
+from fieldgen.fe.estimate import ErrorEstimate, error_percent, estimate_error, worst_error
 from fieldgen.fe import extent as extent_solve
 from fieldgen.meshing import refine
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, tet_volumes
@@ -182,8 +182,8 @@ def pass_record(mesh, estimate, edge, marked=None, split_edges=None) -> dict:
 
 def report_pass(progress, index, mesh, estimate, accuracy) -> None:
     progress.message(f"sizing pass {index + 1}: {mesh.n_tets:,} tets, estimated error e "
-                     f"{100 * estimate.extent:.2f}%, p {100 * estimate.pressure:.2f}%, "
-                     f"L {100 * estimate.characteristic_length:.2f}% (asked {100 * accuracy:g}%)")
+                     f"{error_percent(estimate.extent, accuracy)}, p {error_percent(estimate.pressure, accuracy)}, "
+                     f"L {error_percent(estimate.characteristic_length, accuracy)} (asked {100 * accuracy:g}%)")
 
 
 # ------------------------------------------------------------------ marking
