@@ -335,6 +335,8 @@ def load_part(input_path: str, options: BuildOptions, progress: Progress) -> Par
         surface, markers, core = surface_stage(surface, markers, core, options, scale)
     for repair in surface.repairs:
         progress.message(f"repaired {input_path}: {repair}")
+    if surface.remesh is not None:
+        progress.message(surface.remesh.message(input_path, options.units, scale))
     # TetGen keeps the input's FREE faces in place, so the skin's depth is measured from them;
     # fTetWild moves them, so there from its own.
     exposed = None if options.robust else (surface.vertices, surface.faces[markers == FREE])
@@ -575,6 +577,7 @@ def build_result(output_path: str, options: BuildOptions, law, meshed: MeshedPar
                **({"error_estimate": metadata["error_estimate"]} if extent.estimate is not None else {}),
                **({"sizing": sizing_report} if sizing_report is not None else {}),
                **({"skin_volume_fraction": float(meshed.skin.volume_fraction)} if meshed.skin is not None else {}),
+               **({"surface_remesh": meshed.surface.remesh.to_metadata()} if meshed.surface.remesh is not None else {}),
                **({"drake": drake} if drake is not None else {})},
     )
 

@@ -396,6 +396,19 @@ def test_the_flag_end_to_end_records_the_remeshing_and_keeps_the_bonded_face(sli
     assert np.allclose(asset.extent[np.abs(z - SIZE[2]) < 1e-9], 0.0)
 
 
+def test_the_remeshing_is_told_on_stderr_and_in_the_json_report(sliver_stl, tmp_path):
+    """A user sees that the surface was changed: a `remeshed` line on stderr and the asset's
+    record as `surface_remesh` in --json."""
+    out = tmp_path / "a.vtu"
+    result = _build([str(sliver_stl), "--units", "mm", "--surface-tolerance", "0.02", "--modulus", "1e5",
+                     "--dissipation", "1", "--edge-length", "3", "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["surface_remesh"] == read_asset(out).metadata["surface"]["remesh"]
+    before, after = report["surface_remesh"]["triangles_before"], report["surface_remesh"]["triangles_after"]
+    assert f"remeshed {sliver_stl} within 0.02 mm: {before:,} -> {after:,} triangles" in result.stderr
+
+
 @pytest.mark.parametrize("value", ["-1", "nan", "inf"])
 def test_a_bad_tolerance_exits_2_naming_the_flag(sliver_stl, tmp_path, value):
     result = CliRunner().invoke(main, ["build", str(sliver_stl), "--units", "mm", "--modulus", "1e5",

@@ -125,6 +125,11 @@ class SurfaceRemesh:
                 "mmg_hausd": self.hausd, "ridge_angle": self.ridge_angle, "cost_before": round(self.cost_before, 1),
                 "cost_after": round(self.cost_after, 1)}
 
+    def message(self, path: str, units: str, scale: float) -> str:
+        """What the build tells its user (lengths in ``units``, ``scale`` metres each)."""
+        return (f"remeshed {path} within {self.tolerance / scale:.3g} {units}: {self.triangles_before:,} -> "
+                f"{self.triangles_after:,} triangles, {self.hausdorff / scale:.3g} {units} from the input (measured)")
+
 
 @dataclass(frozen=True)
 class ToleratedSurface:
