@@ -181,3 +181,19 @@ def test_nesting_counts_a_solid_wholly_inside_another_and_not_one_that_crosses()
     pieces = [mesh.faces[:n1], mesh.faces[n1:n1 + n2], mesh.faces[n1 + n2:]]
     # the inner sphere is in the outer one (depth 1); the box crosses both: in neither
     assert nesting_depths(np.asarray(mesh.vertices), pieces).tolist() == [0, 1, 0]
+
+
+@pytest.mark.parametrize("name", ["stretch_link_arm_l1.STL", "interbotix_uxarm_left_inner_knuckle.stl"])
+def test_public_parts_of_crossing_solids_keep_every_solid_outward(meshes, name):
+    """Two robot meshes saved as solids that cross (an arm's tube through its end cap, a
+    knuckle's pins through it): no piece is reversed, so each piece's volume counts (trimesh's,
+    each body alone) and none is subtracted. Before, a one-vertex probe reversed the tube (the
+    enclosed volume came out negative) and the knuckle's body (--robust kept its pins: 2.5 %)."""
+    from fieldgen.io.surface_readers import read_triangles
+    from fieldgen.surface.repair import repair_surface
+    from fieldgen.surface.topology import signed_volume
+
+    vertices, faces, _, repairs = repair_surface(*read_triangles(meshes / name)[:3])
+    bodies = trimesh.load(meshes / name, force="mesh").split(only_watertight=False)
+    assert signed_volume(vertices, faces) == pytest.approx(sum(abs(b.volume) for b in bodies), rel=1e-6)
+    assert not any("reversed" in r for r in repairs), repairs
