@@ -8,6 +8,7 @@ the sizing's own output."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -147,3 +148,25 @@ def test_a_first_mesh_too_large_to_estimate_stops_the_build_naming_the_fixes(tmp
     # under the limit it builds
     monkeypatch.setattr(accuracy, "MAX_ESTIMATED_TETS", 2_000_000)
     assert CliRunner().invoke(main, ["build", str(path), "--units", "mm", "--modulus", "1e5", "-o", str(out)]).exit_code == 0
+
+
+def test_walls_too_thin_for_any_mesh_the_sizing_solves_are_refused_before_tetgen(tmp_path):
+    """A 0.5 mm spherical shell 0.6 m across (2.3 m² of surface): TetGen's tets would be about as
+    small as the wall is thin, A³ / (4 V²) ≈ 9 M of them (a public 0.5 mm bellows ran TetGen for
+    minutes and gigabytes, then past the same limit). Refused in about a second naming the wall's
+    thickness and the fixes, exit 1, nothing written."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    outer = trimesh.creation.icosphere(subdivisions=3, radius=300.0)
+    inner = trimesh.creation.icosphere(subdivisions=3, radius=299.5)
+    inner.invert()
+    path = tmp_path / "shell.stl"
+    trimesh.util.concatenate([outer, inner]).export(path)
+    out = tmp_path / "shell.vtu"
+    result = CliRunner().invoke(main, ["build", str(path), "--units", "mm", "--modulus", "1e5", "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "tetrahedralize" not in result.output                  # TetGen never started
+    assert re.search(rf"{re.escape(str(path))}: its walls are about 0\.(49|50)\d* mm thick", result.output)
+    assert "--edge-length" in result.output and "Traceback" not in result.output and not out.exists()

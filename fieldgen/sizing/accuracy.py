@@ -41,6 +41,7 @@ from fieldgen.sizing.size_field import (capped_sizes, first_near_edge, first_siz
                                         next_near_edge)
 from fieldgen.skin.cut import free_surface_depth
 from fieldgen.surface.remesh import TETS_PER_COST, surface_cost
+from fieldgen.surface.topology import face_areas, signed_volume
 
 #: Fraction of the accuracy the sizing aims at (the rest is margin for the estimate itself).
 AIM = 0.7
@@ -332,6 +333,7 @@ def _refine_locally(mesher, law, accuracy: float, volume: float, *, progress, ma
             made, stretch = layered, None
             mesh, split, parameters = made.mesh, made.split, made.parameters
         elif mesh is None:
+            _check_walls_within_reach(mesher, surface)
             radius_edge = first_radius_edge(surface, max_tets, tets_per_cost)
             made = _first_mesh(mesher, edge, stretch, radius_edge)
             if radius_edge is None and surface is not None:          # (None: fTetWild's surface)
@@ -403,6 +405,28 @@ def _check_within_reach(mesher, tets: int, max_tets: int) -> None:
                      "(threads, text, slivers) set it", path=mesher.path,
                      fix="remesh the surface coarser (--surface-tolerance LENGTH, above the default 0.1 % of "
                          "its diagonal), or choose the mesh's size yourself (--edge-length)")
+
+
+def _check_walls_within_reach(mesher, surface) -> None:
+    """BuildError, before TetGen runs, for a part whose walls are so thin over so much surface
+    that TetGen's tets (about as small as the walls are thin, even at the relaxed bound) would
+    number more than ``MAX_ESTIMATED_TETS``: about ``A / t²`` with ``t = 2V / A`` the mean wall
+    thickness, i.e. ``A³ / (4 V²)`` (dimensionless; a sphere 28, a 3 mm tray 25k, a 0.5 mm
+    bellows 330 mm long 2.4 M). Such a first mesh took TetGen many minutes and gigabytes before
+    the same limit stopped the build (docs/design/sizing.md, "Surfaces too fine for the budget")."""
+    if surface is None:
+        return
+    area = float(face_areas(*surface).sum())
+    volume = abs(signed_volume(*surface))
+    if volume <= 0 or area ** 3 / (4.0 * volume ** 2) <= MAX_ESTIMATED_TETS:
+        return
+    thickness = 2.0 * volume / area
+    raise BuildError(f"its walls are about {thickness * 1e3:.3g} mm thick (twice its volume over its area) over "
+                     f"{area:.3g} m^2 of surface: TetGen's tets would be about as small as the walls are thin, "
+                     f"some {area ** 3 / (4.0 * volume ** 2):,.0f} of them, more than the sizing solves and "
+                     f"estimates on ({MAX_ESTIMATED_TETS:,})", path=mesher.path,
+                     fix="choose the mesh yourself (--edge-length, with --radius-edge 10 for fewer tets across "
+                         "thin walls), or thicken the part's walls")
 
 
 def _first_mesh(mesher, edge: float, stretch, radius_edge: float | None):
