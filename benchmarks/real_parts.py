@@ -125,6 +125,11 @@ OUTSIDE_CASES = [
     ("kortex_lite_finger", "kortex_lite_left_finger_dist.STL", "m", {"modulus": 1e6, "dissipation": 1.0}),
     ("j100_sick_bracket", "j100_sick_inverted_bracket.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
     ("kinova_ring", "kinova_ring_small.STL", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    # assemblies saved as crossing solids: a mobile manipulator's arm link (a tube through its
+    # end cap) and a gripper knuckle with its pins
+    ("stretch_arm_link-robust", "stretch_link_arm_l1.STL", "m", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
+    ("interbotix_knuckle-robust", "interbotix_uxarm_left_inner_knuckle.stl", "m",
+     {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
 ]
 CASES = CASES + OUTSIDE_CASES
 
