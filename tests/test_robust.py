@@ -325,3 +325,16 @@ def test_ftetwild_gets_the_improvement_limits_and_the_asset_records_them(monkeyp
     options = ftetwild.RobustOptions(optimize_iterations=5, stop_energy=40.0)
     _, _, parameters = ftetwild.ftetwild_mesh(box.vertices, box.faces, options)
     assert seen["num_opt_iter"] == 5 and seen["stop_energy"] == 40.0 == parameters["stop_energy"]
+
+
+def test_an_open_surface_under_robust_is_loaded_with_a_warning_that_ftetwild_closes_it(meshes):
+    """--robust meshes an open surface (a membrane with a hole becomes a solid): the user is told,
+    with the open edges and holes counted independently here (edges used by one face, by trimesh)."""
+    surface = load_surface(meshes / "teapot.stl", "mm", require_closed=False)
+    mesh = trimesh.Trimesh(surface.vertices, surface.faces, process=False)
+    edges = np.sort(mesh.edges, axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    [warning] = [w for w in surface.warnings if "is open" in w]
+    assert f"({int((counts == 1).sum()):,} edges of one face" in warning and "fTetWild" in warning
+    closed = load_surface(meshes / "unit_sphere.STL", "m", require_closed=False)
+    assert not any("is open" in w for w in closed.warnings)

@@ -97,8 +97,9 @@ def _refuse_unread(path_text: str, vertices, faces, role: str) -> None:
                          path=path_text, fix="Re-export the mesh from its CAD source")
 
 
-def _refuse_defects(path_text: str, vertices, faces, role: str, units: str, require_closed: bool) -> None:
-    """InputError naming every defect that keeps the repaired surface from bounding a volume."""
+def _refuse_defects(path_text: str, vertices, faces, role: str, units: str, require_closed: bool) -> tuple[str, ...]:
+    """InputError naming every defect that keeps the repaired surface from bounding a volume;
+    without ``require_closed`` (--robust), a warning that an open surface is closed by fTetWild."""
     span = vertices.max(axis=0) - vertices.min(axis=0)
     diag = float(np.linalg.norm(span))
     defects = surface_defects(vertices, faces, check_intersections=require_closed)
@@ -110,6 +111,11 @@ def _refuse_defects(path_text: str, vertices, faces, role: str, units: str, requ
         else:
             fix = "Export the part as a closed solid with thickness, not a sheet"
         raise InputError(f"the {role} cannot bound a volume: {defect}", path=path_text, fix=fix)
+    if not require_closed and defects.open_edges:
+        return (f"--robust: the {role} is open ({defects.open_edges:,} edges of one face, in {defects.holes:,} "
+                "hole(s)); fTetWild meshes the solid its winding number encloses, closing the holes as it "
+                "sees fit: check the asset's shape (fieldgen inspect) before using it",)
+    return ()
 
 
 def load_surface(path, units: str = "m", *, role: str = "surface",
@@ -133,14 +139,14 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
         raise InputError(f"the {role} has no faces left after removing degenerate ones "
                          f"({'; '.join(repairs)})", path=path_text,
                          fix="Export the part as a solid with non-zero size")
-    _refuse_defects(path_text, vertices, faces, role, units, require_closed)
+    opened = _refuse_defects(path_text, vertices, faces, role, units, require_closed)
 
     vertices = vertices * UNIT_SCALE[units]
     for array in (vertices, faces, groups):
         array.setflags(write=False)
     return Surface(vertices=vertices, faces=faces, face_groups=groups, group_names=names,
                    path=path_text, sha256=sha, units=units, repairs=repairs,
-                   warnings=size_warnings(vertices, units)
+                   warnings=size_warnings(vertices, units) + opened
                    + (cavity_warnings(vertices, faces, units) if role == "surface" and require_closed else ()))
 
 
