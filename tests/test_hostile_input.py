@@ -337,14 +337,18 @@ def test_size_warning_of_a_rigid_body_in_the_json_report(inputs):
 
 
 @pytest.mark.slow
-def test_size_warning_of_an_indenter_in_the_json_report(inputs, tmp_path):
-    """The indenter mesh's size warning is in calibrate's --json warnings too (the fit of a
-    1e-35 m indenter goes on: one to three minutes)."""
+def test_size_warning_of_an_indenter_and_the_absurd_fit_it_makes(inputs, tmp_path):
+    """The indenter mesh's size warning reaches the user (stderr, even with -q), and the fit such
+    an indenter makes (M0 about 1e89 Pa: a 1e-35 m cube pressing a pad) is refused, the --json
+    error naming the fitted law and the units; nothing is written."""
+    out = tmp_path / "x.vtu"
     result = CliRunner().invoke(main, ["calibrate", *PAD, "--indenter", str(inputs / "tiny.obj"), "--data", str(PRESS),
-                                       "-o", str(tmp_path / "x.vtu"), "--json", "-q"])
-    assert [w for w in json.loads(result.stdout)["warnings"] if "m across" in w] == [
-        f"the indenter {inputs / 'tiny.obj'} is 1e-35 m across (read in mm), outside 1e-06 .. 1000 m: check the "
-        "length unit of --units (the indenter mesh is read in it)"]
+                                       "-o", str(out), "--json", "-q"])
+    assert result.exit_code == 1 and not out.exists()
+    assert (f"warning: the indenter {inputs / 'tiny.obj'} is 1e-35 m across (read in mm), outside 1e-06 .. 1000 m: "
+            "check the length unit of --units (the indenter mesh is read in it)") in result.stderr
+    error = json.loads(result.stdout)
+    assert error["ok"] is False and "stiffer than any solid" in error["error"] and "(read as mm,N)" in error["error"]
 
 
 def test_inspect_names_what_is_invalid(inputs):

@@ -155,6 +155,7 @@ OUTSIDE_CORPUS = {
     "Sqr3H5L3D3P1.stl", "xamla_mount_c920_left.stl", "kinova_forearm.STL", "kinova_finger_distal.STL",
     "xamla_mount_rpi_bottom.stl", "clearpath_a200_lidar_mount.stl", "omx_plate.stl",
     "kortex_lite_left_finger_dist.STL", "j100_sick_inverted_bracket.stl", "kinova_ring_small.STL",
+    "stretch_link_arm_l1.STL", "interbotix_uxarm_left_inner_knuckle.stl",
 }
 
 
