@@ -234,17 +234,23 @@ def extruded(points: np.ndarray, triangles: np.ndarray, basis: np.ndarray, axis,
              heights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """3-D points and positive tets of the 2-D triangulation extruded along ``axis`` through the
     increasing ``heights`` (a layer between each two; three tets a prism)."""
-    m = len(points)
-    layers = len(heights) - 1
     plane = points @ basis
     xyz = np.concatenate([plane + h * np.asarray(axis, dtype=np.float64) for h in heights])
+    return xyz, orient_positive(xyz, prism_tets(triangles, len(points), len(heights) - 1))
+
+
+def prism_tets(triangles: np.ndarray, count: int, layers: int) -> np.ndarray:
+    """The tets of ``triangles`` (on ``count`` points a layer, the points numbered layer by layer)
+    stacked through ``layers`` layers: three a prism, each diagonal from a lower-numbered bottom
+    vertex to a higher-numbered top vertex, so two prisms sharing a side split it alike and the
+    mesh conforms. Not oriented."""
     a, b, c = np.sort(triangles, axis=1).T
     tets = []
     for j in range(layers):
-        lo, hi = j * m, (j + 1) * m
+        lo, hi = j * count, (j + 1) * count
         tets += [np.stack([a + lo, b + lo, c + lo, c + hi], axis=1), np.stack([a + lo, b + lo, b + hi, c + hi], axis=1),
                  np.stack([a + lo, a + hi, b + hi, c + hi], axis=1)]
-    return xyz, orient_positive(xyz, np.concatenate(tets))
+    return np.concatenate(tets)
 
 
 def layered_plate(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, axis,

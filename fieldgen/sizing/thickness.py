@@ -29,25 +29,39 @@ def face_thickness(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     to the nearest other triangle hit (``inf`` where the ray leaves the surface without a hit).
     The surface is closed and wound outward (as :func:`fieldgen.surface.stage.load_surface`
     gives it)."""
+    return opposite_faces(vertices, faces)[0]
+
+
+def opposite_faces(vertices: np.ndarray, faces: np.ndarray,
+                   only: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each triangle's local thickness (:func:`face_thickness`) and the triangle its ray meets
+    there (-1 where none); with ``only`` (face indices), for those triangles alone (in that
+    order), the others still hit."""
     vertices = np.asarray(vertices, dtype=np.float64)
     faces = np.asarray(faces, dtype=np.int64)
     surface = trimesh.Trimesh(vertices, faces, process=False)
-    normals = np.asarray(surface.face_normals, dtype=np.float64)
-    centroids = vertices[faces].mean(axis=1)
+    cast = np.arange(len(faces)) if only is None else np.asarray(only, dtype=np.int64)
+    normals = np.asarray(surface.face_normals, dtype=np.float64)[cast]
+    centroids = vertices[faces[cast]].mean(axis=1)
     scale = float(np.ptp(vertices, axis=0).max())
     origins = centroids - 1e-9 * scale * normals
-    thickness = np.full(len(faces), np.inf)
+    thickness = np.full(len(cast), np.inf)
+    opposite = np.full(len(cast), -1, dtype=np.int64)
     # In chunks of rays: trimesh tests every triangle whose box meets a ray's, all at once, which
     # on a threaded part's 65k triangles took over 8 GB in one call.
-    for start in range(0, len(faces), RAYS_AT_ONCE):
+    for start in range(0, len(cast), RAYS_AT_ONCE):
         chunk = slice(start, start + RAYS_AT_ONCE)
         locations, rays, hit_faces = surface.ray.intersects_location(origins[chunk], -normals[chunk],
                                                                      multiple_hits=True)
         rays = rays + start
         distance = np.einsum("ij,ij->i", locations - centroids[rays], -normals[rays])
-        keep = (hit_faces != rays) & (distance > 1e-7 * scale)
-        np.minimum.at(thickness, rays[keep], distance[keep])
-    return thickness
+        keep = (hit_faces != cast[rays]) & (distance > 1e-7 * scale)
+        rays, hit_faces, distance = rays[keep], np.asarray(hit_faces)[keep], distance[keep]
+        order = np.lexsort((hit_faces, distance, rays))       # each ray's nearest hit first
+        first = order[np.r_[True, rays[order][1:] != rays[order][:-1]]] if len(order) else order
+        thickness[rays[first]] = distance[first]
+        opposite[rays[first]] = hit_faces[first]
+    return thickness, opposite
 
 
 def vertex_thickness(vertices: np.ndarray, faces: np.ndarray, per_face: np.ndarray) -> np.ndarray:
