@@ -341,8 +341,8 @@ def load_part(input_path: str, options: BuildOptions, progress: Progress) -> Par
     # fTetWild moves them, so there from its own.
     exposed = None if options.robust else (surface.vertices, surface.faces[markers == FREE])
     return PartToMesh(surface=surface, core=core, markers=markers, path=input_path, units=options.units,
-                      scale=scale, skin=None if options.skin is None else options.skin * scale,
-                      free_surface=exposed)
+                      scale=scale, skin=None if options.skin is None else options.skin * scale, free_surface=exposed,
+                      surface_tolerance=None if options.surface_tolerance is None else options.surface_tolerance * scale)
 
 
 def surface_stage(surface, markers, core, options: BuildOptions, scale: float):

@@ -35,7 +35,7 @@ from fieldgen.meshing import refine
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, tet_volumes
 from fieldgen.progress import Progress
 from fieldgen.sizing.plate import PLATE_FIRST_TETS, PLATE_STRETCH, stretch_fits
-from fieldgen.sizing import adapt, extrusion, lengthwise, skin_grading, tray
+from fieldgen.sizing import adapt, extrusion, lengthwise, sheet, skin_grading, tray
 from fieldgen.sizing.thickness import face_thickness, has_thin_walls, vertex_thickness
 from fieldgen.sizing.size_field import (capped_sizes, first_near_edge, first_size, mesh_with_size_field,
                                         next_near_edge)
@@ -275,19 +275,32 @@ def mesh_by_accuracy(mesher, law, accuracy: float, volume: float, *,
 def _layered_first_mesh(mesher, plate, surface, volume: float, max_tets: int):
     """A first mesh in layers for a thin right prism: a plate across its thin ``plate`` axis
     (:mod:`fieldgen.sizing.extrusion`) or a thin-walled tube or tray along its axis
-    (:mod:`fieldgen.sizing.lengthwise`, :mod:`fieldgen.sizing.tray`); None for any other part, or
-    one whose walls are not thin against the uniform first edge. A right prism whose section is
+    (:mod:`fieldgen.sizing.lengthwise`, :mod:`fieldgen.sizing.tray`), or else a sheet of one
+    thickness, flat or bent (:func:`_sheet_first_mesh`); None for any other part, or one whose
+    walls are not thin against the uniform first edge. A right prism whose section is
     thin by its own measure (:func:`fieldgen.sizing.lengthwise.thin_section`) is layered whatever
     the first edge: a tee with 3 mm walls, not thin against a 3.4 mm first edge, stopped at the
     budget at 1.9 % under TetGen's passes (docs/design/sizing.md, "Thin walls")."""
     prism = plate is None and lengthwise.thin_section(*surface) is not None
     if plate is None and not prism and tray.tray_section(*surface) is None:
-        return None                     # (cheap) not a thin-walled prism or tray: no thickness rays
+        return _sheet_first_mesh(mesher, surface, volume, max_tets)
     if not prism and not has_thin_walls(*surface, face_thickness(*surface), first_size(volume)):
         return None
     made = mesher.layered(plate, max_tets) if plate is not None else None
     if made is None:
         made = mesher.lengthwise(max_tets)        # a tube, or a tray (plate-like when shallow)
+    if made is None and not prism:
+        return _sheet_first_mesh(mesher, surface, volume, max_tets)       # a plate bent, or not a prism
+    return made if made is not None and made.mesh.n_tets <= max_tets else None
+
+
+def _sheet_first_mesh(mesher, surface, volume: float, max_tets: int):
+    """A first mesh in layers for a sheet of one thickness, flat or bent
+    (:mod:`fieldgen.sizing.sheet`); None for any other part. Only a part thin on average
+    (:func:`fieldgen.sizing.sheet.thin_on_average`) casts the thickness rays."""
+    if not hasattr(mesher, "sheet") or not sheet.thin_on_average(*surface, volume):
+        return None
+    made = mesher.sheet(max_tets)
     return made if made is not None and made.mesh.n_tets <= max_tets else None
 
 

@@ -21,7 +21,7 @@ from fieldgen.meshing import ftetwild, refine, tetgen
 from fieldgen.meshing.tetgen import MeshingOptions
 from fieldgen.meshing.tetmesh import TetMesh
 from fieldgen.progress import Progress
-from fieldgen.sizing import extrusion, lengthwise, open_section, section_field, tray
+from fieldgen.sizing import extrusion, lengthwise, open_section, section_field, sheet, tray
 from fieldgen.skin import band as layer_band
 from fieldgen.skin import interior as rigid_interior
 from fieldgen.skin.cut import cut_skin
@@ -78,6 +78,7 @@ class PartToMesh:
     scale: float                 # metres per input unit
     skin: float | None           # skin thickness, m (None: no skin)
     free_surface: Any            # (vertices, faces) the skin's depth is measured from; None: the mesh's own
+    surface_tolerance: float | None = None   # m, how far a mesher may move the surface (None: the default; 0: not at all)
 
 
 def cut_and_refined(part: PartToMesh, whole: TetMesh, parameters: Mapping[str, Any], progress: Progress,
@@ -155,6 +156,22 @@ class TetGenMesher:
             return None
         parameters = {"mesher": "layered plate (MMG2D section, extruded)", "layers": extrusion.LAYERS}
         return cut_and_refined(part, whole, parameters, self.progress)
+
+    def sheet(self, max_tets: int | None = None) -> MeshedPass | None:
+        """A sheet of one thickness meshed in layers across it
+        (:func:`fieldgen.sizing.sheet.layered_sheet`), within the part's surface tolerance; None
+        for any other part, one with a core or a skin, or a surface to be kept exactly."""
+        part = self.part
+        if part.core is not None or part.skin is not None or part.surface_tolerance == 0:
+            return None
+        with self.progress.stage("tetrahedralize"):
+            made = sheet.layered_sheet(part.surface.vertices, part.surface.faces, part.markers, max_tets,
+                                       part.surface_tolerance)
+        if made is None:
+            return None
+        whole, record = made
+        return cut_and_refined(part, whole, {"mesher": "layered sheet (one side remeshed by MMGS, columns across)",
+                                             **record}, self.progress)
 
     def lengthwise(self, max_tets: int | None = None) -> MeshedPass | None:
         """A thin-walled tube or tray meshed in layers along its axis (:data:`WALLED`); None for

@@ -1,0 +1,330 @@
+"""A sheet of one thickness, flat or bent (a bracket or mount of sheet metal), meshed in layers
+across it (docs/model.md §2.10, "Thin walls").
+
+A sheet: nearly all of the surface (``SIDE_SHARE`` of its area) lies on two sides that face each
+other at one thickness ``t`` — each such triangle's inward ray
+(:func:`fieldgen.sizing.thickness.opposite_faces`) meets a triangle of the other side whose
+normal is opposite (cosine below ``-PAIRED``) within ``SPREAD`` of ``t`` — and the rest is the
+rim, the cut edges ``t`` wide. Across a free sheet the extent is a parabola; along it the field
+is flat except within about ``t/π`` of the rim (as a plate's, :mod:`fieldgen.sizing.extrusion`).
+So one side is remeshed by MMGS (``mmgpy``) and a column runs from each of its vertices across
+the sheet:
+
+1. the side is remeshed at ``EDGE_FIRST`` t (a clean start from the input's narrow CAD
+   triangles), then under a metric graded from its rim: edges ``EDGE_AT_RIM`` t across the rim,
+   growing by ``GRADING`` per unit distance up to ``EDGE_ALONG`` t, which is also the edge along
+   the rim; every size scaled up when the mesh would pass its share of the tet budget;
+2. each vertex's column runs along its inward normal (the side's face normals averaged within
+   ``NORMAL_RADIUS`` t, so neighbouring columns stay parallel at the scale of the thickness) to
+   the other side (a ray; ``t`` where it misses, at the rim), in ``LAYERS`` equal layers; each
+   triangle's column is a stack of prisms of three tets, the diagonals by vertex number
+   (:func:`fieldgen.sizing.extrusion.prism_tets`), so the mesh conforms.
+
+The smaller side is tried first (the inside of a bend, where the columns spread rather than
+meet), then the other if a column folded. A mesh is kept only if no tet is inverted (a column
+folding over its neighbour) and its boundary and the input surface are within the surface
+tolerance of each other (:func:`distance_apart`); otherwise None, and TetGen's passes mesh the
+part as any other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from fieldgen.io.vtk_data import distance_to_triangles
+from fieldgen.meshing.ftetwild import classify_boundary
+from fieldgen.meshing.mmg import MmgFailure, remesh as run_mmg
+from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
+from fieldgen.sizing.adapt import symmetric
+from fieldgen.sizing.extrusion import prism_tets
+from fieldgen.sizing.thickness import opposite_faces
+from fieldgen.surface.components import components
+from fieldgen.surface.remesh import default_tolerance
+from fieldgen.surface.topology import (compacted, face_areas, face_pairs_across_edges, signed_volume, triangle_edges,
+                                     unit_normals)
+
+#: A sheet: the two sides hold this share of the area, their triangles face each other (cosine
+#: below ``-PAIRED``) at one thickness within ``SPREAD`` of it, and the sheet is at least
+#: ``THIN_RATIO`` thicknesses across; a side whose neighbouring triangles meet at more than
+#: ``FOLD`` degrees is folded sharp, and its columns could not fill the corner. ``SAMPLE``
+#: triangles spread through the list are tried first, and a surface of more than ``MAX_FACES``
+#: is not tried: a ray from a long CAD sliver can cost milliseconds (docs/design/sizing.md, "Sheets").
+SIDE_SHARE = 0.85
+PAIRED = 0.99
+SPREAD = 0.02
+THIN_RATIO = 8.0
+FOLD = 40.0
+SAMPLE = 256
+MAX_FACES = 20_000
+#: Layers across the sheet, and the side's edges in thicknesses: everywhere in the first
+#: remeshing, then across the rim at the rim, along it and inside, and the growth per unit
+#: distance from the rim; the radius the column directions are averaged over
+#: (docs/design/sizing.md, "Sheets").
+LAYERS = 11
+EDGE_FIRST = 1.0
+EDGE_AT_RIM = 0.15
+EDGE_ALONG = 3.0
+GRADING = 0.5
+NORMAL_RADIUS = 0.5
+#: MMGS's gradation and Hausdorff bound (in thicknesses).
+GRADATION = 1.5
+HAUSDORFF = 0.01
+#: The share of the tet budget the layered mesh may take (the passes refine with the rest); the
+#: most its sizes may be scaled up to fit; MMGS's triangles per unit triangle of the metric
+#: (measured on the sheets of docs/design/sizing.md, "Sheets").
+BUDGET_SHARE = 0.8
+MAX_SCALE = 2.0
+MMGS_SHARE = 2.4
+
+
+def thin_on_average(vertices: np.ndarray, faces: np.ndarray, volume: float) -> bool:
+    """Whether the part's mean thickness (twice its ``volume`` over its area, a sheet's thickness)
+    is under its largest extent over ``THIN_RATIO``: the cheap test before :func:`sheet_sides`."""
+    return THIN_RATIO * 2.0 * volume <= float(np.ptp(vertices, axis=0).max()) * float(face_areas(vertices, faces).sum())
+
+
+def sheet_sides(vertices: np.ndarray, faces: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """The sheet's thickness and each face's side (0 or 1; -1 on the rim), the smaller side 0;
+    None if the surface is not a sheet (module docstring)."""
+    area = face_areas(vertices, faces)
+    normals = unit_normals(vertices, faces)
+    if len(faces) > MAX_FACES or not _facing_sample(vertices, faces, area, normals):
+        return None
+    thickness, opposite = opposite_faces(vertices, faces)
+    facing = opposite >= 0
+    facing[facing] = np.einsum("ij,ij->i", normals[facing], normals[opposite[facing]]) < -PAIRED
+    if area[facing].sum() < SIDE_SHARE * area.sum():
+        return None
+    t = float(np.median(thickness[facing]))
+    paired = facing & (np.abs(thickness - t) <= SPREAD * t)
+    paired[paired] &= paired[opposite[paired]]
+    if area[paired].sum() < SIDE_SHARE * area.sum() or np.ptp(vertices, axis=0).max() < THIN_RATIO * t:
+        return None
+    side = _two_sides(faces, paired, opposite)
+    if side is None or _folded(faces, normals, side):
+        return None
+    if area[side == 0].sum() > area[side == 1].sum():
+        side = np.where(side < 0, side, 1 - side)
+    return t, side
+
+
+def _folded(faces: np.ndarray, normals: np.ndarray, side: np.ndarray) -> bool:
+    """Whether two triangles of one side meet across an edge at more than ``FOLD`` degrees."""
+    f, g, _ = face_pairs_across_edges(faces)
+    same = (side[f] >= 0) & (side[f] == side[g])
+    return bool(np.any(np.einsum("ij,ij->i", normals[f[same]], normals[g[same]]) < np.cos(np.radians(FOLD))))
+
+
+def _facing_sample(vertices: np.ndarray, faces: np.ndarray, area: np.ndarray, normals: np.ndarray) -> bool:
+    """Whether ``SAMPLE`` triangles spread evenly through the list face an opposite triangle
+    (:func:`sheet_sides`) over ``SIDE_SHARE`` of their area: a ray from a long CAD sliver can
+    cost milliseconds, so a part that is no sheet is told from a few hundred rays."""
+    sample = np.arange(0, len(faces), max(1, len(faces) // SAMPLE))
+    _, opposite = opposite_faces(vertices, faces, sample)
+    hit = opposite >= 0
+    facing = np.zeros(len(sample), dtype=bool)
+    facing[hit] = np.einsum("ij,ij->i", normals[sample[hit]], normals[opposite[hit]]) < -PAIRED
+    return bool(area[sample[facing]].sum() >= SIDE_SHARE * area[sample].sum())
+
+
+def _two_sides(faces: np.ndarray, paired: np.ndarray, opposite: np.ndarray) -> np.ndarray | None:
+    """Each paired face's side (0 or 1; -1 elsewhere): the pieces of paired faces joined across
+    edges, coloured so each face's opposite lies on the other side; None if no such colouring."""
+    f, g, _ = face_pairs_across_edges(faces)
+    joined = paired[f] & paired[g]
+    count, piece = components(len(faces), np.stack([f[joined], g[joined]], axis=1))
+    # A piece is a node twice over (node p: on side 0, p + count: on side 1); facing pieces
+    # join p to q + count and q to p + count. A colouring exists iff no p meets p + count.
+    a, b = piece[paired], piece[opposite[paired]]
+    links = np.concatenate([np.stack([a, b + count], axis=1), np.stack([b, a + count], axis=1)])
+    _, colour = components(2 * count, links)
+    used = np.unique(a)
+    if np.any(colour[used] == colour[used + count]):
+        return None
+    # Each component of the doubled graph and its mirror: the one holding the lower node is side 0.
+    first = np.minimum(colour[:count], colour[count:])
+    side = np.where(colour[piece] == first[piece], 0, 1)
+    return np.where(paired, side, -1)
+
+
+def rim_directions(points: np.ndarray, triangles: np.ndarray, step: float):
+    """Points sampled every ``step`` along the side's rim (its edges used by one triangle; none on
+    a closed side, a shell's), and at each the unit direction across the rim, in the side's plane."""
+    edges = triangle_edges(triangles)
+    key = np.sort(edges, axis=1)
+    _, index, count = np.unique(key, axis=0, return_index=True, return_counts=True)
+    once = index[count == 1]
+    a, b = points[edges[once, 0]], points[edges[once, 1]]
+    owner = triangles[once % len(triangles)]
+    along = (b - a) / np.linalg.norm(b - a, axis=1, keepdims=True)
+    across = np.cross(along, unit_normals(points, owner))
+    pieces = np.maximum(np.ceil(np.linalg.norm(b - a, axis=1) / step), 1).astype(np.int64)
+    share = np.concatenate([np.arange(k) / k for k in pieces] + [np.zeros(0)])
+    samples = np.repeat(a, pieces, axis=0) + share[:, None] * np.repeat(b - a, pieces, axis=0)
+    return samples, np.repeat(across, pieces, axis=0)
+
+
+def rim_metric(points: np.ndarray, samples: np.ndarray, across: np.ndarray, t: float,
+               scale: float = 1.0) -> np.ndarray:
+    """MMGS's (n, 6) metric at ``points``: edges ``EDGE_AT_RIM`` t across the rim (the direction
+    of the nearest rim sample), growing by ``GRADING`` per unit distance up to ``EDGE_ALONG`` t,
+    which is the edge along (everywhere on a side with no rim); every size times ``scale``."""
+    rim, along = EDGE_AT_RIM * t * scale, EDGE_ALONG * t * scale
+    iso = 1.0 / along ** 2
+    if not len(samples):
+        return np.tile(symmetric(iso * np.eye(3)[None]), (len(points), 1))
+    distance, nearest = cKDTree(samples).query(points)
+    size = np.minimum(along, rim + GRADING * distance)
+    direction = across[nearest]
+    matrices = (1.0 / size ** 2 - iso)[:, None, None] * direction[:, :, None] * direction[:, None, :]
+    return symmetric(matrices + iso * np.eye(3))
+
+
+def remeshed_side(points: np.ndarray, triangles: np.ndarray, metric: np.ndarray, hausdorff: float):
+    """The side remeshed by MMGS under ``metric`` (n, 6) within ``hausdorff``: (points,
+    triangles); None if MMGS fails. MMGS runs on the points moved and scaled to about 1 across
+    (as MMG2D does, :func:`fieldgen.sizing.extrusion.mmg2d`)."""
+    import mmgpy  # lazy: heavy, and only sheets are remeshed side by side
+
+    centre, size = points.mean(axis=0), float(np.ptp(points, axis=0).max())
+    mesh = mmgpy.MmgMeshS()
+    mesh.set_mesh_size(vertices=len(points), triangles=len(triangles))
+    mesh.set_vertices(np.ascontiguousarray((points - centre) / size))
+    mesh.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32))
+    mesh["tensor"] = np.ascontiguousarray(metric * size * size)
+    try:
+        run_mmg(mesh, hausd=hausdorff / size, hgrad=GRADATION, verbose=-1)
+    except MmgFailure:
+        return None
+    return (np.asarray(mesh.get_vertices(), dtype=np.float64) * size + centre,
+            np.asarray(mesh.get_triangles(), dtype=np.int64))
+
+
+def column_directions(points: np.ndarray, triangles: np.ndarray, radius: float) -> np.ndarray:
+    """Unit inward directions at the side's vertices: minus the area-weighted normals of the
+    triangles whose centroids lie within ``radius`` (and of the vertex's own triangles)."""
+    weighted = 0.5 * np.cross(points[triangles[:, 1]] - points[triangles[:, 0]],
+                              points[triangles[:, 2]] - points[triangles[:, 0]])
+    total = np.zeros_like(points)
+    for k in range(3):
+        np.add.at(total, triangles[:, k], weighted)
+    near = cKDTree(points).query_ball_point(points[triangles].mean(axis=1), radius)
+    rows = np.concatenate([np.asarray(n, dtype=np.int64) for n in near])
+    np.add.at(total, rows, np.repeat(weighted, [len(n) for n in near], axis=0))
+    return -total / np.linalg.norm(total, axis=1, keepdims=True)
+
+
+def column_depths(points: np.ndarray, directions: np.ndarray, other, t: float) -> np.ndarray:
+    """How far each column runs: to the ``other`` side (vertices, faces) along its direction
+    where a ray meets it within half to twice ``t``; ``t`` elsewhere (at the rim)."""
+    import trimesh  # lazy: heavy, and only sheets cast columns
+
+    target = trimesh.Trimesh(*other, process=False)
+    start = points - 1e-9 * t * directions
+    locations, rays, _ = target.ray.intersects_location(start, directions, multiple_hits=False)
+    depth = np.full(len(points), t)
+    reach = np.einsum("ij,ij->i", locations - points[rays], directions[rays])
+    ok = (reach > 0.5 * t) & (reach < 2.0 * t)
+    depth[rays[ok]] = reach[ok]
+    return depth
+
+
+def stacked(points: np.ndarray, triangles: np.ndarray, directions: np.ndarray, depth: np.ndarray,
+            layers: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The columns' points (layer by layer) and the prisms' tets, positive; None if a tet is flat
+    or inverted (a column folded over its neighbour). The triangles face out of the sheet, so a
+    prism's three tets (:func:`fieldgen.sizing.extrusion.prism_tets`) have the signs +, -, + times
+    that of its triangle taken in increasing vertex order against the column."""
+    xyz = np.concatenate([points + s * depth[:, None] * directions for s in np.linspace(0.0, 1.0, layers + 1)])
+    tets = prism_tets(triangles, len(points), layers)
+    ordered = np.sort(triangles, axis=1)
+    normal = np.cross(points[ordered[:, 1]] - points[ordered[:, 0]], points[ordered[:, 2]] - points[ordered[:, 0]])
+    sign = np.sign(np.einsum("ij,ij->i", normal, directions[ordered[:, 0]]))
+    expected = np.tile(np.concatenate([sign, -sign, sign]), layers)
+    volume = tet_volumes(xyz, tets)
+    if np.any(np.sign(volume) != expected) or np.abs(volume).min() <= 0.0:
+        return None
+    return xyz, orient_positive(xyz, tets)
+
+
+def predicted_tets(vertices: np.ndarray, faces: np.ndarray, t: float) -> float:
+    """About how many tets the side (``faces``) makes under :func:`rim_metric`: ``MMGS_SHARE``
+    times the metric's unit triangles, the interior at ``EDGE_ALONG`` t and the band along the
+    rim (its length ``P``) where the edge across grows from ``EDGE_AT_RIM`` t, ``P ln(EDGE_ALONG /
+    EDGE_AT_RIM) / (GRADING EDGE_ALONG t)`` of them; ``LAYERS`` layers of three tets a triangle."""
+    points, triangles = compacted(vertices, faces)
+    edges = np.sort(triangle_edges(triangles), axis=1)
+    once, count = np.unique(edges, axis=0, return_counts=True)
+    rim = once[count == 1]
+    perimeter = float(np.linalg.norm(points[rim[:, 0]] - points[rim[:, 1]], axis=1).sum())
+    along = EDGE_ALONG * t
+    unit = float(face_areas(points, triangles).sum()) / along ** 2 \
+        + perimeter * np.log(EDGE_ALONG / EDGE_AT_RIM) / (GRADING * along)
+    return float(3 * LAYERS * MMGS_SHARE * 4.0 / np.sqrt(3.0) * unit)
+
+
+def graded_side(vertices: np.ndarray, faces: np.ndarray, t: float, scale: float = 1.0):
+    """The side (``faces``) remeshed by MMGS at ``EDGE_FIRST`` t (the input's narrow CAD triangles
+    made into a clean start), then under :func:`rim_metric` (sizes times ``scale``), the rim's
+    directions taken from the input side: (points, triangles); None if MMGS fails."""
+    points, triangles = compacted(vertices, faces)
+    samples, across = rim_directions(points, triangles, 0.5 * EDGE_AT_RIM * t * scale)
+    first = np.tile(symmetric(np.eye(3)[None] / (EDGE_FIRST * t * scale) ** 2), (len(points), 1))
+    made = remeshed_side(points, triangles, first, HAUSDORFF * t)
+    if made is None:
+        return None
+    return remeshed_side(made[0], made[1], rim_metric(made[0], samples, across, t, scale), HAUSDORFF * t)
+
+
+def distance_apart(xyz: np.ndarray, tets: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> float:
+    """How far the mesh's boundary and the input surface are apart: the larger of the distances
+    from each one's vertices to the other (m), and of the volumes' difference over the area."""
+    boundary = boundary_faces_of(tets)
+    volume = float(np.abs(tet_volumes(xyz, tets)).sum())
+    return max(float(distance_to_triangles(xyz[np.unique(boundary)], vertices, faces).max()),
+               float(distance_to_triangles(vertices, xyz, boundary).max()),
+               abs(volume - abs(signed_volume(vertices, faces))) / float(face_areas(vertices, faces).sum()))
+
+
+def layered_sheet(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, max_tets: int | None = None,
+                  tolerance: float | None = None) -> tuple[TetMesh, dict] | None:
+    """A sheet's layered mesh (module docstring), each boundary face taking the condition of the
+    input face nearest to it, with its record (thickness, layers, the side's triangles, how far
+    the mesh is from the input); None if the surface is not a sheet, or no side gives a mesh
+    within ``tolerance`` (m; None: the surface stage's default,
+    :func:`fieldgen.surface.remesh.default_tolerance`) of it and ``BUDGET_SHARE`` of ``max_tets``."""
+    found = sheet_sides(vertices, faces)
+    if found is None:
+        return None
+    t, side = found
+    tolerance = default_tolerance(vertices) if tolerance is None else float(tolerance)
+    wanted = None if max_tets is None else BUDGET_SHARE * max_tets
+    for which in (0, 1):
+        scale = 1.0 if wanted is None else np.sqrt(max(1.0, predicted_tets(vertices, faces[side == which], t) / wanted))
+        if scale > MAX_SCALE:
+            return None
+        graded = graded_side(vertices, faces[side == which], t, scale)
+        if graded is None or (wanted is not None and 3 * LAYERS * len(graded[1]) > wanted):
+            return None                 # MMGS failed, or made more than predicted: so would the other side
+        mesh = columns(*graded, compacted(vertices, faces[side == 1 - which]), t, vertices, faces, markers)
+        if mesh is None:
+            continue                    # a column folded: the other side's may spread instead
+        apart = distance_apart(mesh.points, mesh.tets, vertices, faces)
+        if apart > tolerance:
+            return None                 # the columns miss part of the sheet: so would the other side's
+        return mesh, {"thickness": t, "layers": LAYERS, "side_triangles": len(graded[1]), "distance_apart": apart}
+    return None
+
+
+def columns(points, triangles, other, t: float, vertices, faces, markers) -> TetMesh | None:
+    """The side's columns to the ``other`` side (vertices, faces) as a TetMesh with the input's
+    conditions; None if a column folds."""
+    directions = column_directions(points, triangles, NORMAL_RADIUS * t)
+    made = stacked(points, triangles, directions, column_depths(points, directions, other, t), LAYERS)
+    if made is None:
+        return None
+    xyz, tets = made
+    boundary = boundary_faces_of(tets)
+    return TetMesh(points=xyz, tets=tets, boundary_faces=boundary,
+                   boundary_markers=classify_boundary(xyz, boundary, vertices, faces, markers))
