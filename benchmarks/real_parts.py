@@ -130,6 +130,13 @@ OUTSIDE_CASES = [
     ("stretch_arm_link-robust", "stretch_link_arm_l1.STL", "m", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
     ("interbotix_knuckle-robust", "interbotix_uxarm_left_inner_knuckle.stl", "m",
      {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
+    # bent sheet-metal brackets of mobile robots: round bends (the layered sheet) and sharp folds
+    ("jackal_upright_bracket", "jackal_sick_lms1xx_upright_bracket.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("jackal_camera_bracket", "jackal_camera_bracket.stl", "mm", {"modulus": 1e6, "dissipation": 1.0}),
+    ("rbkairos_box_handle", "rbkairos_box_handle.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("summit_xl_servo_bracket", "summit_xl_fr07_s101.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("summit_xl_camera_base", "summit_xl_steel_camera_base.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("summit_xl_axis_holder", "summit_xl_tecnalia_axis_holder.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
 ]
 CASES = CASES + OUTSIDE_CASES
 
