@@ -156,6 +156,8 @@ OUTSIDE_CORPUS = {
     "xamla_mount_rpi_bottom.stl", "clearpath_a200_lidar_mount.stl", "omx_plate.stl",
     "kortex_lite_left_finger_dist.STL", "j100_sick_inverted_bracket.stl", "kinova_ring_small.STL",
     "stretch_link_arm_l1.STL", "interbotix_uxarm_left_inner_knuckle.stl",
+    "jackal_sick_lms1xx_upright_bracket.stl", "jackal_camera_bracket.stl", "rbkairos_box_handle.stl",
+    "summit_xl_fr07_s101.stl", "summit_xl_steel_camera_base.stl", "summit_xl_tecnalia_axis_holder.stl",
 }
 
 
