@@ -61,7 +61,7 @@ MAX_FACES = 20_000
 #: remeshing, then across the rim at the rim, along it and inside, and the growth per unit
 #: distance from the rim; the radius the column directions are averaged over
 #: (docs/design/sizing.md, "Sheets").
-LAYERS = 11
+LAYERS = 9
 EDGE_FIRST = 1.0
 EDGE_AT_RIM = 0.15
 EDGE_ALONG = 3.0
