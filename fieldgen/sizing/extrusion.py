@@ -24,7 +24,7 @@ from fieldgen.errors import MesherCrash
 from fieldgen.meshing.ftetwild import classify_boundary
 from fieldgen.meshing.mmg import MmgFailure, remesh as run_mmg
 from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
-from fieldgen.surface.topology import compacted, edge_table, face_areas, unit_normals
+from fieldgen.surface.topology import boundary_edges, compacted, face_areas, unit_normals
 
 #: Layers of tets across the plate, and the section's edges in plate thicknesses: across the
 #: outline at the outline, along it and inside, and the growth of the edge across per unit
@@ -82,10 +82,8 @@ def flat_region(vertices: np.ndarray, faces: np.ndarray, basis: np.ndarray):
     (the triangles' edges used once)."""
     used, triangles = np.unique(faces, return_inverse=True)
     triangles = triangles.reshape(-1, 3)
-    key, _, _, _, counts = edge_table(triangles)
-    n = int(triangles.max()) + 1
-    once = key[counts == 1]
-    return vertices[used] @ basis.T, triangles, np.stack([once // n, once % n], axis=1)
+    outline = np.sort(boundary_edges(triangles)[0], axis=1)
+    return vertices[used] @ basis.T, triangles, outline[np.lexsort((outline[:, 1], outline[:, 0]))]
 
 
 def graded_metric(points: np.ndarray, outline_points: np.ndarray, outline: np.ndarray,

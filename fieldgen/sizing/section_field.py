@@ -27,7 +27,7 @@ from fieldgen.meshing.tetmesh import FREE, INSULATED, TetMesh, boundary_faces_of
 from fieldgen.sizing.adapt import hessian_metric
 from fieldgen.sizing.extrusion import extruded, graded_section, mmg2d
 from fieldgen.sizing.lengthwise import EDGE_AT_CORNER, LAYERS_ACROSS, layered_wall
-from fieldgen.surface.topology import compacted, triangle_edges
+from fieldgen.surface.topology import boundary_edges, compacted
 
 #: Solve-and-remesh rounds under the section field's metric.
 ROUNDS = 2
@@ -66,18 +66,11 @@ def field_section(points: np.ndarray, outline: np.ndarray, wall: float, along: f
     """The section bounded by ``outline`` (2-D ``points``, mean wall thickness ``wall``)
     triangulated for its own extent (module docstring): (points, triangles)."""
     xy, triangles = graded_section(points, outline, wall)
-    edges = _boundary_edges(triangles)
+    edges = boundary_edges(triangles)[0]
     for _ in range(ROUNDS):
         metric = section_metric(xy, triangles, across, EDGE_AT_CORNER * wall, along, wall)
         xy, triangles, edges = mmg2d(xy, triangles, edges, metric)
     return compacted(xy, triangles)
-
-
-def _boundary_edges(triangles: np.ndarray) -> np.ndarray:
-    """The edges of ``triangles`` on one triangle only."""
-    edges = triangle_edges(triangles)
-    _, index, count = np.unique(np.sort(edges, axis=1), axis=0, return_index=True, return_counts=True)
-    return edges[np.sort(index[count == 1])]
 
 
 def layered_field_wall(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray,

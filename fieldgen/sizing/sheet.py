@@ -41,7 +41,7 @@ from fieldgen.sizing.extrusion import prism_tets
 from fieldgen.sizing.thickness import opposite_faces
 from fieldgen.surface.components import components
 from fieldgen.surface.remesh import default_tolerance
-from fieldgen.surface.topology import (compacted, face_areas, face_pairs_across_edges, signed_volume, triangle_edges,
+from fieldgen.surface.topology import (boundary_edges, compacted, face_areas, face_pairs_across_edges, signed_volume,
                                      unit_normals)
 
 #: A sheet: the two sides hold this share of the area, their triangles face each other (cosine
@@ -151,12 +151,9 @@ def _two_sides(faces: np.ndarray, paired: np.ndarray, opposite: np.ndarray) -> n
 def rim_directions(points: np.ndarray, triangles: np.ndarray, step: float):
     """Points sampled every ``step`` along the side's rim (its edges used by one triangle; none on
     a closed side, a shell's), and at each the unit direction across the rim, in the side's plane."""
-    edges = triangle_edges(triangles)
-    key = np.sort(edges, axis=1)
-    _, index, count = np.unique(key, axis=0, return_index=True, return_counts=True)
-    once = index[count == 1]
-    a, b = points[edges[once, 0]], points[edges[once, 1]]
-    owner = triangles[once % len(triangles)]
+    rim, face = boundary_edges(triangles)
+    a, b = points[rim[:, 0]], points[rim[:, 1]]
+    owner = triangles[face]
     along = (b - a) / np.linalg.norm(b - a, axis=1, keepdims=True)
     across = np.cross(along, unit_normals(points, owner))
     pieces = np.maximum(np.ceil(np.linalg.norm(b - a, axis=1) / step), 1).astype(np.int64)
@@ -254,9 +251,7 @@ def predicted_tets(vertices: np.ndarray, faces: np.ndarray, t: float) -> float:
     rim (its length ``P``) where the edge across grows from ``EDGE_AT_RIM`` t, ``P ln(EDGE_ALONG /
     EDGE_AT_RIM) / (GRADING EDGE_ALONG t)`` of them; ``LAYERS`` layers of three tets a triangle."""
     points, triangles = compacted(vertices, faces)
-    edges = np.sort(triangle_edges(triangles), axis=1)
-    once, count = np.unique(edges, axis=0, return_counts=True)
-    rim = once[count == 1]
+    rim = boundary_edges(triangles)[0]
     perimeter = float(np.linalg.norm(points[rim[:, 0]] - points[rim[:, 1]], axis=1).sum())
     along = EDGE_ALONG * t
     unit = float(face_areas(points, triangles).sum()) / along ** 2 \

@@ -89,6 +89,15 @@ def compacted(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.n
 
 # --------------------------------------------------------------------------- edges
 
+def boundary_edges(faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The edges used by one face only (an open surface's rim): (edges (k, 2), each run the way
+    its face runs it; the face of each), in the order of :func:`triangle_edges`."""
+    edges = triangle_edges(faces)
+    _, first, count = np.unique(np.sort(edges, axis=1), axis=0, return_index=True, return_counts=True)
+    once = np.sort(first[count == 1])
+    return edges[once], once % max(len(faces), 1)
+
+
 def edge_table(faces: np.ndarray):
     """Directed edges of every face, grouped by undirected edge.
 
