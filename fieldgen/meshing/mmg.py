@@ -1,12 +1,18 @@
 """MMG (``mmgpy``: MMGS for surfaces, MMG3D for tet meshes) run the one way: the remeshing
 called with its options, and a failure, raised or reported by its return code, turned into one
-exception the caller words for its own stage (docs/model.md §2.4, §2.10, §2.11).
+exception the caller words for its own stage (docs/model.md §2.4, §2.10, §2.11); and MMGS on a
+triangle set, the one way the surface stage, the band skin's interior and the sheets call it.
 
 MMG's return codes: 0 success, 1 stopped early with a valid mesh (the caller's own checks judge
 it), 2 failed with no usable mesh.
 """
 
 from __future__ import annotations
+
+import numpy as np
+
+#: MMG's options that are lengths (scaled with the points when MMG runs on a unit-sized copy).
+LENGTH_OPTIONS = ("hausd", "hmin", "hmax", "hsiz")
 
 
 class MmgFailure(RuntimeError):
@@ -22,3 +28,37 @@ def remesh(mesh, **options) -> None:
         raise MmgFailure(str(error)) from None
     if isinstance(done, dict) and int(done.get("return_code", 0)) >= 2:
         raise MmgFailure(f"return code {done['return_code']}")
+
+
+def remeshed_surface(points: np.ndarray, triangles: np.ndarray, *, refs: np.ndarray | None = None,
+                     ridges: np.ndarray | None = None, metric: np.ndarray | None = None, unit: bool = False,
+                     **options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MMGS's remeshing of a triangle set: (points, triangles, their references). ``refs`` label
+    the triangles (MMGS keeps the borders between labels), ``ridges`` (k, 2) are edges to keep as
+    ridges, ``metric`` a size (n,) or a tensor (n, 6) at the points; ``options`` go to MMGS
+    (``hausd``, ``hmin``, ``hmax``, ``hgrad``, ...). With ``unit``, MMGS runs on the points moved
+    and scaled to about 1 across, lengths and the metric with them (as MMG2D needs,
+    :func:`fieldgen.sizing.extrusion.mmg2d`). MmgFailure when MMGS fails."""
+    import mmgpy  # lazy: heavy, and only parts whose surface is remeshed need it
+
+    centre, size = (points.mean(axis=0), float(np.ptp(points, axis=0).max())) if unit else (0.0, 1.0)
+    mesh = mmgpy.MmgMeshS()
+    ridges = np.zeros((0, 2), dtype=np.int32) if ridges is None else np.asarray(ridges, dtype=np.int32)
+    mesh.set_mesh_size(vertices=len(points), triangles=len(triangles), edges=len(ridges))
+    mesh.set_vertices(np.ascontiguousarray((points - centre) / size, dtype=np.float64))
+    if refs is None:
+        mesh.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32))
+    else:
+        mesh.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32), refs=np.ascontiguousarray(refs, dtype=np.int32))
+    if len(ridges):
+        mesh.set_edges(np.ascontiguousarray(ridges), refs=np.ones(len(ridges), dtype=np.int64))
+        mesh.set_ridge_edges(np.arange(len(ridges), dtype=np.int32))
+    if metric is not None and metric.ndim == 1:
+        mesh["metric"] = np.ascontiguousarray(metric.reshape(-1, 1) / size)
+    elif metric is not None:
+        mesh["tensor"] = np.ascontiguousarray(metric * size * size)
+    lengths = {key: float(value) / size for key, value in options.items() if key in LENGTH_OPTIONS}
+    remesh(mesh, **{**options, **lengths})
+    new_triangles, new_refs = mesh.get_triangles_with_refs()
+    return (np.asarray(mesh.get_vertices(), dtype=np.float64) * size + centre,
+            np.asarray(new_triangles, dtype=np.int64), np.asarray(new_refs, dtype=np.int64))

@@ -34,7 +34,7 @@ from scipy.spatial import cKDTree
 
 from fieldgen.io.vtk_data import distance_to_triangles
 from fieldgen.meshing.ftetwild import classify_boundary
-from fieldgen.meshing.mmg import MmgFailure, remesh as run_mmg
+from fieldgen.meshing.mmg import MmgFailure, remeshed_surface
 from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
 from fieldgen.sizing.adapt import symmetric
 from fieldgen.sizing.extrusion import prism_tets
@@ -179,23 +179,14 @@ def rim_metric(points: np.ndarray, samples: np.ndarray, across: np.ndarray, t: f
 
 
 def remeshed_side(points: np.ndarray, triangles: np.ndarray, metric: np.ndarray, hausdorff: float):
-    """The side remeshed by MMGS under ``metric`` (n, 6) within ``hausdorff``: (points,
-    triangles); None if MMGS fails. MMGS runs on the points moved and scaled to about 1 across
-    (as MMG2D does, :func:`fieldgen.sizing.extrusion.mmg2d`)."""
-    import mmgpy  # lazy: heavy, and only sheets are remeshed side by side
-
-    centre, size = points.mean(axis=0), float(np.ptp(points, axis=0).max())
-    mesh = mmgpy.MmgMeshS()
-    mesh.set_mesh_size(vertices=len(points), triangles=len(triangles))
-    mesh.set_vertices(np.ascontiguousarray((points - centre) / size))
-    mesh.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32))
-    mesh["tensor"] = np.ascontiguousarray(metric * size * size)
+    """The side remeshed by MMGS under ``metric`` (n, 6) within ``hausdorff``, on a copy about 1
+    across: (points, triangles); None if MMGS fails."""
     try:
-        run_mmg(mesh, hausd=hausdorff / size, hgrad=GRADATION, verbose=-1)
+        made, triangles, _ = remeshed_surface(points, triangles, metric=metric, unit=True, hausd=hausdorff,
+                                              hgrad=GRADATION, verbose=-1)
     except MmgFailure:
         return None
-    return (np.asarray(mesh.get_vertices(), dtype=np.float64) * size + centre,
-            np.asarray(mesh.get_triangles(), dtype=np.int64))
+    return made, triangles
 
 
 def column_directions(points: np.ndarray, triangles: np.ndarray, radius: float) -> np.ndarray:

@@ -39,7 +39,7 @@ from rtree import index
 
 from fieldgen.errors import BuildError
 from fieldgen.io.vtk_data import distance_field, closest_points_on_triangles, distance_to_triangles
-from fieldgen.meshing.mmg import MmgFailure, remesh as run_mmg
+from fieldgen.meshing.mmg import MmgFailure, remeshed_surface
 from fieldgen.surface.components import vertex_pieces
 from fieldgen.surface.topology import compacted, edge_use, face_areas
 
@@ -263,28 +263,19 @@ def _onto_rounded(points, sigma_v, sigma_f, rho):
 
 
 def _remeshed(points, triangles, edge, hausdorff):
-    """MMGS's isotropic remeshing (``mmgpy``) at ``edge``, within ``hausdorff`` of the surface."""
-    try:
-        import mmgpy  # lazy: heavy, and only the band skin remeshes
-    except ImportError as error:   # pragma: no cover - a declared dependency
-        raise InteriorError(f"the interior's surface needs the package mmgpy ({error})",
-                            fix="pip install mmgpy (fieldgen's dependencies include it)") from None
-    surface = mmgpy.MmgMeshS()
-    surface.set_mesh_size(vertices=len(points), triangles=len(triangles))
-    surface.set_vertices(np.ascontiguousarray(points))
-    surface.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32))
+    """MMGS's isotropic remeshing at ``edge``, within ``hausdorff`` of the surface."""
     # A small piece of the interior gets edges of at most PIECE_EDGE x the root of its area (a
     # blob a few rounding radii across, meshed at the skin's thickness, had triangles whose
     # vertex normals pointed away from them).
     label, area = _piece_areas(points, triangles)
-    surface["metric"] = np.minimum(float(edge), PIECE_EDGE * np.sqrt(area[label])).reshape(-1, 1)
+    size = np.minimum(float(edge), PIECE_EDGE * np.sqrt(area[label]))
     try:     # a stop with a valid mesh is judged by the checks that follow
-        run_mmg(surface, hausd=float(hausdorff), hgrad=1.3, verbose=-1, angle=0)
+        made, triangles, _ = remeshed_surface(points, triangles, metric=size, hausd=float(hausdorff), hgrad=1.3,
+                                              verbose=-1, angle=0)
     except MmgFailure as error:
         raise InteriorError(f"MMGS could not remesh the interior's surface ({error})",
                             fix="report the part; the build cut the skin instead") from None
-    return _cleaned(np.asarray(surface.get_vertices(), dtype=np.float64),
-                    np.asarray(surface.get_triangles(), dtype=np.int64))
+    return _cleaned(made, triangles)
 
 
 def _outward(points, triangles):

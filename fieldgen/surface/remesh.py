@@ -26,7 +26,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from fieldgen.io.vtk_data import distance_to_triangles
-from fieldgen.meshing.mmg import remesh as run_mmg
+from fieldgen.meshing.mmg import remeshed_surface
 from fieldgen.sizing.size_field import FIRST_TETS
 from fieldgen.surface.defects import surface_defects
 from fieldgen.surface.patches import onto_planes, patch_normals, patch_planes, planar_patches
@@ -333,22 +333,9 @@ def mmgs_remesh(vertices: np.ndarray, faces: np.ndarray, refs: np.ndarray, hausd
     ``tolerance`` where the geometry allows), edges sharper than ``ridge`` degrees and the borders
     between references kept, and the edges ``ridges`` (k, 2) too; the new vertices, faces and their
     references. RuntimeError when MMGS fails."""
-    import mmgpy  # lazy: heavy, and only a surface with micron detail is remeshed
-
-    mesh = mmgpy.MmgMeshS()
-    ridges = np.zeros((0, 2), dtype=np.int32) if ridges is None else np.asarray(ridges, dtype=np.int32)
-    mesh.set_mesh_size(vertices=len(vertices), triangles=len(faces), edges=len(ridges))
-    mesh.set_vertices(np.ascontiguousarray(vertices, dtype=np.float64))
-    mesh.set_triangles(np.ascontiguousarray(faces, dtype=np.int32), refs=np.ascontiguousarray(refs, dtype=np.int32))
-    if len(ridges):
-        mesh.set_edges(np.ascontiguousarray(ridges), refs=np.ones(len(ridges), dtype=np.int64))
-        mesh.set_ridge_edges(np.arange(len(ridges), dtype=np.int32))
     diagonal = float(np.linalg.norm(np.ptp(vertices, axis=0)))
-    run_mmg(mesh, hausd=float(hausd), hmin=float(tolerance), hmax=float(diagonal), hgrad=GRADATION,
-            ar=float(ridge), verbose=-1)
-    new_faces, new_refs = mesh.get_triangles_with_refs()
-    return (np.asarray(mesh.get_vertices(), dtype=np.float64), np.asarray(new_faces, dtype=np.int64),
-            np.asarray(new_refs, dtype=np.int64))
+    return remeshed_surface(vertices, faces, refs=refs, ridges=ridges, hausd=float(hausd), hmin=float(tolerance),
+                            hmax=diagonal, hgrad=GRADATION, ar=float(ridge), verbose=-1)
 
 
 def _unusable(surface: Surface, vertices, faces, refs, table, tolerance: float, left_cost: float = LEFT_COST) -> str:
