@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from fieldgen.io.asset import COMPRESSIONS
-from fieldgen.options import LAWS, SKIN_MESHES, BuildOptions, options_from_mapping, options_from_spec
+from fieldgen.options import (COMMAND_LINE, LAWS, SKIN_MESHES, BuildOptions, checked_from, options_from_mapping,
+                              options_from_spec)
 from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
 from fieldgen.units import LENGTH_UNITS
@@ -94,7 +95,7 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
         options, spec_input, spec_output = (BuildOptions(), None, None)
         if spec is not None:
             options, spec_input, spec_output = options_from_spec(spec)
-        options = options_from_mapping(given, origin="command line", base=options).checked()
+        options = checked_from(options_from_mapping(given, origin=COMMAND_LINE, base=options), spec, given)
         input_path = input_path or spec_input
         if input_path is None:
             raise click.UsageError("no INPUT given (on the command line or as `input` in the spec)")

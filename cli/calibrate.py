@@ -9,9 +9,9 @@ import warnings
 
 import click
 
-from fieldgen.options import LAWS, BuildOptions, options_from_mapping, options_from_spec
+from fieldgen.options import COMMAND_LINE, LAWS, BuildOptions, checked_from, options_from_mapping, options_from_spec
 from fieldgen.calibrate.curve_checks import check_depth_in_part, check_force_range, check_sphere_depth
-from fieldgen.calibrate.data import length_unit_name, parse_targets, parse_units, read_data
+from fieldgen.calibrate.data import FORCE_UNITS, length_unit_name, parse_targets, parse_units, read_data
 from fieldgen.errors import OptionError
 from fieldgen.io.surface_readers import read_triangles, size_warnings
 from fieldgen.paths import check_distinct
@@ -115,7 +115,8 @@ def _knots(text: str | None):
 @click.option("--data", type=click.Path(dir_okay=False), help="CSV depth, force of the loading branch (header optional).")
 @click.option("--target", multiple=True, metavar="DEPTH:FORCE", help="Design point instead of data (repeatable): fit the scale of the spec's law.")
 @click.option("--units", default="m,N", show_default=True,
-              help="LENGTH[,FORCE] of --data, --target, --at and the indenter's radius (m|cm|mm|um|in, N|mN|kN|lbf).")
+              help=f"LENGTH[,FORCE] of --data, --target, --at and the indenter's radius ({'|'.join(LENGTH_UNITS)}, "
+                   f"{'|'.join(FORCE_UNITS)}); a CSV header naming other units (depth_mm, force_N) is refused.")
 @click.option("--law", type=click.Choice(LAWS), help="Law to fit (default: the spec's).")
 @click.option("--knots", help="Table law: a count, or the extents E1,E2,... of the table's points (default 8 up to the deepest extent reached).")
 @click.option("--smoothness", type=float, default=1e-4, show_default=True, help="Table law: weight of the slope-change penalty.")
@@ -146,7 +147,7 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
         if spec is not None:
             options, spec_input, _ = options_from_spec(spec)
         if mesh_units is not None:
-            options = options_from_mapping({"units": mesh_units}, origin="command line", base=options)
+            options = options_from_mapping({"units": mesh_units}, origin=COMMAND_LINE, base=options)
         input_path = input_path or spec_input
         if input_path is None:
             raise click.UsageError("no INPUT given (on the command line or as `input` in the spec)")
@@ -176,8 +177,8 @@ def calibrate_command(input_path, spec, indenter, at, direction, data, target, u
                 raise OptionError(f"the spec's law cannot be rescaled: {exc.defect}", path=spec,
                                   fix="set modulus (and k or table) in the spec") from None
         else:
-            # The law's values are what the fit finds: check every other option.
-            dataclasses.replace(options, law="linear", modulus=1.0, k=None, table=None).checked()
+            # The law's values are what the fit finds: check every other option (a spec's named as its keys).
+            checked_from(dataclasses.replace(options, law="linear", modulus=1.0, k=None, table=None), spec)
             kind = law or options.resolved_law()
             options = dataclasses.replace(options, law=kind)
     curve = _checked_curve(curve if target else None, data, units, indenter, length_scale,

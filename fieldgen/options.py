@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.asset import COMPRESSIONS, DEFAULT_COMPRESSION
@@ -312,6 +313,9 @@ def _check_surface_tolerance(o: BuildOptions) -> None:
         raise OptionError(f"--surface-tolerance must be a length >= 0 in the input's units, got {value}",
                           fix="give e.g. --surface-tolerance 0.05 (with --units mm: 50 µm), 0 to keep the "
                               "input's triangles, or leave it out for the default (0.1% of the part's diagonal)")
+    if value is not None and value > LARGEST_SIZE:       # its square overflows in the remesher's patch areas
+        raise OptionError(f"--surface-tolerance {value:g} is too large to compute with (above {LARGEST_SIZE:g})",
+                          fix="give it in the input's units (--units), smaller than the part")
 
 
 #: What :meth:`BuildOptions.checked` checks, in order (the first defect found is reported).
@@ -325,6 +329,9 @@ CHECKS: tuple[Callable[[BuildOptions], None], ...] = (
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(BuildOptions))
 PATH_OPTIONS = ("core", "table", "drake_vtk")
 LIST_OPTIONS = ("bonded", "insulated")
+#: The origins of options given as flags, not written in a file (the command line, the library's default).
+COMMAND_LINE = "command line"
+FLAG_ORIGINS = (COMMAND_LINE, "options")
 
 
 def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLike | None = None,
@@ -332,14 +339,36 @@ def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLi
     """Merge ``values`` (flag names with underscores) over ``base``; resolve paths against ``base_dir``.
 
     Unknown keys, wrongly typed values and a modulus stiffer than any solid
-    (:func:`~fieldgen.material.modulus.check_modulus_scale`) raise OptionError naming ``origin``.
+    (:func:`~fieldgen.material.modulus.check_modulus_scale`) raise OptionError naming ``origin``;
+    an ``origin`` other than :data:`FLAG_ORIGINS` is a file, and the modulus is named as its key.
     """
     merged = dataclasses.asdict(base or BuildOptions())
     check_keys(values, OPTION_NAMES, path=origin, noun="option")
     for key, value in values.items():
         merged[key] = _coerce(key, value, origin, base_dir)
-    check_modulus_scale(merged["modulus"], path=origin)
+    if "modulus" in values:        # a base's modulus was checked where it was given
+        check_modulus_scale(merged["modulus"], path=None if origin in FLAG_ORIGINS else origin)
     return BuildOptions(**merged)
+
+
+def checked_from(options: BuildOptions, spec: str | os.PathLike | None, flags: Iterable[str] = (),
+                 keys: Iterable[str] | None = None) -> BuildOptions:
+    """``options.checked()``, where ``options`` were read from the build spec ``spec`` (then
+    ``flags``, the keys given on the command line, laid over them): an OptionError about an option
+    the spec set names the spec and the key as written there (``s.toml: modulus must be ...``),
+    not the flag (``--modulus``) the user never typed. ``keys``: those the spec set, when known
+    (else every option off its default not in ``flags``)."""
+    try:
+        return options.checked()
+    except OptionError as error:
+        named = re.search(r"--([a-z][a-z-]*)|^unknown (law) ", error.defect)
+        key = (named.group(1) or named.group(2)).replace("-", "_") if named else None
+        from_spec = key in OPTION_NAMES and key not in flags and (
+            key in keys if keys is not None else getattr(options, key) != getattr(BuildOptions(), key))
+        if spec is None or error.path is not None or not from_spec:
+            raise
+        defect = error.defect.replace(f"--{named.group(1)}", key, 1) if named.group(1) else error.defect
+        raise OptionError(defect, path=str(spec), fix=error.fix) from None
 
 
 def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:

@@ -30,6 +30,9 @@ DOCUMENTED_METADATA = ("schema", "units", "law", "characteristic_length", "dissi
                        "boundary", "extent_solution", "layer_tolerance", "max_interpolation_error",
                        "mesh", "source", "tool", "deterministic")
 LAW_RTOL = 1e-9               # of max pressure: the builder applies the same law to the same e
+#: The least 6V/l³ of a tet (volume V, longest edge l; regular: 1/√2; the demo's layered assets: 4e-7): below,
+#: it is flat to within rounding (~1e4 float64 epsilons of l³): its P1 gradients and forces are noise.
+FLAT_TET = 1e-12
 
 
 @dataclass
@@ -293,16 +296,24 @@ def check_finite(s: _State) -> str:
 
 
 def check_volumes(s: _State) -> str:
-    """Every tet has positive (VTK-orientation) volume."""
+    """Every tet has positive (VTK-orientation) volume and is not flat to within rounding:
+    ``6V/l³ >= FLAT_TET`` (``l`` its longest edge; a regular tet has 1/√2)."""
     tets = s.need_tets()
     volumes = s.cached("volumes", lambda: tet_volumes(s.raw.points, tets))
     bad = np.flatnonzero(~(volumes > 0))
     if bad.size:
         worst = bad[np.argmin(volumes[bad])]
-        raise ValueError(f"{bad.size} of {len(tets)} tets have volume <= 0 "
-                         f"(smallest {volumes[worst]:.3g} m³ at tet {worst})")
+        raise ValueError(f"{bad.size} of {len(tets)} tets have volume <= 0 (smallest {volumes[worst]:.3g} m³ at tet {worst})")
+    corners = np.asarray(s.raw.points, dtype=np.float64)[tets]
+    edges = corners[:, [1, 2, 3, 2, 3, 3]] - corners[:, [0, 0, 0, 1, 1, 2]]
+    shape = 6.0 * volumes / np.einsum("tek,tek->te", edges, edges).max(axis=1) ** 1.5
+    flat = np.flatnonzero(~(shape >= FLAT_TET))
+    if flat.size:
+        worst = flat[np.argmin(shape[flat])]
+        raise ValueError(f"{flat.size} of {len(tets)} tets are flat to within rounding (6V/l³ below {FLAT_TET:g}, "
+                         f"l the longest edge): tet {worst} has {shape[worst]:.3g}, its gradients are noise")
     s.volumes = volumes
-    return f"all {len(tets)} volumes > 0 (smallest {volumes.min():.3g} m³)"
+    return f"all {len(tets)} volumes > 0 (smallest {volumes.min():.3g} m³; 6V/l³ >= {shape.min():.3g})"
 
 
 def check_extent_range(s: _State) -> str:
@@ -365,8 +376,7 @@ def check_no_flat_zero_tets(s: _State) -> str:
 def check_interpolation_error(s: _State) -> str:
     """The layering met its tolerance: max_interpolation_error <= layer_tolerance (Pa, both >= 0)."""
     meta = s.need_metadata()
-    error = _number(meta, "max_interpolation_error")
-    tolerance = _number(meta, "layer_tolerance")
+    error, tolerance = _number(meta, "max_interpolation_error"), _number(meta, "layer_tolerance")
     if error < 0 or tolerance <= 0:
         raise ValueError(f"max_interpolation_error {error:.6g} Pa must be >= 0 and layer_tolerance "
                          f"{tolerance:.6g} Pa > 0")
@@ -379,8 +389,7 @@ def check_interpolation_error(s: _State) -> str:
 def check_friction(s: _State) -> str:
     """Friction coefficients are >= 0 and the dynamic one does not exceed the static one."""
     meta = s.need_metadata()
-    static = _number(meta, "friction", "static")
-    dynamic = _number(meta, "friction", "dynamic")
+    static, dynamic = _number(meta, "friction", "static"), _number(meta, "friction", "dynamic")
     if static < 0 or dynamic < 0:
         raise ValueError(f"friction static {static:g} and dynamic {dynamic:g} must be >= 0")
     if dynamic > static:
@@ -400,9 +409,8 @@ def check_pressure_gradient(s: _State) -> str:
     bad = np.flatnonzero(error > tolerance)
     if bad.size:
         worst = bad[np.argmax(error[bad])]
-        raise ValueError(f"{bad.size} of {len(tets)} tets have a pressure_gradient off by more "
-                         f"than {tolerance:.3g} Pa/m ({GRADIENT_RTOL:g} of max |grad p| "
-                         f"{scale:.6g}); worst {error[worst]:.6g} Pa/m at tet {worst}")
+        raise ValueError(f"{bad.size} of {len(tets)} tets have a pressure_gradient off by more than {tolerance:.3g} Pa/m "
+                         f"({GRADIENT_RTOL:g} of max |grad p| {scale:.6g}); worst {error[worst]:.6g} Pa/m at tet {worst}")
     return f"max deviation {error.max():.3g} Pa/m (tolerance {tolerance:.3g})"
 
 
@@ -450,8 +458,7 @@ def check_mesh_statistics(s: _State) -> str:
               "n_boundary_faces": len(s.boundary_faces())}
     problems = [f"{key} is {mesh.get(key)!r}, the file has {value}"
                 for key, value in actual.items() if mesh.get(key) != value]
-    volume = float(np.sum(s.volumes if s.volumes is not None
-                          else tet_volumes(s.raw.points, tets)))
+    volume = float(np.sum(s.volumes if s.volumes is not None else tet_volumes(s.raw.points, tets)))
     stored_volume = _number(meta, "mesh", "volume")
     if not math.isclose(stored_volume, volume, rel_tol=1e-9, abs_tol=0.0):
         problems.append(f"volume is {stored_volume:.9g} m³, the mesh has {volume:.9g} m³")
@@ -534,24 +541,15 @@ def check_pressure_law(s: _State) -> str:
 
 
 CHECKS: tuple[tuple[str, Callable[[_State], str]], ...] = (
-    ("metadata", check_metadata),
-    ("schema", check_schema),
-    ("arrays", check_arrays),
-    ("cell_types", check_cell_types),
-    ("finite", check_finite),
-    ("volumes", check_volumes),
-    ("extent_range", check_extent_range),
-    ("pressure_nonnegative", check_pressure_sign),
-    ("zero_pressure_surface", check_zero_pressure_surface),
-    ("no_flat_zero_tets", check_no_flat_zero_tets),
-    ("pressure_gradient", check_pressure_gradient),
-    ("min_dihedral_angle", check_min_dihedral_angle),
-    ("characteristic_length", check_characteristic_length),
-    ("mesh_statistics", check_mesh_statistics),
-    ("dissipation", check_dissipation),
-    ("field_data", check_field_data),
-    ("pressure_law", check_pressure_law),
-    ("interpolation_error", check_interpolation_error),
+    ("metadata", check_metadata), ("schema", check_schema),
+    ("arrays", check_arrays), ("cell_types", check_cell_types),
+    ("finite", check_finite), ("volumes", check_volumes),
+    ("extent_range", check_extent_range), ("pressure_nonnegative", check_pressure_sign),
+    ("zero_pressure_surface", check_zero_pressure_surface), ("no_flat_zero_tets", check_no_flat_zero_tets),
+    ("pressure_gradient", check_pressure_gradient), ("min_dihedral_angle", check_min_dihedral_angle),
+    ("characteristic_length", check_characteristic_length), ("mesh_statistics", check_mesh_statistics),
+    ("dissipation", check_dissipation), ("field_data", check_field_data),
+    ("pressure_law", check_pressure_law), ("interpolation_error", check_interpolation_error),
     ("friction", check_friction),
 )
 

@@ -47,10 +47,10 @@ def pad():
     return dataclasses.replace(options, edge_length=4.0), surface
 
 
-def write_csv(path, depths, forces, header=True):
+def write_csv(path, depths, forces, header="depth_m,force_N"):
     with open(path, "w") as handle:
         if header:
-            handle.write("depth_m,force_N\n")
+            handle.write(f"{header}\n")
         for d, f in zip(depths, forces):
             handle.write(f"{float(d)!r},{float(f)!r}\n")
     return path
@@ -164,7 +164,7 @@ def test_flat_punch_data_gives_the_halfspace_modulus(tmp_path, slab):
     """F = 2E*ad (D App. B) pressed by a flat punch: the linear law's M0 is 2E*H/(pi a) within 1%."""
     options, surface = slab
     depths = np.linspace(0.0002, 0.002, 8)
-    csv = write_csv(tmp_path / "d.csv", depths * 1e3, flat_punch_force(1e6, 0.005, depths))
+    csv = write_csv(tmp_path / "d.csv", depths * 1e3, flat_punch_force(1e6, 0.005, depths), header="depth_mm,force_N")
     result = run(tmp_path, options, surface, csv, "linear", indenter="cylinder:5", units="mm,N", length_scale=1e-3)
     assert result.parameters["modulus"] == pytest.approx(flat_punch_modulus(1e6, 0.01, 0.005), rel=0.01)
 
@@ -262,6 +262,9 @@ def test_design_target_on_a_robust_mesh(meshes, tmp_path):
     ("0.001,1\n0.002,3\n0.0015,3.5\n0.004,4\n", "row 3 has depth 0.0015 m"),
     ("0.001,1\n0.002\n", "row 2"),
     ("0.001,1\n0.002,2\n", "at least 3"),
+    # a header naming units other than --units (here m,N, the default): read so, a fit off by 1000
+    ("depth_mm,force_N\n0.2,1\n0.4,2\n0.6,3\n", "its header names depth in mm ('depth_mm'), but --units gives m"),
+    ("depth (m); force [mN]\n0.001;1\n0.002;2\n0.003;3\n", "its header names force in mN ('force [mN]')"),
 ])
 def test_bad_data_is_refused(tmp_path, content, reason):
     csv = tmp_path / "bad.csv"
@@ -335,3 +338,16 @@ def test_quiet_prints_only_warnings(tmp_path):
     assert run.stdout == ""
     assert all(line.startswith("warning: ") for line in run.stderr.splitlines()), run.stderr
     assert out.exists()
+
+
+def test_every_unit_the_help_lists_is_accepted():
+    """Before, --help listed um, which --units refused."""
+    from fieldgen.calibrate.data import parse_units
+
+    text = " ".join(CliRunner().invoke(main, ["calibrate", "--help"]).output.split())
+    listed = text.split("the indenter's radius (", 1)[1].split(")", 1)[0]
+    lengths, forces = (part.strip().split("|") for part in listed.split(","))
+    assert lengths == ["m", "cm", "mm", "in"] and forces == ["N", "mN", "kN", "lbf"]
+    for length in lengths:
+        for force in forces:
+            parse_units(f"{length},{force}")

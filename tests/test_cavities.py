@@ -19,7 +19,7 @@ from fieldgen.cli.main import main
 from fieldgen.io.asset import read_asset, read_metadata
 from fieldgen.meshing.tetgen import MeshingOptions, tetrahedralize
 from fieldgen.meshing.tetmesh import FREE, boundary_faces_of
-from fieldgen.surface.cavities import cavity_points
+from fieldgen.surface.cavities import cavities, cavity_points, cavity_warnings
 from layered_mesh_checks import assert_fills_and_conforms
 from test_thin_walls import rms_error_where
 
@@ -166,6 +166,48 @@ def test_crossing_solids_are_not_taken_for_a_cavity_and_robust_keeps_their_union
                                        "--dissipation", "1", "-o", str(out), "--json", "--quiet"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["volume"] * 1e9 == pytest.approx(12_500.0, rel=0.01)
+    assert "hollow" not in result.stderr
+
+
+def _two_cubes_overlapping() -> trimesh.Trimesh:
+    """Two 20 mm cubes, the second moved (10, 10, 5) mm, merged into one closed mesh that
+    intersects itself: just inside either, the other encloses the point too (a count of two)."""
+    first = trimesh.creation.box(extents=(20.0, 20.0, 20.0))
+    second = trimesh.creation.box(extents=(20.0, 20.0, 20.0)).apply_translation((10.0, 10.0, 5.0))
+    mesh = trimesh.util.concatenate([first, second])
+    mesh.merge_vertices()
+    return mesh
+
+
+def test_shells_that_cross_bound_no_cavity_and_a_nested_one_still_does():
+    """Parity says void only for shells that do not cross: before, the overlap of two crossing
+    cubes (inside both, a count of two) was taken for a sealed cavity of 8,000 mm³."""
+    crossing = _two_cubes_overlapping()
+    assert cavities(crossing.vertices, crossing.faces) == []
+    assert cavity_warnings(np.asarray(crossing.vertices) * 1e-3, crossing.faces, "mm") == ()
+    nested = _shells(trimesh.creation.box(extents=(20.0, 20.0, 20.0)), trimesh.creation.box(extents=(10.0, 10.0, 10.0)))
+    assert len(cavities(nested.vertices, nested.faces)) == 1
+
+
+def test_robust_warns_of_a_real_cavity_and_not_of_two_crossing_solids(tmp_path):
+    """--robust on a closed surface warns of its sealed cavities as the plain build does (before,
+    it never did: fTetWild left the cavity empty, unsaid), and not of the overlap of a closed
+    surface that intersects itself (its union is meshed, no cavity)."""
+    pytest.importorskip("pytetwild")
+    hollow = tmp_path / "hollow.stl"
+    _shells(trimesh.creation.box(extents=(20.0, 20.0, 20.0)),
+            _inverted(trimesh.creation.box(extents=(10.0, 10.0, 10.0)))).export(hollow)
+    crossing = tmp_path / "crossing.stl"
+    _two_cubes_overlapping().export(crossing)
+    flags = ["--units", "mm", "--robust", "--modulus", "1e5", "--dissipation", "1", "--edge-length", "4", "-q"]
+    result = CliRunner().invoke(main, ["build", str(hollow), *flags, "-o", str(tmp_path / "hollow.vtu"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["volume"] * 1e9 == pytest.approx(7_000.0, rel=0.01)    # the cavity is empty
+    assert "the part is hollow: 1 sealed cavity (1000 mm^3 in all) left empty" in result.stderr
+    result = CliRunner().invoke(main, ["build", str(crossing), *flags, "-o", str(tmp_path / "union.vtu"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["volume"] * 1e9 == pytest.approx(2 * 8_000.0 - 10 * 10 * 15, rel=0.01)
+    assert "hollow" not in result.stderr and "cavit" not in result.stderr
 
 
 def test_nesting_counts_a_solid_wholly_inside_another_and_not_one_that_crosses():

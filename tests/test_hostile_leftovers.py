@@ -19,7 +19,7 @@ from fieldgen.batch.manifest import ManifestError, read_manifest
 from fieldgen.cli.main import main
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.surface_readers import read_triangles
-from fieldgen.options import options_from_mapping, options_from_spec
+from fieldgen.options import COMMAND_LINE, options_from_mapping, options_from_spec
 from fieldgen.runtime.scene.load import load_scene
 from fieldgen.runtime.scene.schema import SceneError, check_scene_table
 
@@ -87,22 +87,24 @@ def test_a_manifest_item_stiffer_than_any_solid_is_refused(tmp_path, monkeypatch
     manifest.write_text(MANIFEST_ITEM.format(input=BALL.as_posix(), modulus="1e20"))
     result = run("batch", manifest, "-j", "1")
     assert result.exit_code == 2, result.output
-    assert "[[asset]] 1" in result.stderr and "--modulus 1e+20 Pa is above 1e+13 Pa" in result.stderr
-    assert "Give M0 in Pa" in result.stderr
+    assert "[[asset]] 1" in result.stderr and "modulus = 1e+20 Pa is above 1e+13 Pa" in result.stderr   # as written
+    assert "--modulus" not in result.stderr and "Give M0 in Pa" in result.stderr
     assert not (tmp_path / "ball.vtu").exists()
-    with pytest.raises(ManifestError, match=r"--modulus 1e\+20 Pa is above 1e\+13 Pa"):
+    with pytest.raises(ManifestError, match=r"modulus = 1e\+20 Pa is above 1e\+13 Pa"):
         read_manifest(manifest)
 
 
 def test_the_library_refuses_a_modulus_stiffer_than_any_solid(tmp_path):
     """Options from a mapping and from a spec (what a scene's build = reads) get the same check;
-    a modulus within bounds, and an infinite one (refused as not positive), pass it."""
-    with pytest.raises(OptionError, match=r"--modulus 2e\+13 Pa is above 1e\+13 Pa, stiffer than any solid"):
-        options_from_mapping({"modulus": 2e13}, origin="test")
+    a modulus within bounds, and an infinite one (refused as not positive), pass it. Given as a
+    flag, the message names the flag; written in a file, the key as written there."""
+    with pytest.raises(OptionError, match=r"^--modulus 2e\+13 Pa is above 1e\+13 Pa, stiffer than any solid"):
+        options_from_mapping({"modulus": 2e13}, origin=COMMAND_LINE)
     spec = tmp_path / "pad.toml"
     spec.write_text('input = "ball.obj"\nmodulus = 1e30\n')
-    with pytest.raises(OptionError, match=r"pad.toml: --modulus 1e\+30 Pa is above"):
+    with pytest.raises(OptionError, match=r"pad.toml: modulus = 1e\+30 Pa is above") as refused:
         options_from_spec(spec)
+    assert "--modulus" not in str(refused.value)
     assert options_from_mapping({"modulus": 1e13}).modulus == 1e13
     with pytest.raises(OptionError, match="must be a positive number"):
         options_from_mapping({"modulus": float("inf")}).checked()
@@ -117,7 +119,7 @@ def test_a_scene_build_spec_stiffer_than_any_solid_is_refused(tmp_path, monkeypa
                      'density = 1000\nposition = [0, 0, 0.2]\n')
     result = run("simulate", scene, "--duration", "0.002", "--dt", "1e-3")
     assert result.exit_code == 2, result.output
-    assert "pad.toml: --modulus 1e+20 Pa is above 1e+13 Pa" in result.stderr
+    assert "pad.toml: modulus = 1e+20 Pa is above 1e+13 Pa" in result.stderr
 
 
 # ------------------------------------------------------------------ ASCII PLY and OFF counts
@@ -293,3 +295,55 @@ def test_a_fitted_law_stiffer_than_any_solid_is_refused_naming_the_data(tmp_path
     assert result.exit_code == 1, result.output
     assert f"{data}: the law fitted to the data reaches" in result.stderr and "stiffer than any solid" in result.stderr
     assert "check the data's units" in result.stderr.lower() and not out.exists()
+
+
+# ------------------------------------------------------------------ a spec's refused value names the spec
+
+SPEC_VALUES = [
+    ("modulus = nan\n", "spec.toml: modulus must be a positive number, got nan"),
+    ('modulus = 1e5\nlaw = "hyperbolic"\nk = 1.0\n', "spec.toml: k must be in [0, 1)"),
+    ("modulus = 1e5\nmu_static = -1\n", "spec.toml: mu_static must be >= 0, got -1.0"),
+    ('modulus = 1e5\nunits = "furlong"\n', "spec.toml: unknown units 'furlong'"),
+    ('modulus = 1e5\nlaw = "cubic"\n', "spec.toml: unknown law 'cubic'"),
+]
+
+
+@pytest.mark.parametrize("text, words", SPEC_VALUES, ids=[w.split(": ")[1][:24] for _, w in SPEC_VALUES])
+def test_a_value_refused_in_a_spec_names_the_spec_and_the_key_as_written(tmp_path, text, words):
+    """Before: "--modulus must be a positive number, got nan", naming neither the spec nor the key
+    the user wrote in it. A flag given over the spec is still named as the flag."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'input = "{BALL.as_posix()}"\nedge_length = 0.01\n' + text)
+    result = run("build", "--spec", spec, "-o", tmp_path / "x.vtu")
+    assert result.exit_code == 2, result.output
+    assert words in result.stderr and "--" not in result.stderr.split(". ")[0], result.stderr
+    assert not (tmp_path / "x.vtu").exists()
+
+
+def test_a_flag_over_a_spec_is_named_as_the_flag(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'input = "{BALL.as_posix()}"\nedge_length = 0.01\nmodulus = nan\n')
+    result = run("build", "--spec", spec, "--modulus", "-1", "-o", tmp_path / "x.vtu")
+    assert result.exit_code == 2 and "error: --modulus must be a positive number, got -1.0" in result.stderr
+
+
+def test_a_value_refused_in_a_scene_build_spec_names_that_spec(tmp_path, monkeypatch):
+    monkeypatch.setenv("FIELDGEN_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "pad.toml").write_text(f'input = "{BALL.as_posix()}"\nmodulus = nan\nedge_length = 0.01\n')
+    scene = tmp_path / "scene.toml"
+    scene.write_text('[[body]]\nname = "pad"\nkind = "fixed"\ngeometry = {build = "pad.toml"}\n\n'
+                     '[[body]]\nname = "box"\ngeometry = {shape = "box", size = [0.02, 0.02, 0.02]}\n'
+                     'density = 1000\nposition = [0, 0, 0.2]\n')
+    result = run("simulate", scene, "--duration", "0.002", "--dt", "1e-3")
+    assert result.exit_code == 2, result.output
+    assert "pad.toml: modulus must be a positive number, got nan" in result.stderr
+
+
+def test_a_value_refused_in_a_manifest_item_names_the_key_as_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    manifest = tmp_path / "m.toml"
+    manifest.write_text(MANIFEST_ITEM.format(input=BALL.as_posix(), modulus="nan"))
+    result = run("batch", manifest, "-j", "1")
+    assert result.exit_code == 2, result.output
+    assert "[[asset]] 1" in result.stderr and "): modulus must be a positive number, got nan" in result.stderr
+    assert "--modulus" not in result.stderr

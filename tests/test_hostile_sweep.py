@@ -67,6 +67,7 @@ def inputs(tmp_path_factory) -> Path:
     os.mkfifo(folder / "pipe.toml")
     write(folder / "input_int.toml", "input = 5\nmodulus = 1e5\nedge_length = 0.01\n")
     write(folder / "input_table.toml", "[input]\nx = 1\n")
+    write(folder / "huge_tolerance.toml", "modulus = 1e5\nedge_length = 0.01\nsurface_tolerance = 1e300\n")
     write(folder / "bom_spec.toml", BOM + b'input = "cube.obj"\nmodulus = 1e5\nedge_length = 0.01\n')
     write(folder / "bom_scene.toml", BOM + scene().encode())
     write(folder / "bom_manifest.toml", BOM + b'[[asset]]\ninput = "cube.obj"\nmodulus = 1e5\nedge_length = 0.01\n')
@@ -159,6 +160,10 @@ CASES = [
      "{o}/x.vtu"], 2, "--edge-length 1e+308 is too large to compute with"),
     ("--modulus 1e308", ["build", "{i}/cube.obj", "--modulus", "1e308", "--edge-length", "0.01", "-o",
      "{o}/x.vtu"], 2, "--modulus 1e+308 Pa is above 1e+13 Pa"),
+    ("--surface-tolerance 1e300", ["build", "{i}/cube.obj", *BUILD, "--surface-tolerance", "1e300", "-o",
+     "{o}/x.vtu"], 2, "--surface-tolerance 1e+300 is too large to compute with (above 1e+100)"),
+    ("spec surface_tolerance = 1e300", ["build", "{i}/cube.obj", "--spec", "{i}/huge_tolerance.toml", "-o",
+     "{o}/x.vtu"], 2, "huge_tolerance.toml: surface_tolerance 1e+300 is too large to compute with"),
     ("scene inertia [1, 1, 3]", ["simulate", "{i}/inertia_triangle.toml"], 2, "none more than the other two"),
     ("scene inertia not symmetric", ["simulate", "{i}/inertia_skew.toml"], 2, "symmetric positive-definite"),
 ]

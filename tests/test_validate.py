@@ -12,11 +12,11 @@ import pytest
 from vtkmodules import vtkIOXML
 from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
-from fieldgen.io.asset import write_asset
-from fieldgen.meshing.tetmesh import p1_gradients
+from fieldgen.io.asset import Asset, write_asset
+from fieldgen.meshing.tetmesh import orient_positive, p1_gradients
 from fieldgen.validate import CHECKS, Check, ValidationReport, validate_asset
 sys.path.insert(0, str(Path(__file__).parent))   # the slab builders live in test_asset.py
-from test_asset import M0, SIZE, TAU, box_mesh, pepper_asset, slab_asset, vtk_read  # noqa: E402
+from test_asset import M0, SIZE, TAU, box_mesh, pepper_asset, slab_asset, slab_metadata, vtk_read  # noqa: E402
 
 ALL_CHECKS = ["readable"] + [name for name, _ in CHECKS]
 
@@ -407,3 +407,46 @@ def test_report_dataclasses():
 
 def _detail(report: ValidationReport, name: str) -> str:
     return next(c.detail for c in report.checks if c.name == name)
+
+
+def sliver_slab(drop: float) -> Asset:
+    """The slab of :func:`slab_asset` with one sliver in a conforming mesh: in a cube under the
+    middle layer's top plane (moved to z = 0, so a vertex can leave it by ``drop``), the two tets
+    on the face (0, 1, 7) are flipped into three across the edge 3-5; one of them, (1, 3, 5, 7),
+    has its four vertices on the cube's top face, and corner 5 lowered by ``drop`` gives it the
+    volume ``drop`` times a third of the face's triangle (the cube above keeps its diagonal 1-7)."""
+    nx, ny, nz = 2, 2, 2
+    points, tets = box_mesh(nx, ny, nz)
+    cubes = nx * ny * nz
+    cube = 0                                   # at the origin; the cube above it is cube 1
+    step = np.array(SIZE) / (nx, ny, nz)               # corner bits x*4 + y*2 + z, as box_mesh numbers them
+    where = {tuple(np.round(points[k] / step).astype(int)): k for k in np.unique(tets[[cube, cubes + cube]])}
+    c = {bits: where[(bits >> 2 & 1, bits >> 1 & 1, bits & 1)] for bits in (0, 1, 3, 5, 7)}
+    top = points[c[1], 2]
+    extent = 1.0 - points[:, 2] / SIZE[2]
+    extent[points[:, 2] == SIZE[2]] = 0.0
+    points = points - [0.0, 0.0, top]          # the cube's top plane at z = 0 exactly
+    points[c[5], 2] -= drop
+    flipped = orient_positive(points, np.array([[c[0], c[1], c[3], c[5]], [c[7], c[0], c[3], c[5]],
+                                                [c[1], c[7], c[3], c[5]]]))
+    keep = np.ones(len(tets), dtype=bool)
+    keep[[cube, cubes + cube]] = False
+    tets = np.concatenate([tets[keep], flipped])
+    return Asset(points=points, tets=tets, extent=extent, pressure=M0 * extent,
+                 metadata=slab_metadata(SIZE[2]))
+
+
+def test_a_tet_flat_to_within_rounding_is_named_and_a_thin_one_is_not(tmp_path):
+    """A sliver whose 6V/l³ is ~1e-18 (numerically flat: its gradients are rounding noise) fails
+    the volumes check naming the tet; before, its positive volume passed it and the asset was
+    valid. One a thousandth of its edge thick (6V/l³ ~ 1e-3, as a mesher's worst) passes."""
+    flat = sliver_slab(1e-20)
+    report = validate_asset(written(tmp_path, flat, "flat.vtu"))
+    sliver = len(flat.tets) - 1
+    assert failed(report) == {"volumes"}, [c for c in report.checks if not c.ok]
+    detail = _detail(report, "volumes")
+    assert detail.startswith(f"1 of {len(flat.tets)} tets are flat to within rounding (6V/l³ below 1e-12")
+    assert f"tet {sliver} has " in detail
+    thin = sliver_slab(1e-3 * SIZE[2] / 2)
+    report = validate_asset(written(tmp_path, thin, "thin.vtu"))
+    assert report.ok, [c for c in report.checks if not c.ok]

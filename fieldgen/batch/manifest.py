@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldgen.errors import FieldgenError, OptionError
-from fieldgen.options import BuildOptions, options_from_mapping, options_from_spec
+from fieldgen.options import BuildOptions, checked_from, options_from_mapping, options_from_spec
 from fieldgen.paths import special_file
 from fieldgen.tables import check_keys
 
@@ -126,7 +126,8 @@ def _item_options(where: str, folder: Path, label: str, entry: dict, base: Build
                                     fix="check the item's `spec` path (relative to the manifest)")
             options, spec_input, spec_output = options_from_spec(spec, base=base)
         given = {k: v for k, v in entry.items() if k not in ITEM_KEYS}
-        options = options_from_mapping(given, base_dir=folder, origin=origin, base=options).checked()
+        options = checked_from(options_from_mapping(given, base_dir=folder, origin=origin, base=options), origin,
+                               keys=list(given))
     except ManifestError:
         raise
     except FieldgenError as exc:

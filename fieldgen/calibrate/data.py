@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -18,6 +19,8 @@ from fieldgen.units import LENGTH_UNITS
 
 FORCE_UNITS = {"N": 1.0, "mN": 1e-3, "kN": 1e3, "lbf": 4.4482216152605}
 MIN_DATA_ROWS = 3
+#: A header cell naming its unit: ``depth_mm``, ``depth (mm)``, ``depth [mm]``, ``force/N``.
+HEADER_UNIT = re.compile(r"^\s*(depth|force)\s*(?:[_/]|\(|\[)\s*([A-Za-z]+)\s*[)\]]?\s*$", re.IGNORECASE)
 
 
 @dataclass
@@ -82,6 +85,7 @@ def read_data(path: str | os.PathLike, units: str | None = None) -> Data:
     path = Path(path)
     pairs, rows, raw = read_number_pairs(path, "depth, force",
                                          fix=f"make every data row two numbers: depth, force (in {units_text})")
+    check_header_units(raw, units_text, str(path))
     depths, forces = pairs[:, 0] * length, pairs[:, 1] * force_unit
     if not len(depths):
         raise InputError("the data has no rows", path=str(path),
@@ -93,6 +97,30 @@ def read_data(path: str | os.PathLike, units: str | None = None) -> Data:
                          f"{MIN_DATA_ROWS} are needed", path=str(path),
                          fix="give more points of the loading curve (or use --target for design points)")
     return Data(depth, force, rows, str(path), hashlib.sha256(raw).hexdigest(), units_text)
+
+
+def check_header_units(raw: bytes, units_text: str, path: str) -> None:
+    """InputError when the CSV's header row names a known unit (``depth_mm``, ``force (N)``) other
+    than ``units_text`` (--units, ``m,N`` by default) says: every number would be read in the
+    wrong unit, a fit off by that factor and no error. A header naming no unit, or one fieldgen
+    does not know, says nothing here."""
+    given = dict(zip(("depth", "force"), units_text.split(",")))
+    known = {"depth": LENGTH_UNITS, "force": FORCE_UNITS}
+    for line in raw.decode("utf-8-sig", errors="replace").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        cells = [c for c in re.split(r"[,;\t]", line) if c.strip()]
+        for cell in cells if len(cells) > 1 else line.split():
+            match = HEADER_UNIT.match(cell)
+            quantity, unit = (match.group(1).lower(), match.group(2)) if match else (None, None)
+            if quantity and unit in known[quantity] and unit != given[quantity]:
+                meant = ",".join(unit if q == quantity else given[q] for q in ("depth", "force"))
+                raise InputError(f"its header names {quantity} in {unit} ({cell.strip()!r}), but --units gives "
+                                 f"{given[quantity]} ({units_text}): every {quantity} would be read in {given[quantity]}",
+                                 path=path, fix=f"give --units in the file's units (e.g. --units {meant}), "
+                                                "or correct the header")
+        return                       # only the first row can be a header
 
 
 def parse_targets(texts: Sequence[str], units: str | None = None) -> Data:

@@ -126,10 +126,14 @@ def check_modulus_scale(modulus: float | None, *, path: str | None = None) -> No
     solid: its pressure gradients would overflow and the asset fail validation after the whole
     build. Checked where options are given (flags, specs, manifests, scenes' build specs:
     ``fieldgen.options.options_from_mapping``), not on every BuildOptions: a calibration's fitted
-    law passes through there and is no option anyone gave."""
+    law passes through there and is no option anyone gave.
+
+    ``path`` is the file the modulus was written in (a spec, a manifest's item): the message then
+    names the key as written there, ``modulus = ...``; without it, the flag ``--modulus``."""
     number = isinstance(modulus, (int, float)) and math.isfinite(modulus)   # others: refused as not positive
     if number and modulus > MAX_TABLE_PRESSURE:
-        raise OptionError(f"--modulus {modulus:g} Pa is above {MAX_TABLE_PRESSURE:g} Pa, stiffer than any solid",
+        given = f"--modulus {modulus:g}" if path is None else f"modulus = {modulus:g}"
+        raise OptionError(f"{given} Pa is above {MAX_TABLE_PRESSURE:g} Pa, stiffer than any solid",
                           path=path, fix="give M0 in Pa (foams 1e4-1e6, rubbers 1e6-1e8)")
 
 

@@ -9,6 +9,11 @@ even number do. A cavity's wall is a shell just inside which the count is even (
 TetGen fills everything a surface encloses unless a hole point marks a region as empty; the
 cavity's wall keeps the condition the user gave its faces (free by default: a sealed air gap
 carries no pressure).
+
+The parity rule holds for shells that do not cross. A self-intersecting surface (two overlapping
+boxes exported as one mesh, meshed with --robust) has shells that cross one another: just inside
+one, inside the other too, the count is two, yet that is material both overlap, not a void. A
+shell that crosses another is therefore no cavity's wall.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from fieldgen.surface.components import face_pieces
+from fieldgen.surface.intersections import intersecting_face_pairs
 from fieldgen.surface.topology import signed_volume, winding_numbers
 from fieldgen.units import length_scale
 
@@ -35,14 +41,24 @@ def enclosing_count(vertices: np.ndarray, shells: list[np.ndarray], points: np.n
 
 def cavities(vertices: np.ndarray, faces: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """The sealed cavities of the closed surface ``faces``, as (a point in it, its wall's faces),
-    in the order of the walls' lowest vertex; none for a part of one shell, or of shells side by side."""
+    in the order of the walls' lowest vertex; none for a part of one shell, of shells side by side,
+    or of shells that cross one another (a self-intersecting surface: :func:`_crosses_another`)."""
     vertices = np.asarray(vertices, dtype=np.float64)
     faces = np.asarray(faces, dtype=np.int64)
     pieces = face_pieces(faces, len(vertices))
     if len(pieces) < 2:
         return []
     shells = [faces[piece] for piece in pieces]
-    return [(point, shell) for shell in shells if (point := _void_just_inside(vertices, shell, shells)) is not None]
+    found = [(point, index) for index, shell in enumerate(shells)
+             if (point := _void_just_inside(vertices, shell, shells)) is not None]
+    return [(point, shells[index]) for point, index in found if not _crosses_another(vertices, shells, index)]
+
+
+def _crosses_another(vertices: np.ndarray, shells: list[np.ndarray], index: int) -> bool:
+    """Whether shell ``index`` crosses or touches another of ``shells``: then it bounds no sealed
+    cavity, and the even count just inside it is two overlapping solids, not a void."""
+    others = [shell for k, shell in enumerate(shells) if k != index]
+    return len(intersecting_face_pairs(vertices, shells[index], np.concatenate(others))) > 0
 
 
 def cavity_points(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:

@@ -124,7 +124,9 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
 
     ``role`` ("surface" or "core") names the input in messages. With
     ``require_closed=False`` (the --robust path) open, non-manifold or self-intersecting
-    input is repaired as far as is safe and returned instead of refused.
+    input is repaired as far as is safe and returned instead of refused. A closed surface's sealed
+    cavities are warned of (:func:`~fieldgen.surface.cavities.cavity_warnings`), under --robust
+    too: fTetWild leaves them empty as TetGen does.
     Raises InputError for unreadable, empty, open, non-manifold, self-intersecting or
     zero-volume input; OptionError for unknown units.
     """
@@ -147,7 +149,7 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
     return Surface(vertices=vertices, faces=faces, face_groups=groups, group_names=names,
                    path=path_text, sha256=sha, units=units, repairs=repairs,
                    warnings=size_warnings(vertices, units) + opened
-                   + (cavity_warnings(vertices, faces, units) if role == "surface" and require_closed else ()))
+                   + (cavity_warnings(vertices, faces, units) if role == "surface" and not opened else ()))
 
 
 # --------------------------------------------------------------------------- core

@@ -88,10 +88,11 @@ def _cached_build(spec: Path, cache_dir: Path, notes: list[str]) -> Path:
     its input's bytes (the spec names its input relative to itself). A cached file that fails
     validation is built again, and a line naming it added to ``notes``."""
     # lazy: the build pipeline and its options, needed only for build = geometries
-    from fieldgen.options import options_from_spec
+    from fieldgen.options import checked_from, options_from_spec
     from fieldgen.pipeline import build, file_sha256  # lazy: as above
 
     options, input_name, _ = options_from_spec(spec)
+    options = checked_from(options, spec)          # a defect names the spec and its key
     if input_name is None:
         raise InputError("build spec names no input surface", path=spec, fix='add input = "part.stl"')
     source = (spec.parent / input_name).resolve()
