@@ -1,6 +1,7 @@
-"""A bent sheet of one thickness made in the tests (fieldgen/sizing/sheet.py): a tapered plate
-bent 90° about an axis across it, as a brake bends sheet metal, its surface a structured grid
-(fine round the bend, coarse elsewhere) so the bend is smooth and the input small."""
+"""Sheets of one thickness made in the tests (fieldgen/sizing/sheet.py): a tapered plate bent 90°
+about an axis across it, as a brake bends sheet metal, its surface a structured grid (fine round
+the bend, coarse elsewhere) so the bend is smooth and the input small; a strip bent up and down
+(an S); a flat plate with a small dimple in one face."""
 
 from __future__ import annotations
 
@@ -63,5 +64,74 @@ def bent_sheet(length: float = 60.0, width: float = 30.0, thickness: float = 2.0
     out[bent, 2] = centre - r[bent] * np.cos(theta[bent]) + beyond[bent]
     mesh = trimesh.Trimesh(out, faces, process=True)
     trimesh.repair.fix_normals(mesh)
+    assert mesh.is_watertight and mesh.volume > 0
+    return mesh
+
+
+def _along(u: np.ndarray, point: np.ndarray, heading: float, kappa: float):
+    """The points (x, z) and headings at distances ``u`` along a line (``kappa`` 0) or an arc of
+    signed curvature ``kappa`` from ``point`` at ``heading``."""
+    phi = heading + kappa * u
+    if kappa == 0.0:
+        return point + u[:, None] * [np.cos(heading), np.sin(heading)], phi
+    return point + np.column_stack([np.sin(phi) - np.sin(heading), np.cos(heading) - np.cos(phi)]) / kappa, phi
+
+
+def _curve(s: np.ndarray, pieces) -> tuple[np.ndarray, np.ndarray]:
+    """At arc lengths ``s`` along a plane curve starting at the origin heading along +x, made of
+    ``pieces`` (length, signed curvature) in order: the points (x, z) and the headings."""
+    point, heading, start = np.zeros(2), 0.0, 0.0
+    xz, phi = np.zeros((len(s), 2)), np.zeros(len(s))
+    for length, kappa in pieces:
+        here = (s >= start) & (s <= start + length + 1e-12)
+        xz[here], phi[here] = _along(s[here] - start, point, heading, kappa)
+        ends, turned = _along(np.array([length]), point, heading, kappa)
+        point, heading, start = ends[0], float(turned[0]), start + length
+    return xz, phi
+
+
+def s_sheet(legs=(40.0, 30.0, 40.0), bends=((60.0, 0.8), (-90.0, 6.0)), width: float = 20.0,
+            thickness: float = 2.0, coarse: float = 2.0, fine: float = 0.05) -> trimesh.Trimesh:
+    """A strip ``width`` x ``thickness`` (mm) with straight ``legs`` joined by ``bends`` (angle in
+    degrees, + up, − down; the inner radius), as a brake bends sheet metal: its face z = 0 of the
+    flat strip runs along the centreline and every point keeps its depth across the sheet along the
+    centreline's normal, so the thickness is the same everywhere. A bend up has the face z =
+    thickness inside (radius the inner one), a bend down the face z = 0. Watertight, wound outward."""
+    pieces, stations = [], [np.array([0.0])]
+    for k, leg in enumerate(legs):
+        pieces.append((leg, 0.0))
+        if k < len(bends):
+            angle, inner = np.radians(bends[k][0]), bends[k][1]
+            radius = inner + thickness if angle > 0 else inner           # the face z = 0's radius
+            pieces.append((radius * abs(angle), np.sign(angle) / radius))
+    start = 0.0
+    for length, kappa in pieces:
+        step = coarse if kappa == 0.0 else fine
+        stations.append(np.linspace(start, start + length, max(2, int(np.ceil(length / step)) + 1)))
+        start += length
+    s = np.unique(np.concatenate(stations))
+    y = np.linspace(-0.5 * width, 0.5 * width, int(np.ceil(width / coarse)) + 1)
+    vertices, faces = _box_grid(s, y, thickness)
+    position = np.searchsorted(s, vertices[:, 0])
+    xz, phi = _curve(s, pieces)
+    depth = vertices[:, 2:3]
+    across = xz[position] + depth * np.column_stack([-np.sin(phi), np.cos(phi)])[position]   # along the normal
+    out = np.column_stack([across[:, 0], vertices[:, 1], across[:, 1]])
+    mesh = trimesh.Trimesh(out, faces, process=True)
+    trimesh.repair.fix_normals(mesh)
+    assert mesh.is_watertight and mesh.volume > 0
+    return mesh
+
+
+def dimpled_plate(depth: float, size: float = 40.0, thickness: float = 2.0, step: float = 1.0) -> trimesh.Trimesh:
+    """A plate ``size`` x ``size`` x ``thickness`` (mm) on a grid of ``step`` squares, the vertex
+    in the middle of its top face pushed down by ``depth``: a dimple of radius ``step``, far
+    finer than the remeshed side's edges. Watertight, wound outward."""
+    steps = int(round(size / step)) + 1
+    vertices, faces = _box_grid(np.linspace(0.0, size, steps), np.linspace(-0.5 * size, 0.5 * size, steps), thickness)
+    middle = np.flatnonzero(np.all(np.isclose(vertices, [0.5 * size, 0.0, thickness]), axis=1))
+    assert len(middle) == 1
+    vertices[middle, 2] -= depth
+    mesh = trimesh.Trimesh(vertices, faces, process=True)
     assert mesh.is_watertight and mesh.volume > 0
     return mesh

@@ -12,14 +12,11 @@ import numpy as np
 import pytest
 import trimesh
 
-from fieldgen.io.asset import read_asset, read_metadata
 from fieldgen.meshing.tetmesh import FREE
-from fieldgen.options import BuildOptions
-from fieldgen.pipeline import build
 from fieldgen.sizing import lengthwise
 from fieldgen.sizing.open_section import layered_open_wall, open_wall
 from layered_mesh_checks import assert_keeps_a_bonded_face, right_prism
-from test_thin_walls import rms_error_where
+from test_thin_walls import assert_parabola_across, built_layered
 
 #: (outline counter-clockwise, its triangulation, the section's area by hand, the bottom leg's
 #: thickness), mm
@@ -79,20 +76,8 @@ def test_an_open_section_meets_the_accuracy_by_default(tmp_path, section, length
     """TetGen's passes stopped at the budget at 3.73 % (angle) and 3.13 % (channel). By default now
     within 1 % estimated and the budget, and across the bottom leg, away from its ends, the corner
     and the prism's ends, the parabola of a free wall within twice the estimate."""
-    path, out = tmp_path / "part.stl", tmp_path / "part.vtu"
-    prism(section, length).export(path)
-    result = build(path, out, BuildOptions(units="mm", modulus=1e5, dissipation=1.0))
-    metadata, asset = read_metadata(out), read_asset(out)
-    assert metadata["mesher"]["mesher"].startswith("layered open wall") and not metadata["warnings"]
-    estimate = metadata["error_estimate"]
-    assert max(estimate["extent"], estimate["pressure"], estimate["characteristic_length"]) <= 0.01
-    assert result.tets <= 300_000
-    points, wall = asset.points * 1e3, section[3]
-    width = max(x for x, _ in section[0])
-    exact = lambda x: 1.0 - (2.0 * (x[:, 1] - wall / 2) / wall) ** 2                 # noqa: E731
+    asset, metadata = built_layered(tmp_path, prism(section, length), "part", "layered open wall")
+    wall, width = section[3], max(x for x, _ in section[0])
     inside = lambda c: ((np.abs(c[:, 0] - width / 2) < width / 5) & (c[:, 1] < wall)   # noqa: E731
                         & (np.abs(c[:, 2] - length / 2) < length / 4))
-    keep = inside(points)
-    scale = float(asset.extent[keep] @ exact(points[keep]) / (asset.extent[keep] @ asset.extent[keep]))
-    true, share = rms_error_where(points, asset.tets, scale * asset.extent, exact, inside)
-    assert 0.5 < scale < 2.0 and share > 0.01 and true <= 2.0 * estimate["extent"]
+    assert_parabola_across(asset, metadata, 1, wall, inside, (0.5, 2.0), 0.01)

@@ -21,7 +21,7 @@ from fieldgen.fe.extent import solve_extent
 from fieldgen.sizing import section_field
 from fieldgen.sizing.section_field import field_section, layered_field_wall, section_metric, section_slab
 from layered_mesh_checks import assert_keeps_a_bonded_face, right_prism
-from test_thin_walls import rms_error_where, tube_extent
+from test_thin_walls import assert_parabola_across, built_layered, rms_error_where, tube_extent
 
 #: (outline counter-clockwise, its triangulation, the section's area by hand, the flange's
 #: thickness), mm: a tee (flange 60 x 3 on a 20 x 3 web) and an I-beam (40 x 3 flanges, a 34 x 3 web).
@@ -93,23 +93,12 @@ def test_a_tee_and_an_ibeam_meet_the_accuracy_by_default(tmp_path, section):
     """TetGen's passes stopped at the budget at 1.90 % (tee) and 2.07 % (I-beam). By default now
     within 1 % estimated and the budget, and across the bottom flange, away from its tip, the web
     and the prism's ends, the parabola of a free wall within twice the estimate."""
-    length = 80.0
-    path, out = tmp_path / "part.stl", tmp_path / "part.vtu"
-    right_prism(section[0], section[1], length, process=True).export(path)
-    result = build(path, out, BuildOptions(units="mm", modulus=1e5, dissipation=1.0))
-    metadata, asset = read_metadata(out), read_asset(out)
-    assert metadata["mesher"]["mesher"].startswith("layered section") and not metadata["warnings"]
-    estimate = metadata["error_estimate"]
-    assert max(estimate["extent"], estimate["pressure"], estimate["characteristic_length"]) <= 0.01
-    assert result.tets <= 300_000
-    points, wall = asset.points * 1e3, section[3]
-    exact = lambda x: 1.0 - (2.0 * (x[:, 1] - wall / 2) / wall) ** 2                 # noqa: E731
+    length, wall = 80.0, section[3]
+    part = right_prism(section[0], section[1], length, process=True)
+    asset, metadata = built_layered(tmp_path, part, "part", "layered section")
     inside = lambda c: ((np.abs(c[:, 0] - 10) < 4) & (c[:, 1] < wall)               # noqa: E731
                         & (np.abs(c[:, 2] - length / 2) < length / 4))
-    keep = inside(points)
-    scale = float(asset.extent[keep] @ exact(points[keep]) / (asset.extent[keep] @ asset.extent[keep]))
-    true, share = rms_error_where(points, asset.tets, scale * asset.extent, exact, inside)
-    assert 0.5 < scale < 2.0 and share > 0.01 and true <= 2.0 * estimate["extent"]
+    assert_parabola_across(asset, metadata, 1, wall, inside, (0.5, 2.0), 0.01)
 
 
 @pytest.mark.slow

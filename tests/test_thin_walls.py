@@ -237,6 +237,33 @@ def _worst(metadata) -> float:
     return max(estimate["extent"], estimate["pressure"], estimate["characteristic_length"])
 
 
+def built_layered(tmp_path, surface, name, mesher: str):
+    """``surface`` (mm) built by default: the asset and its metadata, after asserting that the
+    ``mesher`` record (its start) made it without a warning, within 1 % estimated and within the
+    budget."""
+    result, asset, metadata = _built(tmp_path, surface, name)
+    assert metadata["mesher"]["mesher"].startswith(mesher) and not metadata["warnings"]
+    assert _worst(metadata) <= 0.01
+    assert result.tets <= 300_000
+    return asset, metadata
+
+
+def assert_parabola_across(asset, metadata, axis: int, wall: float, inside, scales: tuple[float, float],
+                           min_share: float) -> None:
+    """Across a free wall whose faces lie at ``axis`` = 0 and ``wall`` (mm), over the tets whose
+    centroids are ``inside`` (a function of points in mm), the parabola ``1 − (2 (x − wall/2) /
+    wall)²`` within twice the estimated error of e. The asset's extent is scaled onto the parabola
+    by least squares first (the normalisation's maximum may lie elsewhere: at a corner), the factor
+    strictly within ``scales``, and the tets hold more than ``min_share`` of the volume."""
+    points = asset.points * 1e3
+    exact = lambda x: plate_extent(x[:, axis] - wall / 2, wall)                     # noqa: E731
+    keep = inside(points)
+    scale = float(asset.extent[keep] @ exact(points[keep]) / (asset.extent[keep] @ asset.extent[keep]))
+    true, share = rms_error_where(points, asset.tets, scale * asset.extent, exact, inside)
+    assert scales[0] < scale < scales[1] and share > min_share
+    assert true <= 2.0 * metadata["error_estimate"]["extent"]
+
+
 # A free tube is meshed in layers along its length and a thin plate that is a right prism in
 # layers across (docs/design/sizing.md, "Thin walls"); both meet the accuracy by default.
 
