@@ -60,5 +60,7 @@ def remeshed_surface(points: np.ndarray, triangles: np.ndarray, *, refs: np.ndar
     lengths = {key: float(value) / size for key, value in options.items() if key in LENGTH_OPTIONS}
     remesh(mesh, **{**options, **lengths})
     new_triangles, new_refs = mesh.get_triangles_with_refs()
-    return (np.asarray(mesh.get_vertices(), dtype=np.float64) * size + centre,
-            np.asarray(new_triangles, dtype=np.int64), np.asarray(new_refs, dtype=np.int64))
+    new_points = np.asarray(mesh.get_vertices(), dtype=np.float64) * size + centre
+    if not np.isfinite(new_points).all():
+        raise MmgFailure("MMGS returned points that are not finite")
+    return new_points, np.asarray(new_triangles, dtype=np.int64), np.asarray(new_refs, dtype=np.int64)

@@ -20,6 +20,13 @@ the sheet:
    triangle's column is a stack of prisms of three tets, the diagonals by vertex number
    (:func:`fieldgen.sizing.extrusion.prism_tets`), so the mesh conforms.
 
+A side with sharp folds (no bend radius) is split into panels at its creases, and a block
+fills each fold's corner (:mod:`fieldgen.sizing.fold`); a side that meets a sharp fold from
+outside is not tried. MMGS may move an open side's rim within the side, past its Hausdorff bound:
+if the mesh misses the surface or a column folds, the side is meshed once more with its rim put
+back on the input's after each remeshing (:func:`onto_rim`) and the columns at the rim held to
+the cut faces (:func:`along_rim_faces`).
+
 The smaller side is tried first (the inside of a bend, where the columns spread rather than
 meet), then the other if a column folded. A mesh is kept only if no tet is inverted (a column
 folding over its neighbour) and its boundary and the input surface are within the surface
@@ -38,6 +45,7 @@ from fieldgen.meshing.mmg import MmgFailure, remeshed_surface
 from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
 from fieldgen.sizing.adapt import symmetric
 from fieldgen.sizing.extrusion import prism_tets
+from fieldgen.sizing.fold import FOLD, concave, corner_blocks, crease_pairs, split_at_creases
 from fieldgen.sizing.thickness import opposite_faces
 from fieldgen.surface.components import components
 from fieldgen.surface.remesh import default_tolerance
@@ -46,15 +54,13 @@ from fieldgen.surface.topology import (boundary_edges, compacted, face_areas, fa
 
 #: A sheet: the two sides hold this share of the area, their triangles face each other (cosine
 #: below ``-PAIRED``) at one thickness within ``SPREAD`` of it, and the sheet is at least
-#: ``THIN_RATIO`` thicknesses across; a side whose neighbouring triangles meet at more than
-#: ``FOLD`` degrees is folded sharp, and its columns could not fill the corner. ``SAMPLE``
-#: triangles spread through the list are tried first, and a surface of more than ``MAX_FACES``
-#: is not tried: a ray from a long CAD sliver can cost milliseconds (docs/design/sizing.md, "Sheets").
+#: ``THIN_RATIO`` thicknesses across. ``SAMPLE`` triangles spread through the list are tried
+#: first, and a surface of more than ``MAX_FACES`` is not tried: a ray from a long CAD sliver can
+#: cost milliseconds (docs/design/sizing.md, "Sheets").
 SIDE_SHARE = 0.85
 PAIRED = 0.99
 SPREAD = 0.02
 THIN_RATIO = 8.0
-FOLD = 40.0
 SAMPLE = 256
 MAX_FACES = 20_000
 #: Layers across the sheet, and the side's edges in thicknesses: everywhere in the first
@@ -67,6 +73,8 @@ EDGE_AT_RIM = 0.15
 EDGE_ALONG = 3.0
 GRADING = 0.5
 NORMAL_RADIUS = 0.5
+#: Where the rim turns by more than 30° (the sine), a column at the corner is held by both cut faces.
+RIM_CORNER = 0.5
 #: MMGS's gradation and Hausdorff bound (in thicknesses).
 GRADATION = 1.5
 HAUSDORFF = 0.01
@@ -96,24 +104,24 @@ def sheet_sides(vertices: np.ndarray, faces: np.ndarray) -> tuple[float, np.ndar
     facing[facing] = np.einsum("ij,ij->i", normals[facing], normals[opposite[facing]]) < -PAIRED
     if area[facing].sum() < SIDE_SHARE * area.sum():
         return None
-    t = float(np.median(thickness[facing]))
+    t = weighted_median(thickness[facing], area[facing])      # by area: a CAD end face has many triangles
     paired = facing & (np.abs(thickness - t) <= SPREAD * t)
     paired[paired] &= paired[opposite[paired]]
     if area[paired].sum() < SIDE_SHARE * area.sum() or np.ptp(vertices, axis=0).max() < THIN_RATIO * t:
         return None
     side = _two_sides(faces, paired, opposite)
-    if side is None or _folded(faces, normals, side):
+    if side is None:
         return None
     if area[side == 0].sum() > area[side == 1].sum():
         side = np.where(side < 0, side, 1 - side)
     return t, side
 
 
-def _folded(faces: np.ndarray, normals: np.ndarray, side: np.ndarray) -> bool:
-    """Whether two triangles of one side meet across an edge at more than ``FOLD`` degrees."""
-    f, g, _ = face_pairs_across_edges(faces)
-    same = (side[f] >= 0) & (side[f] == side[g])
-    return bool(np.any(np.einsum("ij,ij->i", normals[f[same]], normals[g[same]]) < np.cos(np.radians(FOLD))))
+def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    """The value below which half of the total weight lies."""
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
 
 
 def _facing_sample(vertices: np.ndarray, faces: np.ndarray, area: np.ndarray, normals: np.ndarray) -> bool:
@@ -179,19 +187,21 @@ def rim_metric(points: np.ndarray, samples: np.ndarray, across: np.ndarray, t: f
 
 
 def remeshed_side(points: np.ndarray, triangles: np.ndarray, metric: np.ndarray, hausdorff: float):
-    """The side remeshed by MMGS under ``metric`` (n, 6) within ``hausdorff``, on a copy about 1
-    across: (points, triangles); None if MMGS fails."""
+    """The side remeshed by MMGS under ``metric`` (a size (n,) or a tensor (n, 6)) within ``hausdorff``, on a copy about 1
+    across, its sharp folds kept as ridges: (points, triangles); None if MMGS fails."""
+    folds = {"ar": FOLD} if len(crease_pairs(points, triangles)[0]) else {}
     try:
-        made, triangles, _ = remeshed_surface(points, triangles, metric=metric, unit=True, hausd=hausdorff,
-                                              hgrad=GRADATION, verbose=-1)
+        made, triangles, _ = remeshed_surface(points, triangles, metric=metric, unit=True,
+                                              hausd=hausdorff, hgrad=GRADATION, verbose=-1, **folds)
     except MmgFailure:
         return None
     return made, triangles
 
 
-def column_directions(points: np.ndarray, triangles: np.ndarray, radius: float) -> np.ndarray:
+def column_directions(points: np.ndarray, triangles: np.ndarray, radius: float, panel: np.ndarray) -> np.ndarray:
     """Unit inward directions at the side's vertices: minus the area-weighted normals of the
-    triangles whose centroids lie within ``radius`` (and of the vertex's own triangles)."""
+    triangles whose centroids lie within ``radius`` on the vertex's ``panel`` (the flat or bent
+    pieces between sharp folds), and of the vertex's own triangles."""
     weighted = 0.5 * np.cross(points[triangles[:, 1]] - points[triangles[:, 0]],
                               points[triangles[:, 2]] - points[triangles[:, 0]])
     total = np.zeros_like(points)
@@ -199,8 +209,33 @@ def column_directions(points: np.ndarray, triangles: np.ndarray, radius: float) 
         np.add.at(total, triangles[:, k], weighted)
     near = cKDTree(points).query_ball_point(points[triangles].mean(axis=1), radius)
     rows = np.concatenate([np.asarray(n, dtype=np.int64) for n in near])
-    np.add.at(total, rows, np.repeat(weighted, [len(n) for n in near], axis=0))
+    owner = np.repeat(np.arange(len(triangles)), [len(n) for n in near])
+    same = panel[rows] == panel[triangles[owner, 0]]
+    np.add.at(total, rows[same], weighted[owner[same]])
     return -total / np.linalg.norm(total, axis=1, keepdims=True)
+
+
+def along_rim_faces(points: np.ndarray, triangles: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """``directions`` with each rim vertex's turned into the cut faces at its rim edges: the part
+    across each edge (in the side's plane, normal to the edge) taken out, the second edge's only
+    where the rim turns by more than 30° (a corner of the cut; Gram-Schmidt), so a column at the rim runs along the cut face instead of out of the
+    part where averaged normals lean (at a bend near the rim)."""
+    rim, face = boundary_edges(triangles)
+    along = points[rim[:, 1]] - points[rim[:, 0]]
+    across = np.cross(along, unit_normals(points, triangles[face]))
+    across /= np.linalg.norm(across, axis=1, keepdims=True)
+    out = directions.copy()
+    for k in (0, 1):                      # each rim vertex is on two rim edges
+        order = np.argsort(rim[:, k], kind="stable")
+        vertex, a = rim[order, k], across[order]
+        if k == 1:                        # the second edge's direction made normal to the first's
+            first = np.zeros_like(points)
+            first[rim[:, 0]] = across
+            a = a - np.einsum("ij,ij->i", a, first[vertex])[:, None] * first[vertex]
+            size = np.linalg.norm(a, axis=1, keepdims=True)
+            a = np.where(size > RIM_CORNER, a / np.maximum(size, 1e-300), 0.0)   # a corner of the cut
+        out[vertex] -= np.einsum("ij,ij->i", out[vertex], a)[:, None] * a
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
 def column_depths(points: np.ndarray, directions: np.ndarray, other, t: float) -> np.ndarray:
@@ -250,17 +285,46 @@ def predicted_tets(vertices: np.ndarray, faces: np.ndarray, t: float) -> float:
     return float(3 * LAYERS * MMGS_SHARE * 4.0 / np.sqrt(3.0) * unit)
 
 
-def graded_side(vertices: np.ndarray, faces: np.ndarray, t: float, scale: float = 1.0):
+def graded_side(vertices: np.ndarray, faces: np.ndarray, t: float, scale: float = 1.0, on_rim: bool = False):
     """The side (``faces``) remeshed by MMGS at ``EDGE_FIRST`` t (the input's narrow CAD triangles
     made into a clean start), then under :func:`rim_metric` (sizes times ``scale``), the rim's
-    directions taken from the input side: (points, triangles); None if MMGS fails."""
+    directions taken from the input side; with ``on_rim``, each time with its rim put back on the
+    input's (:func:`onto_rim`): (points, triangles); None if MMGS fails."""
     points, triangles = compacted(vertices, faces)
     samples, across = rim_directions(points, triangles, 0.5 * EDGE_AT_RIM * t * scale)
     first = np.tile(symmetric(np.eye(3)[None] / (EDGE_FIRST * t * scale) ** 2), (len(points), 1))
+    if len(crease_pairs(points, triangles)[0]):
+        first = np.full(len(points), EDGE_FIRST * t * scale)    # the same size; MMGS's tensor mode made NaN at a crease
+    rim = boundary_edges(triangles)[0]
     made = remeshed_side(points, triangles, first, HAUSDORFF * t)
     if made is None:
         return None
-    return remeshed_side(made[0], made[1], rim_metric(made[0], samples, across, t, scale), HAUSDORFF * t)
+    if on_rim:
+        made = onto_rim(made[0], made[1], points, rim), made[1]
+    made = remeshed_side(made[0], made[1], rim_metric(made[0], samples, across, t, scale), HAUSDORFF * t)
+    if made is None or not on_rim:
+        return made
+    return onto_rim(made[0], made[1], points, rim), made[1]
+
+
+def onto_rim(points: np.ndarray, triangles: np.ndarray, rim_points: np.ndarray, rim_edges: np.ndarray,
+             chunk: int = 256) -> np.ndarray:
+    """``points`` with the rim vertices of ``triangles`` moved to the nearest point of the input
+    side's rim (segments ``rim_edges`` on ``rim_points``): MMGS may move an open surface's border
+    within the surface, by up to a tenth of the thickness on the sheets measured, far past its
+    Hausdorff bound (docs/design/sizing.md, "Sheets")."""
+    moved = points.copy()
+    rim = np.unique(boundary_edges(triangles)[0])
+    a, b = rim_points[rim_edges[:, 0]], rim_points[rim_edges[:, 1]]
+    ab = b - a
+    length2 = np.maximum(np.einsum("ij,ij->i", ab, ab), np.finfo(float).tiny)
+    for start in range(0, len(rim), chunk):
+        q = points[rim[start:start + chunk]][:, None, :]
+        s = np.clip(np.einsum("ijk,jk->ij", q - a[None], ab) / length2, 0.0, 1.0)
+        foot = a[None] + s[..., None] * ab[None]
+        nearest = np.argmin(np.einsum("ijk,ijk->ij", q - foot, q - foot), axis=1)
+        moved[rim[start:start + chunk]] = foot[np.arange(len(nearest)), nearest]
+    return moved
 
 
 def distance_apart(xyz: np.ndarray, tets: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> float:
@@ -287,27 +351,47 @@ def layered_sheet(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, 
     tolerance = default_tolerance(vertices) if tolerance is None else float(tolerance)
     wanted = None if max_tets is None else BUDGET_SHARE * max_tets
     for which in (0, 1):
+        if not folds_inward(vertices, faces[side == which]):
+            continue                    # its columns would meet at a fold: the other side's part there
         scale = 1.0 if wanted is None else np.sqrt(max(1.0, predicted_tets(vertices, faces[side == which], t) / wanted))
         if scale > MAX_SCALE:
             return None
-        graded = graded_side(vertices, faces[side == which], t, scale)
-        if graded is None or (wanted is not None and 3 * LAYERS * len(graded[1]) > wanted):
-            return None                 # MMGS failed, or made more than predicted: so would the other side
-        mesh = columns(*graded, compacted(vertices, faces[side == 1 - which]), t, vertices, faces, markers)
-        if mesh is None:
-            continue                    # a column folded: the other side's may spread instead
-        apart = distance_apart(mesh.points, mesh.tets, vertices, faces)
-        if apart > tolerance:
+        for on_rim in (False, True):    # as MMGS leaves the rim, then held to the input's rim
+            graded = graded_side(vertices, faces[side == which], t, scale, on_rim)
+            if graded is None or (wanted is not None and 3 * LAYERS * len(graded[1]) > wanted):
+                return None             # MMGS failed, or made more than predicted: so would the other side
+            mesh = columns(*graded, compacted(vertices, faces[side == 1 - which]), t, vertices, faces, markers, on_rim)
+            apart = np.inf if mesh is None else distance_apart(mesh.points, mesh.tets, vertices, faces)
+            if apart <= tolerance:
+                return mesh, {"thickness": t, "layers": LAYERS, "side_triangles": len(graded[1]),
+                              "distance_apart": apart}
+        if mesh is not None:
             return None                 # the columns miss part of the sheet: so would the other side's
-        return mesh, {"thickness": t, "layers": LAYERS, "side_triangles": len(graded[1]), "distance_apart": apart}
-    return None
+    return None                         # (a column folded: the other side's may spread instead)
 
 
-def columns(points, triangles, other, t: float, vertices, faces, markers) -> TetMesh | None:
-    """The side's columns to the ``other`` side (vertices, faces) as a TetMesh with the input's
-    conditions; None if a column folds."""
-    directions = column_directions(points, triangles, NORMAL_RADIUS * t)
+def folds_inward(vertices: np.ndarray, faces: np.ndarray) -> bool:
+    """Whether every sharp fold of the side (``faces``) is met from inside, where its columns
+    part and a corner block fills the wedge (:func:`fieldgen.sizing.fold.concave`)."""
+    points, triangles = compacted(vertices, faces)
+    sharp, _, normals = crease_pairs(points, triangles)
+    return concave(points, triangles, sharp, normals)
+
+
+def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim: bool = False) -> TetMesh | None:
+    """The side's columns to the ``other`` side (vertices, faces), a block in the wedge of each
+    sharp fold (:mod:`fieldgen.sizing.fold`), as a TetMesh with the input's conditions; with
+    ``on_rim`` the columns at the rim held to its cut faces (:func:`along_rim_faces`); None if a
+    column or a block folds."""
+    split = split_at_creases(points, triangles)
+    if split is None:
+        return None
+    points, triangles, creases = split
+    directions = column_directions(points, triangles, NORMAL_RADIUS * t, creases.panel)
+    if on_rim:
+        directions = along_rim_faces(points, triangles, directions)
     made = stacked(points, triangles, directions, column_depths(points, directions, other, t), LAYERS)
+    made = None if made is None else corner_blocks(*made, len(points), creases, LAYERS)
     if made is None:
         return None
     xyz, tets = made
