@@ -265,6 +265,7 @@ def test_design_target_on_a_robust_mesh(meshes, tmp_path):
     # a header naming units other than --units (here m,N, the default): read so, a fit off by 1000
     ("depth_mm,force_N\n0.2,1\n0.4,2\n0.6,3\n", "its header names depth in mm ('depth_mm'), but --units gives m"),
     ("depth (m); force [mN]\n0.001;1\n0.002;2\n0.003;3\n", "its header names force in mN ('force [mN]')"),
+    ("Depth_MM,Force_N\n0.2,1\n0.4,2\n0.6,3\n", "its header names depth in mm ('Depth_MM'), but --units gives m"),
 ])
 def test_bad_data_is_refused(tmp_path, content, reason):
     csv = tmp_path / "bad.csv"

@@ -114,7 +114,8 @@ def check_header_units(raw: bytes, units_text: str, path: str) -> None:
         for cell in cells if len(cells) > 1 else line.split():
             match = HEADER_UNIT.match(cell)
             quantity, unit = (match.group(1).lower(), match.group(2)) if match else (None, None)
-            if quantity and unit in known[quantity] and unit != given[quantity]:
+            unit = {u.lower(): u for u in known[quantity]}.get(unit.lower()) if quantity else None   # MM is mm
+            if quantity and unit is not None and unit != given[quantity]:
                 meant = ",".join(unit if q == quantity else given[q] for q in ("depth", "force"))
                 raise InputError(f"its header names {quantity} in {unit} ({cell.strip()!r}), but --units gives "
                                  f"{given[quantity]} ({units_text}): every {quantity} would be read in {given[quantity]}",
