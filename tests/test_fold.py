@@ -80,7 +80,7 @@ def test_a_sharp_fold_is_filled_by_a_corner_block_that_conforms(make):
     assert record["distance_apart"] < 1e-12 and record["thickness"] == pytest.approx(T * 1e-3, rel=1e-9)
     centroids = mesh.points[mesh.tets].mean(axis=1) * 1e3
     corner = (centroids[:, 0] > 0) & (centroids[:, 0] < T * 0.5) & (centroids[:, 1] > 0) & (centroids[:, 1] < T * 0.5)
-    assert corner.any() or make is not channel
+    assert corner.any()                 # next to the outer crease at the origin, which no column reaches
 
 
 def test_a_fold_met_from_outside_on_both_sides_is_refused_before_remeshing(monkeypatch):

@@ -39,17 +39,18 @@ def remeshed_surface(points: np.ndarray, triangles: np.ndarray, *, refs: np.ndar
     (``hausd``, ``hmin``, ``hmax``, ``hgrad``, ...). With ``unit``, MMGS runs on the points moved
     and scaled to about 1 across, lengths and the metric with them (as MMG2D needs,
     :func:`fieldgen.sizing.extrusion.mmg2d`). MmgFailure when MMGS fails."""
-    import mmgpy  # lazy: heavy, and only parts whose surface is remeshed need it
+    import mmgpy  # lazy: heavy, and only a remeshed surface, a band skin or a sheet needs it
 
     centre, size = (points.mean(axis=0), float(np.ptp(points, axis=0).max())) if unit else (0.0, 1.0)
     mesh = mmgpy.MmgMeshS()
     ridges = np.zeros((0, 2), dtype=np.int32) if ridges is None else np.asarray(ridges, dtype=np.int32)
     mesh.set_mesh_size(vertices=len(points), triangles=len(triangles), edges=len(ridges))
-    mesh.set_vertices(np.ascontiguousarray((points - centre) / size, dtype=np.float64))
+    mesh.set_vertices(np.ascontiguousarray((points - centre) / size if unit else points, dtype=np.float64))
     if refs is None:
         mesh.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32))
     else:
-        mesh.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32), refs=np.ascontiguousarray(refs, dtype=np.int32))
+        mesh.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32),
+                           refs=np.ascontiguousarray(refs, dtype=np.int32))
     if len(ridges):
         mesh.set_edges(np.ascontiguousarray(ridges), refs=np.ones(len(ridges), dtype=np.int64))
         mesh.set_ridge_edges(np.arange(len(ridges), dtype=np.int32))
@@ -60,7 +61,8 @@ def remeshed_surface(points: np.ndarray, triangles: np.ndarray, *, refs: np.ndar
     lengths = {key: float(value) / size for key, value in options.items() if key in LENGTH_OPTIONS}
     remesh(mesh, **{**options, **lengths})
     new_triangles, new_refs = mesh.get_triangles_with_refs()
-    new_points = np.asarray(mesh.get_vertices(), dtype=np.float64) * size + centre
+    new_points = np.asarray(mesh.get_vertices(), dtype=np.float64)
+    new_points = new_points * size + centre if unit else new_points
     if not np.isfinite(new_points).all():
         raise MmgFailure("MMGS returned points that are not finite")
     return new_points, np.asarray(new_triangles, dtype=np.int64), np.asarray(new_refs, dtype=np.int64)

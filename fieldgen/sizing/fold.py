@@ -116,8 +116,8 @@ def split_at_creases(points: np.ndarray, triangles: np.ndarray):
 def corner_blocks(xyz: np.ndarray, tets: np.ndarray, count: int, creases: Creases, layers: int):
     """The layered columns (``xyz``, numbered layer by layer, ``count`` points a layer; their
     ``tets``) with a block in each crease's wedge (module docstring) and the panel B copies at
-    the inner crease merged back: (points, tets, positive), only the points the tets use; None
-    if a block's tet would be flat or inverted."""
+    the inner crease merged back: (points, tets), the tets positive and only the points they use;
+    None if a block's tet would be flat or inverted."""
     if not len(creases.edges):
         return xyz, tets
     side = layers + 1

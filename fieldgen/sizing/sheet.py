@@ -1,5 +1,5 @@
-"""A sheet of one thickness, flat or bent (a bracket or mount of sheet metal), meshed in layers
-across it (docs/model.md §2.10, "Thin walls").
+"""A sheet of one thickness, flat, bent or folded sharp (a bracket or mount of sheet metal),
+meshed in layers across it (docs/model.md §2.10, "Sheets of one thickness").
 
 A sheet: nearly all of the surface (``SIDE_SHARE`` of its area) lies on two sides that face each
 other at one thickness ``t`` — each such triangle's inward ray
@@ -45,7 +45,7 @@ from fieldgen.meshing.mmg import MmgFailure, remeshed_surface
 from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
 from fieldgen.sizing.adapt import symmetric
 from fieldgen.sizing.extrusion import prism_tets
-from fieldgen.sizing.fold import FOLD, concave, corner_blocks, crease_pairs, split_at_creases
+from fieldgen.sizing.fold import FOLD, corner_blocks, crease_pairs, split_at_creases
 from fieldgen.sizing.thickness import opposite_faces
 from fieldgen.surface.components import components
 from fieldgen.surface.remesh import default_tolerance
@@ -187,8 +187,9 @@ def rim_metric(points: np.ndarray, samples: np.ndarray, across: np.ndarray, t: f
 
 
 def remeshed_side(points: np.ndarray, triangles: np.ndarray, metric: np.ndarray, hausdorff: float):
-    """The side remeshed by MMGS under ``metric`` (a size (n,) or a tensor (n, 6)) within ``hausdorff``, on a copy about 1
-    across, its sharp folds kept as ridges: (points, triangles); None if MMGS fails."""
+    """The side remeshed by MMGS under ``metric`` (a size (n,) or a tensor (n, 6)) within
+    ``hausdorff``, on a copy about 1 across, its sharp folds kept as ridges: (points, triangles);
+    None if MMGS fails."""
     folds = {"ar": FOLD} if len(crease_pairs(points, triangles)[0]) else {}
     try:
         made, triangles, _ = remeshed_surface(points, triangles, metric=metric, unit=True,
@@ -218,8 +219,10 @@ def column_directions(points: np.ndarray, triangles: np.ndarray, radius: float, 
 def along_rim_faces(points: np.ndarray, triangles: np.ndarray, directions: np.ndarray) -> np.ndarray:
     """``directions`` with each rim vertex's turned into the cut faces at its rim edges: the part
     across each edge (in the side's plane, normal to the edge) taken out, the second edge's only
-    where the rim turns by more than 30° (a corner of the cut; Gram-Schmidt), so a column at the rim runs along the cut face instead of out of the
-    part where averaged normals lean (at a bend near the rim)."""
+    where the rim turns by more than 30° (a corner of the cut; Gram-Schmidt), so a column at the
+    rim runs along the cut face instead of out of the part where averaged normals lean (at a bend
+    near the rim). On a side split at its creases the crease edges count as rim too; the crease
+    is normal to the panel, so a flat panel's columns there are unchanged."""
     rim, face = boundary_edges(triangles)
     along = points[rim[:, 1]] - points[rim[:, 0]]
     across = np.cross(along, unit_normals(points, triangles[face]))
@@ -371,11 +374,10 @@ def layered_sheet(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, 
 
 
 def folds_inward(vertices: np.ndarray, faces: np.ndarray) -> bool:
-    """Whether every sharp fold of the side (``faces``) is met from inside, where its columns
-    part and a corner block fills the wedge (:func:`fieldgen.sizing.fold.concave`)."""
-    points, triangles = compacted(vertices, faces)
-    sharp, _, normals = crease_pairs(points, triangles)
-    return concave(points, triangles, sharp, normals)
+    """Whether a corner block can fill every sharp fold of the side (``faces``): each met from
+    inside, where the columns part, and between two panels only
+    (:func:`fieldgen.sizing.fold.split_at_creases`); checked on the input side, before MMGS runs."""
+    return split_at_creases(*compacted(vertices, faces)) is not None
 
 
 def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim: bool = False) -> TetMesh | None:
@@ -387,11 +389,12 @@ def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim
     if split is None:
         return None
     points, triangles, creases = split
-    directions = column_directions(points, triangles, NORMAL_RADIUS * t, creases.panel)
-    if on_rim:
-        directions = along_rim_faces(points, triangles, directions)
-    made = stacked(points, triangles, directions, column_depths(points, directions, other, t), LAYERS)
-    made = None if made is None else corner_blocks(*made, len(points), creases, LAYERS)
+    with np.errstate(divide="ignore", invalid="ignore"):     # NaN (a degenerate rim edge, a hairpin): refused by the signs
+        directions = column_directions(points, triangles, NORMAL_RADIUS * t, creases.panel)
+        if on_rim:
+            directions = along_rim_faces(points, triangles, directions)
+        made = stacked(points, triangles, directions, column_depths(points, directions, other, t), LAYERS)
+        made = None if made is None else corner_blocks(*made, len(points), creases, LAYERS)
     if made is None:
         return None
     xyz, tets = made
