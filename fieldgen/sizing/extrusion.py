@@ -24,6 +24,7 @@ from fieldgen.errors import MesherCrash
 from fieldgen.meshing.ftetwild import classify_boundary
 from fieldgen.meshing.mmg import MmgFailure, remesh as run_mmg
 from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
+from fieldgen.sizing.segments import along_segments
 from fieldgen.surface.topology import boundary_edges, compacted, face_areas, unit_normals
 
 #: Layers of tets across the plate, and the section's edges in plate thicknesses: across the
@@ -94,11 +95,9 @@ def graded_metric(points: np.ndarray, outline_points: np.ndarray, outline: np.nd
     ``GRADING`` per unit distance up to ``EDGE_ALONG`` x ``thickness``, which is the edge along."""
     rim, along = EDGE_AT_RIM * thickness, EDGE_ALONG * thickness
     a, b = outline_points[outline[:, 0]], outline_points[outline[:, 1]]
-    pieces = np.maximum(np.ceil(np.linalg.norm(b - a, axis=1) / (0.5 * rim)), 1).astype(np.int64)
-    step = np.concatenate([np.arange(k) / k for k in pieces])
-    samples = np.repeat(a, pieces, axis=0) + step[:, None] * np.repeat(b - a, pieces, axis=0)
+    samples, of_sample = along_segments(a, b, 0.5 * rim)
     _, nearest = cKDTree(samples).query(points)
-    segment = np.repeat(np.arange(len(outline)), pieces)[nearest]     # then the point's foot on it
+    segment = of_sample[nearest]                                       # then the point's foot on it
     start, run = a[segment], (b - a)[segment]
     share = np.clip(np.einsum("ij,ij->i", points - start, run) / np.einsum("ij,ij->i", run, run), 0.0, 1.0)
     direction = points - (start + share[:, None] * run)

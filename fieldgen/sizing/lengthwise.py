@@ -29,6 +29,7 @@ import numpy as np
 
 from fieldgen.meshing.tetmesh import TetMesh
 from fieldgen.sizing.extrusion import CORNER, extruded, filled_prism, graded_spots, prism_section
+from fieldgen.sizing.segments import nearest_on_segments
 from fieldgen.surface.topology import compacted, face_areas, unit_normals
 
 #: Elements across the wall, the edge along it and at the end planes (in wall thicknesses), and
@@ -125,16 +126,9 @@ def arc_positions(polyline: np.ndarray, *, closed: bool) -> np.ndarray:
 def feet(query: np.ndarray, polyline: np.ndarray, *, closed: bool) -> np.ndarray:
     """The arc-length position on ``polyline`` (closed: a loop) of the point nearest each ``query``."""
     a, b, length = _segments(polyline, closed)
-    run = b - a
     start = arc_positions(polyline, closed=closed)[:len(length)]
-    where = np.empty(len(query))
-    for first in range(0, len(query), 512):
-        q = query[first:first + 512, None, :]
-        share = np.clip(np.einsum("qsd,sd->qs", q - a[None], run) / (length ** 2)[None], 0.0, 1.0)
-        gap = np.linalg.norm(a[None] + share[..., None] * run[None] - q, axis=2)
-        nearest = np.argmin(gap, axis=1)
-        where[first:first + 512] = start[nearest] + share[np.arange(len(q)), nearest] * length[nearest]
-    return where
+    nearest, share = nearest_on_segments(query, a, b)
+    return start[nearest] + share * length[nearest]
 
 
 def points_at(polyline: np.ndarray, where: np.ndarray, *, closed: bool) -> np.ndarray:

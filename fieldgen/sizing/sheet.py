@@ -46,6 +46,7 @@ from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive
 from fieldgen.sizing.adapt import symmetric
 from fieldgen.sizing.extrusion import prism_tets
 from fieldgen.sizing.fold import FOLD, corner_blocks, crease_pairs, split_at_creases
+from fieldgen.sizing.segments import along_segments, nearest_on_segments
 from fieldgen.sizing.thickness import opposite_faces
 from fieldgen.surface.components import components
 from fieldgen.surface.remesh import default_tolerance
@@ -164,10 +165,8 @@ def rim_directions(points: np.ndarray, triangles: np.ndarray, step: float):
     owner = triangles[face]
     along = (b - a) / np.linalg.norm(b - a, axis=1, keepdims=True)
     across = np.cross(along, unit_normals(points, owner))
-    pieces = np.maximum(np.ceil(np.linalg.norm(b - a, axis=1) / step), 1).astype(np.int64)
-    share = np.concatenate([np.arange(k) / k for k in pieces] + [np.zeros(0)])
-    samples = np.repeat(a, pieces, axis=0) + share[:, None] * np.repeat(b - a, pieces, axis=0)
-    return samples, np.repeat(across, pieces, axis=0)
+    samples, segment = along_segments(a, b, step)
+    return samples, across[segment]
 
 
 def rim_metric(points: np.ndarray, samples: np.ndarray, across: np.ndarray, t: float,
@@ -310,8 +309,7 @@ def graded_side(vertices: np.ndarray, faces: np.ndarray, t: float, scale: float 
     return onto_rim(made[0], made[1], points, rim), made[1]
 
 
-def onto_rim(points: np.ndarray, triangles: np.ndarray, rim_points: np.ndarray, rim_edges: np.ndarray,
-             chunk: int = 256) -> np.ndarray:
+def onto_rim(points: np.ndarray, triangles: np.ndarray, rim_points: np.ndarray, rim_edges: np.ndarray) -> np.ndarray:
     """``points`` with the rim vertices of ``triangles`` moved to the nearest point of the input
     side's rim (segments ``rim_edges`` on ``rim_points``): MMGS may move an open surface's border
     within the surface, by up to a tenth of the thickness on the sheets measured, far past its
@@ -319,14 +317,8 @@ def onto_rim(points: np.ndarray, triangles: np.ndarray, rim_points: np.ndarray, 
     moved = points.copy()
     rim = np.unique(boundary_edges(triangles)[0])
     a, b = rim_points[rim_edges[:, 0]], rim_points[rim_edges[:, 1]]
-    ab = b - a
-    length2 = np.maximum(np.einsum("ij,ij->i", ab, ab), np.finfo(float).tiny)
-    for start in range(0, len(rim), chunk):
-        q = points[rim[start:start + chunk]][:, None, :]
-        s = np.clip(np.einsum("ijk,jk->ij", q - a[None], ab) / length2, 0.0, 1.0)
-        foot = a[None] + s[..., None] * ab[None]
-        nearest = np.argmin(np.einsum("ijk,ijk->ij", q - foot, q - foot), axis=1)
-        moved[rim[start:start + chunk]] = foot[np.arange(len(nearest)), nearest]
+    nearest, share = nearest_on_segments(points[rim], a, b)
+    moved[rim] = a[nearest] + share[:, None] * (b - a)[nearest]
     return moved
 
 
