@@ -37,7 +37,7 @@ import numpy as np
 from fieldgen.meshing.tetmesh import orient_positive, tet_volumes
 from fieldgen.sizing.extrusion import prism_tets
 from fieldgen.surface.components import components
-from fieldgen.surface.topology import face_pairs_across_edges, unit_normals
+from fieldgen.surface.topology import face_pairs_across_edges, shared_edges, shared_mask, unit_normals
 
 #: Two triangles of one side meeting at more than this many degrees meet at a crease.
 FOLD = 40.0
@@ -69,15 +69,10 @@ def concave(points: np.ndarray, triangles: np.ndarray, pairs: np.ndarray, normal
     the shared edge lies outside the other's plane (on its normal's side)."""
     for this, other in ((0, 1), (1, 0)):
         f, g = pairs[:, this], pairs[:, other]
-        far = triangles[g][~_shared(triangles[g], triangles[f])]
+        far = triangles[g][~shared_mask(triangles[g], triangles[f])]
         if np.any(np.einsum("ij,ij->i", points[far] - points[triangles[f, 0]], normals[f]) <= 0.0):
             return False
     return True
-
-
-def _shared(rows: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """Which entries of each row of ``rows`` also appear in the same row of ``others``."""
-    return (rows[:, :, None] == others[:, None, :]).any(axis=2)
 
 
 def split_at_creases(points: np.ndarray, triangles: np.ndarray):
@@ -93,8 +88,7 @@ def split_at_creases(points: np.ndarray, triangles: np.ndarray):
         return points, triangles, Creases(point_panel, empty, empty, np.zeros((0, 2), dtype=np.int64))
     if np.any(panel[sharp[:, 0]] == panel[sharp[:, 1]]) or not concave(points, triangles, sharp, normals):
         return None
-    shared = _shared(triangles[sharp[:, 0]], triangles[sharp[:, 1]])
-    edge_points = np.sort(triangles[sharp[:, 0]][shared].reshape(-1, 2), axis=1)
+    edge_points = np.sort(shared_edges(triangles, sharp[:, 0], sharp[:, 1]), axis=1)
     inner = np.unique(edge_points)
     pairs = np.unique(np.stack([triangles.reshape(-1), np.repeat(panel, 3)], axis=1), axis=0)
     at_crease = pairs[np.isin(pairs[:, 0], inner)]

@@ -32,7 +32,7 @@ from fieldgen.surface.defects import surface_defects
 from fieldgen.surface.patches import onto_planes, patch_normals, patch_planes, planar_patches
 from fieldgen.surface.slivers import without_slivers
 from fieldgen.surface.stage import Surface
-from fieldgen.surface.topology import edge_table, face_areas, face_pairs_across_edges, signed_volume
+from fieldgen.surface.topology import edge_table, face_areas, face_pairs_across_edges, shared_edges, signed_volume
 
 #: The default tolerance, as a fraction of the part's bounding-box diagonal (docs/model.md §2.11).
 DEFAULT_FRACTION = 1e-3
@@ -302,9 +302,7 @@ def patch_remesh(vertices: np.ndarray, faces: np.ndarray, labels: np.ndarray, to
     normals = patch_normals(vertices, faces, patch, planar)
     bent = np.einsum("ij,ij->i", normals[first], normals[second]) < np.cos(np.radians(PATCH_BORDER_ANGLE))
     border = (refs[first] != refs[second]) & bent
-    a, b = faces[first[border]], faces[second[border]]
-    shared = (a[:, :, None] == b[:, None, :]).any(axis=2)
-    ridges = a[shared].reshape(-1, 2)
+    ridges = shared_edges(faces, first[border], second[border])
     new_vertices, new_faces, new_refs = mmgs_remesh(vertices, faces, refs + 1, fraction * tolerance,
                                                     tolerance, PATCH_RIDGE_ANGLE, ridges)
     if len(new_faces) == 0 or new_refs.min() < 1 or new_refs.max() > len(pairs):

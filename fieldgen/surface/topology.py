@@ -159,6 +159,17 @@ def face_pairs_across_edges(faces: np.ndarray):
     return f[:, 0], f[:, 1], d[:, 0] == d[:, 1]
 
 
+def shared_mask(rows: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Which entries of each row of ``rows`` (faces) also appear in the same row of ``others``."""
+    return (rows[:, :, None] == others[:, None, :]).any(axis=2)
+
+
+def shared_edges(faces: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The edge each face ``first[i]`` shares with ``second[i]`` (neighbours across it): its two
+    vertices (k, 2), in the order the first face lists them."""
+    return faces[first][shared_mask(faces[first], faces[second])].reshape(-1, 2)
+
+
 def closed_components(faces: np.ndarray, labels: np.ndarray, n_comp: int) -> np.ndarray:
     """Boolean per component: every edge of it is used by exactly two faces."""
     _, edge_id, _, _, counts = edge_table(faces)
