@@ -383,5 +383,5 @@ def test_skin_mesh_in_a_spec_is_read_and_a_wrong_one_is_refused(tmp_path):
         result = run("build", "--spec", spec, "-o", tmp_path / f"{value}.vtu", "--quiet")
         assert result.exit_code == code, result.output
     assert read_metadata(tmp_path / "cut.vtu")["skin"]["mesh"] == "cut"
-    assert "--skin-mesh must be one of cut, band, got 'bands'" in result.output
+    assert "bands.toml: skin_mesh must be one of cut, band, got 'bands'" in result.output
     assert not (tmp_path / "bands.vtu").exists()

@@ -30,7 +30,7 @@ from fieldgen.material.modulus import hyperbolic_law, linear_law
 from fieldgen.surface.stage import load_surface
 from fieldgen.fe.estimate import estimate_error, two_grid_extent
 from fieldgen.fe.refinement import red_refine, refined_gradients
-from fieldgen.sizing import lengthwise
+from fieldgen.sizing import lengthwise, sheet
 from fieldgen.sizing.accuracy import marked_tets
 from fieldgen.sizing.mesher import MeshedPass
 from fieldgen.sizing.size_field import MIN_SHRINK, next_near_edge
@@ -1101,6 +1101,8 @@ def test_a_plate_sized_by_accuracy_against_the_slab_closed_form(tmp_path, monkey
         monkeypatch.setattr(sizing, "PLATE_RATIO", ratio)
         # not a plate, the slab would be a thin right prism along x, layered: TetGen's start here
         monkeypatch.setattr(lengthwise, "THIN_RATIO", lengthwise.THIN_RATIO if label == "stretched" else float("inf"))
+        # nor a sheet, layered across (its thickness by area: the 0.01 m of its faces, not 0.2 m)
+        monkeypatch.setattr(sheet, "THIN_RATIO", sheet.THIN_RATIO if label == "stretched" else float("inf"))
         out = tmp_path / f"{label}.vtu"
         build(path, out, BuildOptions(modulus=1e5, accuracy=0.02))
         asset = read_asset(out)
