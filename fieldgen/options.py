@@ -358,17 +358,27 @@ def checked_from(options: BuildOptions, spec: str | os.PathLike | None, flags: I
     the spec set names the spec and the key as written there (``s.toml: modulus must be ...``),
     not the flag (``--modulus``) the user never typed. ``keys``: those the spec set, when known
     (else every option off its default not in ``flags``)."""
+    if keys is None:          # every option off its default
+        keys = [key for key in OPTION_NAMES if getattr(options, key) != getattr(BuildOptions(), key)]
+    given = [] if spec is None else [(str(spec), [key for key in keys if key not in set(flags)])]
+    return checked_in_layers(options, given)
+
+
+def checked_in_layers(options: BuildOptions, layers) -> BuildOptions:
+    """``options.checked()``, where ``options`` were laid together from ``layers``, (where, keys)
+    pairs from the lowest precedence to the highest (a manifest's [defaults], an item's spec, the
+    item): an OptionError about an option names the last layer that set it, and the key as
+    written there rather than its flag. A key no layer set (a flag) keeps the error as it is."""
     try:
         return options.checked()
     except OptionError as error:
         named = re.search(r"--([a-z][a-z-]*)|^unknown (law) ", error.defect)
         key = (named.group(1) or named.group(2)).replace("-", "_") if named else None
-        from_spec = key in OPTION_NAMES and key not in flags and (
-            key in keys if keys is not None else getattr(options, key) != getattr(BuildOptions(), key))
-        if spec is None or error.path is not None or not from_spec:
+        source = next((where for where, keys in reversed(list(layers)) if key in set(keys)), None)
+        if source is None or error.path is not None or key not in OPTION_NAMES:
             raise
         defect = error.defect.replace(f"--{named.group(1)}", key, 1) if named.group(1) else error.defect
-        raise OptionError(defect, path=str(spec), fix=error.fix) from None
+        raise OptionError(defect, path=source, fix=error.fix) from None
 
 
 def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:

@@ -347,3 +347,19 @@ def test_a_value_refused_in_a_manifest_item_names_the_key_as_written(tmp_path, m
     assert result.exit_code == 2, result.output
     assert "[[asset]] 1" in result.stderr and "): modulus must be a positive number, got nan" in result.stderr
     assert "--modulus" not in result.stderr
+
+
+@pytest.mark.parametrize("where", ["defaults", "spec"])
+def test_a_value_refused_in_a_manifest_names_the_defaults_or_the_spec_that_set_it(tmp_path, monkeypatch, where):
+    """A bad value the item takes from the manifest's [defaults] or from its spec is named there,
+    by its key (it named the item and --modulus, a flag nobody typed)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text("modulus = nan\n" if where == "spec" else "edge_length = 0.01\n")
+    defaults = "[defaults]\nmodulus = -5\n\n" if where == "defaults" else ""
+    manifest = tmp_path / "m.toml"
+    manifest.write_text(f'{defaults}[[asset]]\ninput = "{BALL.as_posix()}"\noutput = "ball.vtu"\nspec = "s.toml"\n')
+    result = run("batch", manifest, "-j", "1")
+    assert result.exit_code == 2, result.output
+    named = "m.toml [defaults]" if where == "defaults" else "s.toml"
+    assert f"(in {tmp_path / named})" in result.stderr
+    assert "): modulus must be a positive number" in result.stderr and "--modulus" not in result.stderr

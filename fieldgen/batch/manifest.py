@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldgen.errors import FieldgenError, OptionError
-from fieldgen.options import BuildOptions, checked_from, options_from_mapping, options_from_spec
+from fieldgen.options import BuildOptions, checked_in_layers, options_from_mapping, options_from_spec
 from fieldgen.paths import special_file
 from fieldgen.tables import check_keys
 
@@ -104,7 +104,7 @@ def read_manifest(path: str | os.PathLike, *, output_dir: str | os.PathLike | No
 
     items, seen = [], {}
     for index, entry in enumerate(entries, start=1):
-        items.append(_read_item(where, folder, index, entry, base, output_dir))
+        items.append(_read_item(where, folder, index, entry, (base, list(defaults)), output_dir))
         key = os.path.abspath(items[-1].output)
         if key in seen:
             raise ManifestError(f"[[asset]] {index} and [[asset]] {seen[key]} both write {items[-1].output}",
@@ -113,21 +113,25 @@ def read_manifest(path: str | os.PathLike, *, output_dir: str | os.PathLike | No
     return Manifest(path=where, items=tuple(items))
 
 
-def _item_options(where: str, folder: Path, label: str, entry: dict, base: BuildOptions
+def _item_options(where: str, folder: Path, label: str, entry: dict, defaults: tuple[BuildOptions, list]
                   ) -> tuple[BuildOptions, str | None, str | None]:
-    """The item's checked options, and the input and output its spec names (or None)."""
+    """The item's checked options (``defaults``: the [defaults]' options and their keys), and the
+    input and output its spec names (or None). A bad option is named where it was set: the item,
+    its spec or the manifest's [defaults]."""
     origin = f"{where} {label}"
-    options, spec_input, spec_output = base, None, None
+    (options, default_keys), spec_input, spec_output = defaults, None, None
+    layers = [(f"{where} [defaults]", default_keys)]
     try:
         if "spec" in entry:
             spec = _join(folder, entry["spec"])
             if not os.path.isfile(spec):
                 raise ManifestError(f"{label}: spec file {spec} not found", path=where,
                                     fix="check the item's `spec` path (relative to the manifest)")
-            options, spec_input, spec_output = options_from_spec(spec, base=base)
+            options, spec_input, spec_output = options_from_spec(spec, base=options)
+            layers.append((spec, list(_load_toml(spec))))
         given = {k: v for k, v in entry.items() if k not in ITEM_KEYS}
-        options = checked_from(options_from_mapping(given, base_dir=folder, origin=origin, base=options), origin,
-                               keys=list(given))
+        layers.append((origin, list(given)))
+        options = checked_in_layers(options_from_mapping(given, base_dir=folder, origin=origin, base=options), layers)
     except ManifestError:
         raise
     except FieldgenError as exc:
@@ -137,7 +141,7 @@ def _item_options(where: str, folder: Path, label: str, entry: dict, base: Build
     return options, spec_input, spec_output
 
 
-def _read_item(where: str, folder: Path, index: int, entry: dict, base: BuildOptions,
+def _read_item(where: str, folder: Path, index: int, entry: dict, defaults: tuple[BuildOptions, list],
                output_dir: str | os.PathLike | None) -> BatchItem:
     label = f"[[asset]] {index}"
     if "input" in entry and isinstance(entry["input"], str):
@@ -146,7 +150,7 @@ def _read_item(where: str, folder: Path, index: int, entry: dict, base: BuildOpt
         if key in entry and not isinstance(entry[key], str):
             raise ManifestError(f"{label}: `{key}` must be a path string, got {entry[key]!r}", path=where,
                                 fix=f'write {key} = "..."')
-    options, spec_input, spec_output = _item_options(where, folder, label, entry, base)
+    options, spec_input, spec_output = _item_options(where, folder, label, entry, defaults)
     input_path = _join(folder, entry["input"]) if "input" in entry else spec_input
     if input_path is None:
         raise ManifestError(f"{label} has no `input`", path=where,
