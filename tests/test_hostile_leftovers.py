@@ -110,14 +110,20 @@ def test_the_library_refuses_a_modulus_stiffer_than_any_solid(tmp_path):
         options_from_mapping({"modulus": float("inf")}).checked()
 
 
-def test_a_scene_build_spec_stiffer_than_any_solid_is_refused(tmp_path, monkeypatch):
+def simulate_a_scene_building_a_pad(tmp_path, monkeypatch, pad_line: str):
+    """``fieldgen simulate`` on a scene of a fixed pad, built from pad.toml (the ball, with
+    PAD_LINE such as ``modulus = 1e20``), and a box above it."""
     monkeypatch.setenv("FIELDGEN_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "pad.toml").write_text(f'input = "{BALL.as_posix()}"\nmodulus = 1e20\nedge_length = 0.01\n')
+    (tmp_path / "pad.toml").write_text(f'input = "{BALL.as_posix()}"\n{pad_line}\nedge_length = 0.01\n')
     scene = tmp_path / "scene.toml"
     scene.write_text('[[body]]\nname = "pad"\nkind = "fixed"\ngeometry = {build = "pad.toml"}\n\n'
                      '[[body]]\nname = "box"\ngeometry = {shape = "box", size = [0.02, 0.02, 0.02]}\n'
                      'density = 1000\nposition = [0, 0, 0.2]\n')
-    result = run("simulate", scene, "--duration", "0.002", "--dt", "1e-3")
+    return run("simulate", scene, "--duration", "0.002", "--dt", "1e-3")
+
+
+def test_a_scene_build_spec_stiffer_than_any_solid_is_refused(tmp_path, monkeypatch):
+    result = simulate_a_scene_building_a_pad(tmp_path, monkeypatch, "modulus = 1e20")
     assert result.exit_code == 2, result.output
     assert "pad.toml: modulus = 1e+20 Pa is above 1e+13 Pa" in result.stderr
 
@@ -328,13 +334,7 @@ def test_a_flag_over_a_spec_is_named_as_the_flag(tmp_path):
 
 
 def test_a_value_refused_in_a_scene_build_spec_names_that_spec(tmp_path, monkeypatch):
-    monkeypatch.setenv("FIELDGEN_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "pad.toml").write_text(f'input = "{BALL.as_posix()}"\nmodulus = nan\nedge_length = 0.01\n')
-    scene = tmp_path / "scene.toml"
-    scene.write_text('[[body]]\nname = "pad"\nkind = "fixed"\ngeometry = {build = "pad.toml"}\n\n'
-                     '[[body]]\nname = "box"\ngeometry = {shape = "box", size = [0.02, 0.02, 0.02]}\n'
-                     'density = 1000\nposition = [0, 0, 0.2]\n')
-    result = run("simulate", scene, "--duration", "0.002", "--dt", "1e-3")
+    result = simulate_a_scene_building_a_pad(tmp_path, monkeypatch, "modulus = nan")
     assert result.exit_code == 2, result.output
     assert "pad.toml: modulus must be a positive number, got nan" in result.stderr
 
