@@ -266,6 +266,9 @@ def test_design_target_on_a_robust_mesh(meshes, tmp_path):
     ("depth_mm,force_N\n0.2,1\n0.4,2\n0.6,3\n", "its header names depth in mm ('depth_mm'), but --units gives m"),
     ("depth (m); force [mN]\n0.001;1\n0.002;2\n0.003;3\n", "its header names force in mN ('force [mN]')"),
     ("Depth_MM,Force_N\n0.2,1\n0.4,2\n0.6,3\n", "its header names depth in mm ('Depth_MM'), but --units gives m"),
+    # cells separated by blanks only, the unit in brackets after a blank
+    ("depth (mm)   force (N)\n0.2 1\n0.4 2\n0.6 3\n", "its header names depth in mm ('depth (mm)'), but --units gives m"),
+    ("depth [m] force [mN]\n0.001 1\n0.002 2\n0.003 3\n", "its header names force in mN ('force [mN]')"),
 ])
 def test_bad_data_is_refused(tmp_path, content, reason):
     csv = tmp_path / "bad.csv"
@@ -276,6 +279,19 @@ def test_bad_data_is_refused(tmp_path, content, reason):
     assert result.exit_code == 1, result.output
     assert reason in result.output and str(csv) in result.output
     assert not output.exists() and os.listdir(tmp_path) == ["bad.csv"]
+
+
+@pytest.mark.parametrize("content, units", [
+    ("depth (mm)   force (N)\n0.2 1\n0.4 2\n0.6 3\n", "mm,N"),     # blank-separated header in --units
+    ("depth [MM] force [n]\n0.2 1\n0.4 2\n0.6 3\n", "mm,N"),
+    ("0.0002   1\n0.0004   2\n0.0006   3\n", "m,N"),                    # no header: a numeric first row
+    ("# depth (mm) force (kN)\n0.0002 1\n0.0004 2\n0.0006 3\n", "m,N"),   # a comment is no header
+])
+def test_data_whose_header_names_the_units_given_is_read(tmp_path, content, units):
+    csv = tmp_path / "good.csv"
+    csv.write_text(content)
+    data = read_data(csv, units)
+    assert data.depth == pytest.approx([0.0002, 0.0004, 0.0006]) and data.force == pytest.approx([1, 2, 3])
 
 
 def test_indenter_that_never_touches(tmp_path):

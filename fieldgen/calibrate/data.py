@@ -21,6 +21,9 @@ FORCE_UNITS = {"N": 1.0, "mN": 1e-3, "kN": 1e3, "lbf": 4.4482216152605}
 MIN_DATA_ROWS = 3
 #: A header cell naming its unit: ``depth_mm``, ``depth (mm)``, ``depth [mm]``, ``force/N``.
 HEADER_UNIT = re.compile(r"^\s*(depth|force)\s*(?:[_/]|\(|\[)\s*([A-Za-z]+)\s*[)\]]?\s*$", re.IGNORECASE)
+#: A cell of a header row whose cells are separated by whitespace only: ``depth`` or ``force`` with
+#: its bracketed unit after a blank (``depth (mm)``, ``force [N]``), else one word.
+SPACED_CELL = re.compile(r"(?:depth|force)\s+[(\[]\s*[A-Za-z]+\s*[)\]]|\S+", re.IGNORECASE)
 
 
 @dataclass
@@ -103,7 +106,8 @@ def check_header_units(raw: bytes, units_text: str, path: str) -> None:
     """InputError when the CSV's header row names a known unit (``depth_mm``, ``force (N)``) other
     than ``units_text`` (--units, ``m,N`` by default) says: every number would be read in the
     wrong unit, a fit off by that factor and no error. A header naming no unit, or one fieldgen
-    does not know, says nothing here."""
+    does not know, says nothing here. Cells are split on commas, semicolons or tabs, else on
+    whitespace, a bracketed unit kept with its name (``depth (mm)   force (N)``)."""
     given = dict(zip(("depth", "force"), units_text.split(",")))
     known = {"depth": LENGTH_UNITS, "force": FORCE_UNITS}
     for line in raw.decode("utf-8-sig", errors="replace").splitlines():
@@ -111,7 +115,7 @@ def check_header_units(raw: bytes, units_text: str, path: str) -> None:
         if not line:
             continue
         cells = [c for c in re.split(r"[,;\t]", line) if c.strip()]
-        for cell in cells if len(cells) > 1 else line.split():
+        for cell in cells if len(cells) > 1 else SPACED_CELL.findall(line):
             match = HEADER_UNIT.match(cell)
             quantity, unit = (match.group(1).lower(), match.group(2)) if match else (None, None)
             unit = {u.lower(): u for u in known[quantity]}.get(unit.lower()) if quantity else None   # MM is mm
