@@ -22,7 +22,7 @@ from scipy.spatial import cKDTree
 
 from fieldgen.errors import MesherCrash
 from fieldgen.meshing.ftetwild import classify_boundary
-from fieldgen.meshing.mmg import MmgFailure, remesh as run_mmg
+from fieldgen.meshing.mmg import MmgFailure, remesh as run_mmg, scaled_metric, set_metric, unit_scale
 from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
 from fieldgen.sizing.segments import along_segments
 from fieldgen.surface.topology import boundary_edges, compacted, face_areas, unit_normals
@@ -118,9 +118,8 @@ def mmg2d(points, triangles, edges, metric):
     MMG2D runs on the points moved and scaled to about 1 across (and the metric with them): on a
     section 48 mm across given in metres it made another triangulation of the same count whose
     extent was estimated 4.9 % off against 0.58 % (docs/design/sizing.md, "Thin walls")."""
-    centre, size = points.mean(axis=0), float(np.ptp(points, axis=0).max())
-    scaled = metric / size if metric.ndim == 1 else metric * size * size
-    plane, triangles, edges = _mmg2d_unit((points - centre) / size, triangles, edges, scaled)
+    centre, size = unit_scale(points)
+    plane, triangles, edges = _mmg2d_unit((points - centre) / size, triangles, edges, scaled_metric(metric, size))
     plane = plane * size + centre
     gap, nearest = cKDTree(points).query(plane)
     given = gap <= 1e-12 * size                 # the given points back exactly, not to the last bit
@@ -139,10 +138,7 @@ def _mmg2d_unit(points, triangles, edges, metric):
         mesh.set_triangles(np.ascontiguousarray(triangles, dtype=np.int32))
     mesh.set_edges(np.ascontiguousarray(edges, dtype=np.int32), refs=np.ones(len(edges), dtype=np.int32))
     mesh.set_required_edges(np.arange(len(edges), dtype=np.int32))
-    if metric.ndim == 1:
-        mesh["metric"] = np.ascontiguousarray(metric.reshape(-1, 1))
-    else:
-        mesh["tensor"] = np.ascontiguousarray(metric)
+    set_metric(mesh, metric)
     try:
         run_mmg(mesh, hgrad=1.0 + GRADING, verbose=-1)
     except MmgFailure as error:
