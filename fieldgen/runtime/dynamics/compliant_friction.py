@@ -39,6 +39,7 @@ from fieldgen.runtime.dynamics.continuous_integrator import (
     refuse_core_contact,
     schedule_breaks,
 )
+from fieldgen.runtime.dynamics.fast_motion import extents, warn_fast_motion
 from fieldgen.runtime.dynamics.recording import Recorder, SimulationResult, pack_states, unpack_states
 from fieldgen.runtime.dynamics.rigid_body import RigidBodyState
 from fieldgen.runtime.dynamics.warnings import set_time
@@ -110,6 +111,7 @@ def run_compliant(scene: Scene, n_steps: int, dt: float, record_every: int, reco
     n_body = rhs.n_body
     carry = RadauCarry()
     contacts = []
+    sizes = extents(scene)
     bar = progress.bar(n_steps, "simulate")
     start = time.perf_counter()
     t = 0.0
@@ -130,6 +132,7 @@ def run_compliant(scene: Scene, n_steps: int, dt: float, record_every: int, reco
         for m, p in enumerate(rhs.pairs):
             stored[p] = y[n_body + 6 * m:n_body + 6 * m + 6].copy()
         refuse_core_contact(scene, states, t)
+        warn_fast_motion(scene, states, dt, sizes)
         if (k + 1) % record_every == 0 or k == n_steps - 1:
             rows, surfaces = spring_records(scene, t, states, stored, rhs.pairs, record_surfaces)
             tangential.append(rows)

@@ -19,13 +19,14 @@ import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.integrate import Radau, solve_ivp
+from scipy.integrate import Radau
 
 from fieldgen.errors import BuildError
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.surface import PassThroughWarning, compute_contact_surface
 from fieldgen.runtime.dynamics.bodies import Scene
 from fieldgen.runtime.dynamics.contact_wrenches import contact_pairs, contact_wrenches
+from fieldgen.runtime.dynamics.fast_motion import extents, warn_fast_motion
 from fieldgen.runtime.dynamics.recording import Recorder, SimulationResult, pack_states, unpack_states
 from fieldgen.runtime.dynamics.rigid_body import RigidBodyState, newton_euler_rhs, quaternion_multiply
 from fieldgen.runtime.dynamics.rigid_contact import core_body
@@ -42,49 +43,66 @@ class RadauCarry:
     J: np.ndarray | None = None
 
 
+#: The most Radau steps one output interval may take. A scene at rest takes one a interval and a
+#: settling contact a few hundred; a body driven into a compliant layer at tens of metres per
+#: second can need steps shorter than a microsecond and would run for hours unseen.
+MAX_STEPS_PER_INTERVAL = 5_000
+
+
 def radau_failed(t: float, message: str) -> BuildError:
     return BuildError(f"Radau failed at t = {t:.6g} s: {message}",
                       fix="loosen rtol/atol or check the scene for deep initial overlaps")
 
 
-def radau_carried(rhs, y, a: float, b: float, *, rtol: float, atol: float, jac, carry: RadauCarry):
-    """Radau IIA from ``a`` to ``b``, started with ``carry``'s step size and Jacobian instead of
-    an initial-step search and a fresh Jacobian, and leaving its own in ``carry``: the state at ``b``."""
-    reuse = carry.J is not None and carry.J.shape == (len(y), len(y)) and jac is not None
+def too_many_steps(a: float, b: float, t: float, h: float) -> BuildError:
+    return BuildError(f"the continuous integrator took {MAX_STEPS_PER_INTERVAL:,} steps between the outputs at "
+                      f"t = {a:.6g} s and {b:.6g} s and reached only t = {t:.6g} s (its last step {h:.3g} s): the "
+                      f"contact is too stiff to integrate in a reasonable time (a body driven into a compliant one "
+                      f"at high speed, or a very large dissipation)",
+                      fix="use --integrator velocity, or lower the speeds, loads or dissipation")
+
+
+def radau_stepped(rhs, y, a: float, b: float, *, rtol: float, atol: float, jac, carry: RadauCarry | None):
+    """Radau IIA from ``a`` to ``b`` (as scipy's ``solve_ivp(method="Radau")`` steps it), at most
+    ``MAX_STEPS_PER_INTERVAL`` steps: the state at ``b``. With ``carry``, started with its step
+    size and Jacobian instead of an initial-step search and a fresh Jacobian, and leaving its own
+    in ``carry``."""
+    reuse = carry is not None and carry.J is not None and carry.J.shape == (len(y), len(y)) and jac is not None
     start = {"J": carry.J if reuse else None}
 
     def first_jacobian(t, yy):
         J, start["J"] = start["J"], None
         return J if J is not None else jac(t, yy)
 
-    first = min(carry.h, b - a) if carry.h else None
-    solver = Radau(rhs, a, y, b, rtol=rtol, atol=atol, jac=first_jacobian if jac is not None else None,
-                   first_step=first)
-    solver.current_jac = not reuse              # a carried Jacobian is refreshed on a failed Newton iteration
+    first = min(carry.h, b - a) if carry is not None and carry.h else None
+    solver = Radau(rhs, a, y, b, rtol=rtol, atol=atol, first_step=first,
+                   jac=first_jacobian if carry is not None and jac is not None else jac)
+    if carry is not None:
+        solver.current_jac = not reuse          # a carried Jacobian is refreshed on a failed Newton iteration
     h = solver.h_abs
-    while solver.status == "running":
+    for _ in range(MAX_STEPS_PER_INTERVAL):
+        if solver.status != "running":
+            break
         h = solver.h_abs
         message = solver.step()
         if solver.status == "failed":
             raise radau_failed(solver.t, message)
-    carry.h, carry.J = h, solver.J
+    if solver.status == "running":
+        raise too_many_steps(a, b, solver.t, solver.h_abs)
+    if carry is not None:
+        carry.h, carry.J = h, solver.J
     return solver.y.copy()
 
 
 def radau_segments(rhs, y, t0: float, t1: float, breaks, *, rtol: float, atol: float, jac=None,
                    carry: RadauCarry | None = None):
-    """Integrate ``y' = rhs(t, y)`` from ``t0`` to ``t1`` with Radau IIA, restarting at every
-    schedule break inside (a piecewise-constant load is smooth between breaks): ``(y, segments)``.
-    With ``carry``, each segment starts from the previous one's step size and Jacobian."""
+    """Integrate ``y' = rhs(t, y)`` from ``t0`` to ``t1`` with Radau IIA (:func:`radau_stepped`),
+    restarting at every schedule break inside (a piecewise-constant load is smooth between
+    breaks): ``(y, segments)``. With ``carry``, each segment starts from the previous one's step
+    size and Jacobian."""
     stops = [t0] + [x for x in breaks if t0 < x < t1] + [t1]
     for a, b in zip(stops[:-1], stops[1:]):
-        if carry is not None:
-            y = radau_carried(rhs, y, a, b, rtol=rtol, atol=atol, jac=jac, carry=carry)
-            continue
-        sol = solve_ivp(rhs, (a, b), y, method="Radau", rtol=rtol, atol=atol, jac=jac)
-        if not sol.success:
-            raise radau_failed(a, sol.message)
-        y = sol.y[:, -1].copy()
+        y = radau_stepped(rhs, y, a, b, rtol=rtol, atol=atol, jac=jac, carry=carry)
     return y, len(stops) - 1
 
 
@@ -181,6 +199,7 @@ def run_continuous(scene: Scene, n_steps: int, dt: float, record_every: int, rec
     breaks = schedule_breaks(scene, n_steps * dt)
     rhs = ContinuousRhs(scene, states, pairs)
     contacts = []
+    sizes = extents(scene)
     bar = progress.bar(n_steps, "simulate")
     start = time.perf_counter()
     y = pack_states(scene, states) if any(b.kind != "fixed" for b in scene.bodies) else np.zeros(0)
@@ -196,6 +215,7 @@ def run_continuous(scene: Scene, n_steps: int, dt: float, record_every: int, rec
         states = unpack_states(scene, y, states, t)
         y = pack_states(scene, states) if y.size else y        # quaternion renormalised
         refuse_core_contact(scene, states, t)
+        warn_fast_motion(scene, states, dt, sizes)
         wrench_surfaces = None
         keep = record_surfaces and (k + 1) % record_every == 0
         if keep or k == n_steps - 1:

@@ -26,6 +26,7 @@ from fieldgen.runtime.dynamics.convex_step import (
     solve_compliant_step,
     solve_with_rigid_rows,
 )
+from fieldgen.runtime.dynamics.fast_motion import extents, warn_fast_motion
 from fieldgen.runtime.dynamics.point_contacts import PointContacts, margin_shortfalls, scene_contacts
 from fieldgen.runtime.dynamics.recording import Recorder, SimulationResult
 from fieldgen.runtime.dynamics.rigid_body import RigidBodyState, integrate_pose, quaternion_to_matrix
@@ -327,6 +328,7 @@ def run_velocity(scene: Scene, n_steps: int, dt: float, record_every: int, recor
     rec = Recorder(scene, record_surfaces)
     contacts, core_steps, record_steps = [], [], []
     stages = np.zeros(4)
+    sizes = extents(scene)
     bar = progress.bar(n_steps, "simulate")
     start = time.perf_counter()
     t = 0.0
@@ -343,6 +345,7 @@ def run_velocity(scene: Scene, n_steps: int, dt: float, record_every: int, recor
         core_steps.append(core_loaded(info))
         stages += info.stage_seconds
         states = new_states
+        warn_fast_motion(scene, states, dt, sizes)
         steps += 1
         t = (k + 1) * dt
         if bar.total and (k + 1) % max(1, n_steps // 100) == 0:
