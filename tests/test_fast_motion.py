@@ -4,6 +4,9 @@ output interval is bounded (fieldgen/runtime/dynamics/fast_motion.py, continuous
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -12,6 +15,8 @@ from fieldgen.cli.main import main
 from fieldgen.errors import BuildError
 from fieldgen.runtime.dynamics.simulate import simulate
 from fieldgen.runtime.scene.load import load_scene
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: A 1 kg box (10 cm) over a 2 cm compliant slab bonded underneath, moving down at {speed} m/s.
 SCENE = """
@@ -89,3 +94,23 @@ def test_the_step_cap_is_a_clear_error_on_the_command_line(tmp_path, monkeypatch
                                        str(tmp_path / "run"), "--quiet"])
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output and "too stiff to integrate" in result.output
+
+
+def test_sliding_and_spinning_along_a_thin_body_is_not_fast_motion(tmp_path):
+    # The coin scene: 1.75 mm thick, sliding at 0.71 m/s and spinning at 58 rad/s (0.71 m/s at its
+    # rim) on a plane: 1.4 mm a step in all, but none of it across the coin or the plane.
+    scene, _ = load_scene(ROOT / "assets" / "scenes" / "coin.toml")
+    result = simulate(scene, 0.005, 1e-3, "velocity")
+    assert "fast_motion" not in kinds(result)
+
+
+def test_a_spin_that_tips_a_thin_body_through_is_fast_motion(tmp_path):
+    # The same coin spun about a horizontal axis at 1000 rad/s: its rim (12 mm out) moves 12 m/s
+    # across its own thickness, 12 mm a step against 1.75 mm.
+    scene, _ = load_scene(ROOT / "assets" / "scenes" / "coin.toml")
+    coin = scene.bodies[1]
+    coin.state.position = coin.state.position + [0, 0, 0.05]
+    coin.state.velocity = np.zeros(3)
+    coin.state.angular_velocity = np.array([1000.0, 0, 0])
+    result = simulate(scene, 0.002, 1e-3, "velocity")
+    assert "fast_motion" in kinds(result)
