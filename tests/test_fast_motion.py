@@ -68,6 +68,31 @@ def test_the_warning_starts_at_half_the_thinner_body(tmp_path, share, warned):
     assert ("fast_motion" in kinds(result)) is warned
 
 
+def test_a_small_body_falling_through_a_thicker_slab_is_warned_about(tmp_path):
+    # The moving body is the thinner one: a 1 cm cube at 200 m/s (0.2 m a step) through the 2 cm
+    # slab. Only its own axes are narrower than the step along the fall.
+    path = tmp_path / "cube.toml"
+    path.write_text(SCENE.format(speed=-200.0, height=0.5, duration=0.002).replace("size = [0.1, 0.1, 0.1]",
+                                                                                  "size = [0.01, 0.01, 0.01]"))
+    result = simulate(load_scene(path)[0], 0.002, 1e-3, "velocity")
+    assert kinds(result) == ["fast_motion"]
+    assert "across 'box', which is 0.01 m wide" in result.warnings[0]["message"]   # 20 x its side: the worst axis
+
+
+@pytest.mark.parametrize("velocity, warned", [([0, -12.0, 0], True), ([0, 0, -12.0], False)])
+def test_a_rotated_slab_is_thin_along_its_own_axis_in_the_world(tmp_path, velocity, warned):
+    # The slab turned 90 deg about x: its 2 cm side lies along world y. 12 m/s is 0.6 of it a step
+    # along y (warned), 0.03 of its 0.4 m side along z (not; the box's 0.1 m side: 0.12).
+    text = SCENE.format(speed=0.0, height=1.0, duration=0.002)
+    text = text.replace('mu_static', 'rpy = [90, 0, 0]\nmu_static') if 'mu_static' in text else \
+        text.replace('dissipation = 5.0}\n', 'dissipation = 5.0}\nrpy = [90, 0, 0]\n', 1)
+    text = text.replace("velocity = [0, 0, 0.0]", f"velocity = {velocity}")
+    path = tmp_path / "turned.toml"
+    path.write_text(text)
+    result = simulate(load_scene(path)[0], 0.002, 1e-3, "velocity")
+    assert ("fast_motion" in kinds(result)) is warned
+
+
 def test_a_box_at_rest_is_not_warned_about(tmp_path):
     result = simulate(scene_at(tmp_path, 0.0), 0.01, 1e-3, "velocity")
     assert "fast_motion" not in kinds(result)
@@ -82,12 +107,14 @@ def test_an_interval_that_needs_too_many_radau_steps_ends_the_run(tmp_path, monk
     # At 2 m/s into the slab a 1 ms interval takes dozens of Radau steps; with the cap at 5 the run
     # must stop with the error instead of going on (at 200 m/s it would go on for hours).
     monkeypatch.setattr(continuous, "MAX_STEPS_PER_INTERVAL", 5)
+    monkeypatch.setattr(continuous, "MAX_STEPS_PER_SECOND", 0)
     with pytest.raises(BuildError, match=r"took 5 steps between the outputs at t = 0 s and 0\.001 s"):
         simulate(scene_at(tmp_path, -2.0, height=0.0495), 0.002, 1e-3, "continuous")
 
 
 def test_the_step_cap_is_a_clear_error_on_the_command_line(tmp_path, monkeypatch):
     monkeypatch.setattr(continuous, "MAX_STEPS_PER_INTERVAL", 5)
+    monkeypatch.setattr(continuous, "MAX_STEPS_PER_SECOND", 0)
     path = tmp_path / "fast.toml"
     path.write_text(SCENE.format(speed=-2.0, height=0.0495, duration=0.002))
     result = CliRunner().invoke(main, ["simulate", str(path), "--integrator", "continuous", "-o",
@@ -114,3 +141,23 @@ def test_a_spin_that_tips_a_thin_body_through_is_fast_motion(tmp_path):
     coin.state.angular_velocity = np.array([1000.0, 0, 0])
     result = simulate(scene, 0.002, 1e-3, "velocity")
     assert "fast_motion" in kinds(result)
+
+
+def test_the_step_cap_counts_every_segment_of_an_interval(monkeypatch):
+    # y' = -1e4 y over one 1 ms interval with a schedule break in its middle: each half alone
+    # fits the cap, both together do not, and the cap is on the interval.
+    def rhs(t, y):
+        return -1e4 * y
+
+    def stepped(y, a, b):
+        return continuous.radau_stepped(rhs, y, a, b, rtol=1e-6, atol=1e-9, jac=None, carry=None, budget=10**6)
+
+    middle, first, _ = stepped(np.ones(1), 0.0, 5e-4)
+    second = stepped(middle, 5e-4, 1e-3)[1]
+    monkeypatch.setattr(continuous, "MAX_STEPS_PER_SECOND", 0)
+    monkeypatch.setattr(continuous, "MAX_STEPS_PER_INTERVAL", max(first, second))
+    with pytest.raises(BuildError, match="between the outputs at t = 0 s and 0.001 s"):
+        continuous.radau_segments(rhs, np.ones(1), 0.0, 1e-3, [5e-4], rtol=1e-6, atol=1e-9)
+    monkeypatch.setattr(continuous, "MAX_STEPS_PER_INTERVAL", first + second)
+    y, segments = continuous.radau_segments(rhs, np.ones(1), 0.0, 1e-3, [5e-4], rtol=1e-6, atol=1e-9)
+    assert segments == 2 and abs(y[0] - np.exp(-10.0)) < 1e-4

@@ -22,7 +22,8 @@ class MmgFailure(RuntimeError):
 
 def unit_scale(points: np.ndarray) -> tuple[np.ndarray, float]:
     """The centre and the size (largest extent) that move and scale ``points`` to about 1 across,
-    as MMG2D needs (:func:`fieldgen.sizing.extrusion.mmg2d`): ``(points - centre) / size``."""
+    as MMG2D needs (:func:`fieldgen.sizing.extrusion.mmg2d`) and MMGS is given with ``unit``
+    (:func:`remeshed_surface`): ``(points - centre) / size``."""
     return points.mean(axis=0), float(np.ptp(points, axis=0).max())
 
 

@@ -2,17 +2,21 @@
 
 Both integrators find contact only where the bodies overlap at the poses they evaluate: the
 velocity integrator once per step ``dt``, the continuous one at Radau's stage points, whose steps
-grow to the output interval ``dt`` while no force acts. A body that moves further in one such
-step than the thinner of itself and another body can be on one side of that body before the
-step and on the other after it, and no overlap is ever seen: the bodies pass through each other
-with no force and no word (tunnelling). A body's thinness is the smallest side of its
-geometry's bounding box in its own frame (a slab's thickness, a coin's), ``n`` that side's axis
-in the world. Only motion along ``n`` crosses the thinner body of a pair (a coin sliding and
-spinning on a plane does not): in one step the two move against each other along it by at most
-``dt (|(v_a - v_b)·n| + |ω_a × n| r_a + |ω_b × n| r_b)``, with ``r`` the largest distance of a
-body's geometry from its origin. When that passes ``SHARE`` of the thinner body's thinness, the
-pair gets a ``fast_motion`` warning (:mod:`fieldgen.runtime.dynamics.warnings`) once, with the
-largest ``dt`` that would keep it within.
+grow to the output interval ``dt`` while no force acts. Two bodies that move against each other
+in one step further than one of them is wide in that direction can be on either side of it
+before and after the step, and no overlap is ever seen: they pass through each other with no
+force and no word (tunnelling).
+
+The check, for each pair that can carry a pressure-field contact
+(:func:`~fieldgen.runtime.dynamics.contact_wrenches.contact_pairs`; rigid pairs have the velocity
+step's own margin, grown with their speed): each body's geometry has a bounding box in its own
+frame, sides ``w_k`` along its axes ``n_k`` (in the world, the body's rotation times them). Along
+``n_k`` the two bodies' points move against each other by at most
+``dt (|(v_a - v_b)·n_k| + |ω_a × n_k| r_a + |ω_b × n_k| r_b)`` in one step, ``v`` the centres of
+mass' velocities and ``r`` the farthest point of a body's geometry from its centre of mass. When
+that passes ``SHARE`` of ``w_k`` for any axis of either body, the pair gets a ``fast_motion``
+warning (:mod:`fieldgen.runtime.dynamics.warnings`) once, with the largest ``dt`` that keeps every
+axis within. A coin sliding and spinning on a plane moves along its wide axes only: no warning.
 """
 
 from __future__ import annotations
@@ -24,68 +28,68 @@ import numpy as np
 
 from fieldgen.runtime.contact.geometries import CompliantGeometry
 from fieldgen.runtime.contact.surface import ContactWarning
-from fieldgen.runtime.dynamics.rigid_body import quaternion_to_matrix
+from fieldgen.runtime.dynamics.contact_wrenches import contact_pairs
 from fieldgen.runtime.dynamics.warnings import watched
 
-#: The share of the thinner body's thinness a body may move in one step.
+#: The share of a body's width along an axis that the pair may close along it in one step.
 SHARE = 0.5
 
 
 class FastMotionWarning(ContactWarning):
-    """A body moves further in one step than a body it may meet is thin (module docstring)."""
+    """Two bodies can step over each other (module docstring); a contact warning so that the
+    simulation's warning log reports it once per pair."""
 
 
 @dataclass(frozen=True)
 class Extents:
-    """Per body of a scene: its thinness (m), the axis of it in the body's frame (unit) and its
-    reach ``r`` from its origin (m)."""
+    """Per body of a scene: the sides of its geometry's bounding box along its own axes (m, (3,))
+    and its reach ``r`` from its centre of mass (m)."""
 
-    thinness: np.ndarray
-    axis: np.ndarray
+    sides: np.ndarray
     reach: np.ndarray
 
 
 def extents(scene) -> Extents:
-    """Each body's thinness, its axis and reach (module docstring), in scene order."""
-    thin, axis, reach = [], [], []
+    """Each body's bounding-box sides and reach (module docstring), in scene order."""
+    sides, reach = [], []
     for body in scene.bodies:
         g = body.geometry
         points = g.points if isinstance(g, CompliantGeometry) else g.vertices
-        sides = np.ptp(points, axis=0) if len(points) else np.full(3, np.inf)
-        thin.append(float(sides.min()))
-        axis.append(np.eye(3)[int(np.argmin(sides))])
-        reach.append(float(np.linalg.norm(points, axis=1).max()) if len(points) else 0.0)
-    return Extents(np.array(thin), np.array(axis), np.array(reach))
+        sides.append(np.ptp(points, axis=0) if len(points) else np.full(3, np.inf))
+        reach.append(float(np.linalg.norm(points - body.centre_of_mass, axis=1).max()) if len(points) else 0.0)
+    return Extents(np.array(sides), np.array(reach))
 
 
-def closing_speed(states, sizes: Extents, a: int, b: int, thinner: int) -> float:
-    """The bound on how fast bodies ``a`` and ``b`` move against each other along the thinner
-    one's axis (module docstring), m/s."""
-    n = quaternion_to_matrix(states[thinner].quaternion) @ sizes.axis[thinner]
+def step_ratio(states, sizes: Extents, a: int, b: int, dt: float) -> tuple[float, int, float]:
+    """The largest ratio, over the axes of bodies ``a`` and ``b``, of how far the pair closes
+    along an axis in one step ``dt`` to the body's side along it: (ratio, that body, its side)."""
     sa, sb = states[a], states[b]
-    return (abs(float(np.dot(sa.velocity - sb.velocity, n)))
-            + float(np.linalg.norm(np.cross(sa.angular_velocity, n))) * sizes.reach[a]
-            + float(np.linalg.norm(np.cross(sb.angular_velocity, n))) * sizes.reach[b])
+    worst = (0.0, a, float("inf"))
+    for m in (a, b):
+        axes = states[m].rotation.T                     # rows: the body's axes in the world
+        closing = (np.abs(axes @ (sa.velocity - sb.velocity))
+                   + np.linalg.norm(np.cross(sa.angular_velocity, axes), axis=1) * sizes.reach[a]
+                   + np.linalg.norm(np.cross(sb.angular_velocity, axes), axis=1) * sizes.reach[b])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(closing > 0, closing * dt / sizes.sides[m], 0.0)
+        k = int(np.argmax(ratios))
+        if ratios[k] > worst[0]:
+            worst = (float(ratios[k]), m, float(sizes.sides[m][k]))
+    return worst
 
 
 def warn_fast_motion(scene, states, dt: float, sizes: Extents) -> None:
-    """Warn (:class:`FastMotionWarning`, through the active warning log) for each pair of bodies,
-    one of them moving, that move against each other in one step ``dt`` by more than ``SHARE``
-    of the thinner one's thinness (module docstring)."""
-    for i, body in enumerate(scene.bodies):
-        for j in range(i + 1, len(scene.bodies)):
-            other = scene.bodies[j]
-            if body.kind == "fixed" and other.kind == "fixed":
-                continue
-            thinner = i if sizes.thinness[i] <= sizes.thinness[j] else j
-            thin = sizes.thinness[thinner]
-            speed = closing_speed(states, sizes, i, j, thinner)
-            if not speed * dt > SHARE * thin:
-                continue
-            with watched((body.name, other.name)):
-                warnings.warn(f"{body.name!r} and {other.name!r} move up to {speed * dt:.3g} m against each other "
-                              f"in one step ({speed:.3g} m/s over dt = {dt:g} s) across the thinner one, "
-                              f"{scene.bodies[thinner].name!r}, {thin:.3g} m thick: more than half of it, so their "
-                              f"contact can be stepped over and the bodies pass through each other unseen; a dt of "
-                              f"at most {SHARE * thin / speed:.2g} s keeps each step within it",
-                              FastMotionWarning, stacklevel=2)
+    """Warn (:class:`FastMotionWarning`, through the active warning log) for each pair that can
+    touch and closes along an axis of one of them by more than ``SHARE`` of its side in one step
+    ``dt`` (module docstring)."""
+    for i, j in contact_pairs(scene):
+        ratio, m, side = step_ratio(states, sizes, i, j, dt)
+        if not ratio > SHARE:
+            continue
+        a, b = scene.bodies[i].name, scene.bodies[j].name
+        with watched((a, b)):
+            warnings.warn(f"{a!r} and {b!r} close by up to {ratio * side:.3g} m in one step (dt = {dt:g} s) "
+                          f"across {scene.bodies[m].name!r}, which is {side:.3g} m wide that way: more than half "
+                          f"of it, so their contact can be stepped over and the bodies pass through each other "
+                          f"unseen; a dt of at most {dt * SHARE / ratio:.2g} s keeps each step within it",
+                          FastMotionWarning, stacklevel=2)
