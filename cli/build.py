@@ -44,14 +44,14 @@ def check_build_paths(input_path, output, spec, options) -> None:
                    "With a size (or --robust --skin) and --estimate: the error to warn above.")
 @click.option("--radius-edge", type=_NUMBER, help="TetGen radius-edge quality bound (default 1.414).")
 @click.option("--law", type=click.Choice(LAWS), help="Modulus law (inferred from --k/--table).")
-@click.option("--modulus", type=_NUMBER, help="Modulus scale M0 in Pa.")
+@click.option("--modulus", type=_NUMBER, help="Modulus scale M0 in Pa, 1 to 1e13.")
 @click.option("--k", type=_NUMBER, help="Hyperbolic stiffening 0 <= K < 1: p0 = M0 e / (1 - K e).")
 @click.option("--table", type=click.Path(dir_okay=False), help="CSV of extent, pressure (Pa): a measured law.")
 @click.option("--layer-tolerance", type=_NUMBER, help="Largest allowed interpolation error of p0, Pa, the same at every pressure (default: 1% of the local p0, docs/model.md §2.4).")
-@click.option("--expansion-rate", type=_NUMBER, help="Material's maximum expansion rate tau, 1/s: dissipation = 1/(L tau).")
-@click.option("--dissipation", type=_NUMBER, help="Hunt-Crossley dissipation chi in s/m, given directly.")
-@click.option("--mu-static", type=_NUMBER, help="Static friction coefficient (default 0.5).")
-@click.option("--mu-dynamic", type=_NUMBER, help="Dynamic friction coefficient (default 0.5).")
+@click.option("--expansion-rate", type=_NUMBER, help="Material's maximum expansion rate tau, 1/s (at least 1e-6): dissipation = 1/(L tau).")
+@click.option("--dissipation", type=_NUMBER, help="Hunt-Crossley dissipation chi in s/m (at most 1e6), given directly.")
+@click.option("--mu-static", type=_NUMBER, help="Static friction coefficient, 0 to 10 (default 0.5).")
+@click.option("--mu-dynamic", type=_NUMBER, help="Dynamic friction coefficient, 0 to 10 (default 0.5).")
 @click.option("--tangential-stiffness", type=_NUMBER, metavar="KBAR",
               help="Friction spring K̄ in 1/m: k = K̄·p, slides after μ/K̄ (default 1e4; --friction compliant).")
 @click.option("--tangential-damping", type=_NUMBER, metavar="CBAR",
@@ -65,7 +65,7 @@ def check_build_paths(input_path, output, spec, options) -> None:
                    "every face selection. Default: 0.1% of the part's diagonal, only when its triangles (micron "
                    "slivers of a CAD export) would cost far more tets than the accuracy needs; 0 keeps the input.")
 @click.option("--skin", type=_NUMBER, metavar="THICKNESS",
-              help="Compliant skin THICKNESS (input units) over a rigid interior (e = 1), measured from the free faces.")
+              help="Compliant skin THICKNESS (input units, at least 1 µm) over a rigid interior (e = 1), measured from the free faces.")
 @click.option("--skin-mesh", type=click.Choice(SKIN_MESHES),
               help="How --skin is meshed: band, layers of prisms over a rounded rigid interior and tets outside "
                    "them (the default when the accuracy sizes the mesh and every face is free); cut, out of a "

@@ -6,21 +6,24 @@ import math
 import statistics
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import click
 import numpy as np
 
-from fieldgen.errors import InputError
+from fieldgen.errors import InputError, OptionError
 from fieldgen.io.surface_readers import STEP_SUFFIXES, size_warnings
+from fieldgen.options import MAX_DISSIPATION, check_friction, check_modulus_bounds, check_velocity
 from fieldgen.paths import check_distinct, special_file
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.pose import Pose, SpatialVelocity, as_matrix
 from fieldgen.units import LENGTH_UNITS
 from fieldgen.validate import require_valid
 
-from .common import (EXIT_USAGE, check_outputs, check_suffix, echo_report, fail, json_option, print_json,
-                     quiet_option, reported_errors)
+from .common import (EXIT_FAILED, EXIT_USAGE, check_outputs, check_suffix, echo_report, fail, has_non_finite,
+                     json_option, print_json, quiet_option, reported_errors)
 
 #: The most timed queries ``--repeat`` runs: a median of more tells nothing new, and a count
 #: typed with too many digits would run for days (work that would not end is refused, §1.4).
@@ -51,18 +54,38 @@ def parse_velocity(ctx, param, text):
     if text is None:
         return SpatialVelocity()
     vx, vy, vz, wx, wy, wz = _numbers(text, ("vx", "vy", "vz", "wx", "wy", "wz"), "m/s and rad/s")
+    with _refused():
+        check_velocity((vx, vy, vz), (wx, wy, wz), _flag(param))
     return SpatialVelocity(linear=[vx, vy, vz], angular=[wx, wy, wz])
+
+
+def _flag(param, default: str = "--velocity") -> str:
+    """The flag of a click parameter (``default`` when called without one)."""
+    return default if param is None else f"--{param.name.replace('_', '-')}"
+
+
+@contextmanager
+def _refused() -> Iterator[None]:
+    """An OptionError from the options' bounds (fieldgen/options.py) as click's usage error (exit 2)."""
+    try:
+        yield
+    except OptionError as error:
+        raise click.BadParameter(str(error)) from None
 
 
 def _modulus(ctx, param, value):
     if value is not None and not (math.isfinite(value) and value > 0):
         raise click.BadParameter(f"{value} is not a positive number of pascals (e.g. 1e5)")
+    with _refused():
+        check_modulus_bounds(value, flag=_flag(param))
     return value
 
 
 def _friction(ctx, param, value):
     if value is not None and not (math.isfinite(value) and value >= 0):
         raise click.BadParameter(f"{value} is not a friction coefficient (a number >= 0, e.g. 0.5)")
+    with _refused():
+        check_friction(value, _flag(param))
     return value
 
 
@@ -114,6 +137,25 @@ def _size_notes(path: str, body, units: str | None, side: str) -> tuple[str, ...
     fix = ("a STEP file names its own unit: check its export" if suffix in STEP_SUFFIXES
            else f"check --units-{side}")
     return size_warnings(body.vertices, units or "m", what=path, fix=fix)
+
+
+def check_finite(wrench) -> None:
+    """Exit 1 when the query's wrench overflowed (a NaN or infinite force, torque or power, which
+    ``--json`` would print as null), naming what overflowed and the fix."""
+    parts = (wrench.force, wrench.torque, wrench.force_on_a, wrench.torque_on_a, wrench.elastic_force,
+             [wrench.dissipated_power])
+    if not has_non_finite([_vector(part) for part in parts]):
+        return
+    if not has_non_finite(_vector(wrench.elastic_force)):
+        cause = (f"the damping force, pressure x dissipation ({float(wrench.dissipation):g} s/m) x the normal "
+                 "speed of --velocity-a/--velocity-b, overflowed")
+        fix = (f"give the velocities in m/s, and bodies whose dissipation is at most {MAX_DISSIPATION:g} s/m "
+               "(fieldgen build --dissipation, --expansion-rate)")
+    else:
+        cause = "the elastic force, the pressure fields' integral over the contact surface, overflowed"
+        fix = "give --modulus-a/-b in Pa, or rebuild the assets with a modulus in Pa (fieldgen build --modulus)"
+    fail(f"the contact force on B is not finite ({', '.join(f'{v:g}' for v in _vector(wrench.force))} N): "
+         f"{cause}. {fix[:1].upper()}{fix[1:]}.", EXIT_FAILED)
 
 
 def _vector(values) -> list[float]:
@@ -218,7 +260,7 @@ def summary_text(data: dict) -> str:
               "fixed X-Y-Z axes). Default: identity.")
 @click.option("--pose-b", callback=parse_pose, metavar="P", help="Pose of B, as --pose-a.")
 @click.option("--velocity-a", callback=parse_velocity, metavar="V", help="Velocity of A: vx,vy,vz,wx,wy,wz "
-              "(m/s of A's origin, rad/s; world frame). Default: at rest.")
+              "(m/s of A's origin, rad/s; world frame; slower than light). Default: at rest.")
 @click.option("--velocity-b", callback=parse_velocity, metavar="V", help="Velocity of B, as --velocity-a.")
 @click.option("--representation", type=click.Choice(["polygon", "triangle"]), default="polygon", show_default=True,
               help="One polygon per element pair, or centroid-fan triangles.")
@@ -227,13 +269,14 @@ def summary_text(data: dict) -> str:
                    "polygons whose normal is more than 5π/8 from the pressure gradients), to reproduce "
                    "Drake's contact surface. See docs/model.md §3.5.")
 @click.option("--modulus-a", type=float, callback=_modulus, metavar="E",
-              help="Pa; required when A is a legacy .vtk tet mesh (Drake's field E·d/max d).")
+              help="Pa, 1 to 1e13 as build's --modulus; required when A is a legacy .vtk tet mesh "
+                   "(Drake's field E·d/max d).")
 @click.option("--modulus-b", type=float, callback=_modulus, metavar="E", help="Pa; as --modulus-a, for B.")
 @click.option("--units-a", type=click.Choice(list(LENGTH_UNITS)), help="Units of A when it is a rigid surface mesh "
               "(default m).")
 @click.option("--units-b", type=click.Choice(list(LENGTH_UNITS)), help="Units of B, as --units-a.")
 @click.option("--mu-a", type=float, callback=_friction, metavar="MU",
-              help="Friction coefficient of A (static = dynamic). A rigid surface or .vtk tet mesh has none "
+              help="Friction coefficient of A, 0 to 10 (static = dynamic). A rigid surface or .vtk tet mesh has none "
                    "(0, so the pair has no friction) unless given; for an asset it replaces the asset's own.")
 @click.option("--mu-b", type=float, callback=_friction, metavar="MU", help="As --mu-a, for B.")
 @click.option("--repeat", type=click.IntRange(min=1, max=MAX_REPEAT), default=1, show_default=True,
@@ -288,6 +331,7 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
         with progress.stage("contact"):
             surface, wrench, seconds, messages, other = run_contact(
                 body_a, pose_a, body_b, pose_b, velocity_a, velocity_b, representation, repeat, face_rule)
+        check_finite(wrench)
         messages = sizes + messages
         if output is not None:
             from fieldgen.runtime.contact.export import write_contact_surface  # lazy: only with -o

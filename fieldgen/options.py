@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.asset import COMPRESSIONS, DEFAULT_COMPRESSION
 from fieldgen.material.levels import LayerTolerance, default_layer_tolerance
-from fieldgen.material.modulus import check_modulus_scale
+from fieldgen.material.modulus import MAX_TABLE_PRESSURE, MIN_MODULUS
 from fieldgen.paths import special_file
 from fieldgen.tables import check_keys
 from fieldgen.units import length_scale
@@ -160,6 +160,90 @@ POSITIVE = ("modulus", "max_volume", "edge_length", "expansion_rate", "layer_tol
 LARGEST_SIZE = 1e100
 
 
+# ------------------------------------------------------------------ physical bounds
+# Magnitudes no material or motion has: a value past one is a unit slip or a typo, and would
+# overflow or vanish in the arithmetic (docs/cli.md names each). Checked where options are given.
+
+#: The largest friction coefficient (``--mu-*``): no pair of solids grips this hard (rubber on
+#: glass about 3).
+MAX_FRICTION = 10.0
+#: The largest Hunt-Crossley dissipation, and friction damper C̄ (s/m): at 1e6 s/m a speed of
+#: 1 µm/s would double the force; the lossiest foams are about 100 s/m.
+MAX_DISSIPATION = 1e6
+#: The slowest expansion rate τ (1/s): the dissipation 1/(L·τ) would pass MAX_DISSIPATION for
+#: any part under 1 m across.
+MIN_EXPANSION_RATE = 1e-6
+#: The stiffest friction spring K̄ (1/m): it slides after μ/K̄, 1e-10 m (an atom) per unit μ.
+MAX_TANGENTIAL_STIFFNESS = 1e10
+#: The thinnest skin (m, after --units): meshed at half its thickness, its tets would pass the
+#: 2e7 a build holds (docs/design/limits.md) on any part over 0.14 mm across.
+MIN_SKIN = 1e-6
+#: No speed reaches the speed of light (m/s); no spin moves a point 1 µm off its axis faster.
+SPEED_OF_LIGHT = 299_792_458.0
+MAX_SPIN = SPEED_OF_LIGHT / 1e-6
+
+
+def check_modulus_bounds(modulus: float | None, *, flag: str = "--modulus", path: str | None = None) -> None:
+    """OptionError for a modulus given below :data:`MIN_MODULUS` or above the stiffest solid's
+    (:data:`~fieldgen.material.modulus.MAX_TABLE_PRESSURE`), for ``flag`` or, in the file
+    ``path``, its key as written there (``modulus = ...``). Non-numbers are left to the positivity
+    checks."""
+    if not (isinstance(modulus, (int, float)) and math.isfinite(modulus)) or modulus <= 0:
+        return
+    given = f"{flag} {modulus:g}" if path is None else f"{flag.lstrip('-').replace('-', '_')} = {modulus:g}"
+    if modulus > MAX_TABLE_PRESSURE:
+        raise OptionError(f"{given} Pa is above {MAX_TABLE_PRESSURE:g} Pa, stiffer than any solid",
+                          path=path, fix="give M0 in Pa (foams 1e4-1e6, rubbers 1e6-1e8)")
+    if modulus < MIN_MODULUS:
+        raise OptionError(f"{given} Pa is below {MIN_MODULUS:g} Pa, softer than any gel",
+                          path=path, fix="give M0 in Pa (gels 1e2-1e4, foams 1e4-1e6, rubbers 1e6-1e8)")
+
+
+def check_friction(value: float | None, flag: str) -> None:
+    """OptionError for a friction coefficient ``flag`` that is negative, not finite or above
+    :data:`MAX_FRICTION`."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise OptionError(f"{flag} must be >= 0, got {value}", fix="give a friction coefficient")
+    if value is not None and value > MAX_FRICTION:
+        raise OptionError(f"{flag} {value:g} is above {MAX_FRICTION:g}: no pair of solids grips so hard",
+                          fix="give a friction coefficient, e.g. 0.5 (rubber on glass is about 3)")
+
+
+def check_velocity(linear, angular, flag: str) -> None:
+    """OptionError for a velocity ``flag`` (m/s, rad/s) faster than light, or spinning a point
+    1 µm off its axis faster than light (:data:`MAX_SPIN`)."""
+    speed, spin = math.hypot(*map(float, linear)), math.hypot(*map(float, angular))
+    if not math.isfinite(speed) or speed > SPEED_OF_LIGHT:
+        raise OptionError(f"{flag}: a speed of {speed:g} m/s is faster than light ({SPEED_OF_LIGHT:g} m/s)",
+                          fix="give vx,vy,vz in m/s (e.g. 0,0,0.1)")
+    if not math.isfinite(spin) or spin > MAX_SPIN:
+        raise OptionError(f"{flag}: a spin of {spin:g} rad/s moves a point 1 µm off its axis faster than "
+                          f"light (above {MAX_SPIN:g} rad/s)", fix="give wx,wy,wz in rad/s (e.g. 0,0,1)")
+
+
+def _check_magnitudes(o: BuildOptions) -> None:
+    """The physical bounds above, on options checked positive or >= 0 by the checks before."""
+    if o.skin is not None and o.skin * length_scale(o.units, what="--units") < MIN_SKIN:
+        raise OptionError(f"--skin {o.skin:g} {o.units} is thinner than {MIN_SKIN * 1e6:g} µm: meshed at half "
+                          "its thickness, its tets would pass what a build can hold on any part over 0.14 mm",
+                          fix=f"give a skin of at least {MIN_SKIN / length_scale(o.units, what='--units'):g} "
+                              f"{o.units} (its thickness in --units), or drop --skin for a part compliant throughout")
+    if o.expansion_rate is not None and o.expansion_rate < MIN_EXPANSION_RATE:
+        raise OptionError(f"--expansion-rate {o.expansion_rate:g} 1/s is below {MIN_EXPANSION_RATE:g} 1/s: the "
+                          f"dissipation 1/(L·τ) would pass {MAX_DISSIPATION:g} s/m",
+                          fix="give τ in 1/s (foams about 1-100), or --dissipation directly")
+    for name, effect in (("dissipation", "a speed of 1 µm/s would double the force"),
+                         ("tangential_damping", "sliding at 1 µm/s would drag with a traction as large as the pressure")):
+        value = getattr(o, name)
+        if value is not None and value > MAX_DISSIPATION:
+            raise OptionError(f"--{name.replace('_', '-')} {value:g} s/m is above {MAX_DISSIPATION:g} s/m: {effect}",
+                              fix="give it in s/m (lossy foams about 1-100)")
+    if o.tangential_stiffness is not None and o.tangential_stiffness > MAX_TANGENTIAL_STIFFNESS:
+        raise OptionError(f"--tangential-stiffness {o.tangential_stiffness:g} 1/m is above "
+                          f"{MAX_TANGENTIAL_STIFFNESS:g} 1/m: the friction spring would slide after less than an "
+                          "atom's width", fix="give K̄ in 1/m (e.g. 1e4: slides after μ/K̄ = 50 µm at μ = 0.5)")
+
+
 def _check_positive(o: BuildOptions) -> None:
     for name in POSITIVE:
         value = getattr(o, name)
@@ -262,9 +346,7 @@ def _check_damping(o: BuildOptions) -> None:
         raise OptionError("--dissipation and --expansion-rate both given",
                           fix="give one: the dissipation follows from the expansion rate as 1/(L*tau)")
     for name in ("mu_static", "mu_dynamic"):
-        value = getattr(o, name)
-        if not (math.isfinite(value) and value >= 0):
-            raise OptionError(f"--{name.replace('_', '-')} must be >= 0, got {value}", fix="give a friction coefficient")
+        check_friction(getattr(o, name), f"--{name.replace('_', '-')}")
 
 
 def _check_drake_vtk(o: BuildOptions) -> None:
@@ -322,7 +404,7 @@ def _check_surface_tolerance(o: BuildOptions) -> None:
 CHECKS: tuple[Callable[[BuildOptions], None], ...] = (
     _check_units, _check_law, _check_positive, _check_kinds, _check_accuracy_used, _check_meshing, _check_compression,
     _check_interior, _check_damping, _check_drake_vtk, _check_selectors, _check_friction,
-    _check_surface_tolerance,
+    _check_surface_tolerance, _check_magnitudes,
 )
 
 
@@ -338,8 +420,8 @@ def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLi
                          origin: str = "options", base: BuildOptions | None = None) -> BuildOptions:
     """Merge ``values`` (flag names with underscores) over ``base``; resolve paths against ``base_dir``.
 
-    Unknown keys, wrongly typed values and a modulus stiffer than any solid
-    (:func:`~fieldgen.material.modulus.check_modulus_scale`) raise OptionError naming ``origin``;
+    Unknown keys, wrongly typed values and a modulus stiffer than any solid or softer than any gel
+    (:func:`check_modulus_bounds`) raise OptionError naming ``origin``;
     an ``origin`` other than :data:`FLAG_ORIGINS` is a file, and the modulus is named as its key.
     """
     merged = dataclasses.asdict(base or BuildOptions())
@@ -347,7 +429,7 @@ def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLi
     for key, value in values.items():
         merged[key] = _coerce(key, value, origin, base_dir)
     if "modulus" in values:        # a base's modulus was checked where it was given
-        check_modulus_scale(merged["modulus"], path=None if origin in FLAG_ORIGINS else origin)
+        check_modulus_bounds(merged["modulus"], path=None if origin in FLAG_ORIGINS else origin)
     return BuildOptions(**merged)
 
 

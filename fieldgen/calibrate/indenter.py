@@ -45,6 +45,10 @@ TOUCH_TOLERANCE = 1e-12
 TOUCH_STEPS = 256
 #: A sphere's rings are spaced this fraction of their arc length from the tip (sphere_mesh).
 SAG_GRADE = 0.04
+#: The radii (m) a ``kind:R`` indenter may have: 1 nm (below an AFM tip's, about 1e-8 m) to a
+#: kilometre (the largest part, ``surface_readers.SANE_SIZE``); past them the indenter's mesh and
+#: its first-contact search overflow or lose their precision (a RuntimeWarning, then "never touches").
+RADII = (1e-9, 1e3)
 
 
 @dataclass
@@ -233,13 +237,18 @@ def check_indenter_text(text: str, scale: float = 1.0) -> None:
 
 
 def _radius(text: str, arg: str, scale: float) -> float:
-    """The radius (m) of ``kind:R``; OptionError unless R is a positive number."""
+    """The radius (m) of ``kind:R``; OptionError unless R is a positive number within :data:`RADII`."""
     try:
         radius = float(arg) * scale
     except ValueError:
         radius = float("nan")
     if not (math.isfinite(radius) and radius > 0):
         raise OptionError(f"indenter {text!r}: the radius must be a positive number", fix=GRAMMAR)
+    low, high = RADII
+    if not low <= radius <= high:
+        raise OptionError(f"indenter {text!r}: a radius of {radius:.3g} m is outside {low:g} .. {high:g} m",
+                          fix=f"give R in the length unit of --units (e.g. --indenter {text.partition(':')[0]}:10 "
+                              "--units mm for a 10 mm radius)")
     return radius
 
 

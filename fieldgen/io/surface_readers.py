@@ -151,7 +151,9 @@ def _flattened_scene(scene) -> Triangles:
         if not isinstance(geom, trimesh.Trimesh) or len(geom.faces) == 0:
             continue
         v = np.asarray(geom.vertices, dtype=np.float64)
-        v = v @ np.asarray(transform)[:3, :3].T + np.asarray(transform)[:3, 3]
+        if np.isfinite(v).all():     # else kept as the file has them, for check_coordinates to name
+            with np.errstate(over="ignore", invalid="ignore"):   # an overflow is refused there too
+                v = v @ np.asarray(transform)[:3, :3].T + np.asarray(transform)[:3, 3]
         if geometry_name not in names:
             names.append(geometry_name)
         vs.append(v)

@@ -119,22 +119,9 @@ def hyperbolic_law(modulus: float, k: float) -> ModulusLaw:
 
 #: The largest pressure a table may give (Pa): above any solid's modulus (diamond's is ~1.2e12).
 MAX_TABLE_PRESSURE = 1e13
-
-
-def check_modulus_scale(modulus: float | None, *, path: str | None = None) -> None:
-    """OptionError for a given modulus scale M0 above :data:`MAX_TABLE_PRESSURE`, stiffer than any
-    solid: its pressure gradients would overflow and the asset fail validation after the whole
-    build. Checked where options are given (flags, specs, manifests, scenes' build specs:
-    ``fieldgen.options.options_from_mapping``), not on every BuildOptions: a calibration's fitted
-    law passes through there and is no option anyone gave.
-
-    ``path`` is the file the modulus was written in (a spec, a manifest's item): the message then
-    names the key as written there, ``modulus = ...``; without it, the flag ``--modulus``."""
-    number = isinstance(modulus, (int, float)) and math.isfinite(modulus)   # others: refused as not positive
-    if number and modulus > MAX_TABLE_PRESSURE:
-        given = f"--modulus {modulus:g}" if path is None else f"modulus = {modulus:g}"
-        raise OptionError(f"{given} Pa is above {MAX_TABLE_PRESSURE:g} Pa, stiffer than any solid",
-                          path=path, fix="give M0 in Pa (foams 1e4-1e6, rubbers 1e6-1e8)")
+#: The softest modulus scale M0, and the smallest p0(1) of a table (Pa): below any gel (the
+#: softest hydrogels are about 10 Pa), a field so weak its forces would underflow.
+MIN_MODULUS = 1.0
 
 
 def _check_table(extent: np.ndarray, pressure: np.ndarray, rows: list, source: str) -> None:
@@ -174,6 +161,9 @@ def _check_table(extent: np.ndarray, pressure: np.ndarray, rows: list, source: s
     if not pressure[-1] > 0.0:
         raise InputError("the table's pressure is 0 everywhere", path=path,
                          fix="give the pressures in Pa; p0(1) must be positive")
+    if pressure[-1] < MIN_MODULUS:
+        raise InputError(f"{rows[-1]} gives p0(1) = {pressure[-1]:g} Pa, below {MIN_MODULUS:g} Pa: softer than any "
+                         "gel", path=path, fix="give the pressures in Pa (gels 1e2-1e4, foams 1e4-1e6)")
 
 
 def table_law_from_points(extent, pressure, source="table") -> ModulusLaw:
