@@ -369,10 +369,11 @@ def meshing_options(options: BuildOptions, scale: float) -> MeshingOptions:
     """TetGen's size bounds in m: the size given, and under a skin not sized by accuracy tets
     smaller than the skin (the cut at depth = skin needs them: min(user's, skin/2))."""
     edge_length = None if options.edge_length is None else options.edge_length * scale
-    if options.skin is not None and not options.sized_by_accuracy:
-        edge_length = min(edge_length or math.inf, 0.5 * options.skin * scale)
+    half_skin = None if options.skin is None or options.sized_by_accuracy else 0.5 * options.skin * scale
+    capped = half_skin is not None and half_skin < (edge_length or math.inf)
     meshing = MeshingOptions(max_volume=None if options.max_volume is None else options.max_volume * scale**3,
-                             edge_length=edge_length, radius_edge=options.radius_edge)
+                             edge_length=half_skin if capped else edge_length, radius_edge=options.radius_edge,
+                             skin=2.0 * half_skin if capped else None)
     meshing.switches()          # the sizes as TetGen reads them: OptionError now, not mid-way
     return meshing
 

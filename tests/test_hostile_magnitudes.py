@@ -200,3 +200,17 @@ def test_a_table_softer_than_any_gel_is_refused():
     with pytest.raises(InputError, match=r"p0\(1\) = 2e-300 Pa, below 1 Pa"):
         table_law_from_points([0.0, 1.0], [0.0, 2e-300])
     assert table_law_from_points([0.0, 1.0], [0.0, 1.0]).modulus == 1.0
+
+
+def test_a_skin_too_thin_for_the_part_names_the_skin_not_the_edge(tmp_path, ball):
+    # The skin caps the edge at half of it, so 'mesh coarser: an edge length of at least ...'
+    # could not be followed: the message says the skin is too thin and how thick it must be.
+    # 2e7 regular tets of edge a hold the ball's volume V when a = (6 sqrt2 V / 2e7)^(1/3); the
+    # skin must be twice that.
+    result = run("build", ball, "--modulus", "1e5", "--skin", "1e-5", "--edge-length", "0.001",
+                 "-o", tmp_path / "x.vtu")
+    assert result.exit_code == 2, result.output
+    edge = (6 * math.sqrt(2) * trimesh.load(ball).volume / 2e7) ** (1 / 3)
+    assert "the skin 1e-05 m is too thin for this part" in result.stderr
+    assert f"a skin of at least {2 * edge:.3g} m (--skin is in --units)" in result.stderr
+    assert "edge length of at least" not in result.stderr

@@ -61,6 +61,9 @@ class MeshingOptions:
     #: above apply in the stretched part). An affine map keeps every face in its plane.
     stretch_axis: tuple[float, float, float] | None = None
     stretch: float = 1.0
+    #: The skin (m) whose cut capped ``edge_length`` at half of it, named when that size is refused
+    #: (:func:`check_tet_count`); None when the edge is the user's own.
+    skin: float | None = None
 
     @property
     def quality_bound(self) -> float:
@@ -327,6 +330,12 @@ def check_tet_count(vertices: np.ndarray, faces: np.ndarray, options: MeshingOpt
     if bound is None or volume / bound <= MAX_TETS:
         return
     edge = (6.0 * np.sqrt(2.0) * volume / MAX_TETS) ** (1.0 / 3.0)
+    if options.skin is not None and options.edge_length == 0.5 * options.skin:
+        raise OptionError(f"the skin {options.skin:.3g} m is too thin for this part: its cut needs tets at most half "
+                          f"the skin across, about {volume / bound:.3g} of them ({volume:.3g} m^3), more than the "
+                          f"{MAX_TETS:.0e} a build can hold in memory",
+                          fix=f"give a skin of at least {2.0 * edge:.3g} m (--skin is in --units), or let the "
+                              "accuracy size the mesh (drop --edge-length and --max-volume)")
     raise OptionError(f"this size would make about {volume / bound:.3g} tets ({volume:.3g} m^3 in tets of at "
                       f"most {bound:.3g} m^3), more than the {MAX_TETS:.0e} a build can hold in memory",
                       fix=f"mesh coarser: an edge length of at least {edge:.3g} m (or a max volume of at "
