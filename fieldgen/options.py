@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.asset import COMPRESSIONS, DEFAULT_COMPRESSION
+from fieldgen.material.damping import MAX_DISSIPATION
 from fieldgen.material.levels import LayerTolerance, default_layer_tolerance
 from fieldgen.material.modulus import MAX_TABLE_PRESSURE, MIN_MODULUS
 from fieldgen.paths import special_file
@@ -167,11 +168,9 @@ LARGEST_SIZE = 1e100
 #: The largest friction coefficient (``--mu-*``): no pair of solids grips this hard (rubber on
 #: glass about 3).
 MAX_FRICTION = 10.0
-#: The largest Hunt-Crossley dissipation, and friction damper C̄ (s/m): at 1e6 s/m a speed of
-#: 1 µm/s would double the force; the lossiest foams are about 100 s/m.
-MAX_DISSIPATION = 1e6
-#: The slowest expansion rate τ (1/s): the dissipation 1/(L·τ) would pass MAX_DISSIPATION for
-#: any part under 1 m across.
+#: The slowest expansion rate τ (1/s): the dissipation 1/(L·τ) would pass MAX_DISSIPATION
+#: (:mod:`fieldgen.material.damping`) for any part under 1 m across; a faster one may still pass
+#: it on a thin part, which the damping stage refuses once L is known.
 MIN_EXPANSION_RATE = 1e-6
 #: The stiffest friction spring K̄ (1/m): it slides after μ/K̄, 1e-10 m (an atom) per unit μ.
 MAX_TANGENTIAL_STIFFNESS = 1e10

@@ -214,3 +214,16 @@ def test_a_skin_too_thin_for_the_part_names_the_skin_not_the_edge(tmp_path, ball
     assert "the skin 1e-05 m is too thin for this part" in result.stderr
     assert f"a skin of at least {2 * edge:.3g} m (--skin is in --units)" in result.stderr
     assert "edge length of at least" not in result.stderr
+
+
+def test_an_expansion_rate_that_makes_a_dissipation_no_material_has_is_refused(tmp_path, ball):
+    # The 1 cm ball's L is a few mm, so tau = 1e-4 1/s gives chi = 1/(L tau) of a few 1e6 s/m,
+    # past the 1e6 s/m bound although tau passes its own floor (1e-6 1/s); 1e-2 gives a few 1e4.
+    refused = run("build", ball, "--modulus", "1e5", "--edge-length", "0.005", "--expansion-rate", "1e-4",
+                  "-o", tmp_path / "x.vtu")
+    assert refused.exit_code == 2, refused.output
+    assert "--expansion-rate 0.0001 1/s gives this part" in refused.stderr and "above 1e+06 s/m" in refused.stderr
+    assert not (tmp_path / "x.vtu").exists()
+    built = run("build", ball, "--modulus", "1e5", "--edge-length", "0.005", "--expansion-rate", "1e-2",
+                "-o", tmp_path / "y.vtu")
+    assert built.exit_code == 0, built.output

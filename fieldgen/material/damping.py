@@ -7,6 +7,10 @@ import numpy as np
 from fieldgen.errors import BuildError, OptionError
 from fieldgen.meshing.tetmesh import p1_gradients, tet_volumes
 
+#: The largest Hunt-Crossley dissipation, and friction damper C̄ (s/m): at 1e6 s/m a speed of
+#: 1 µm/s would double the force; the lossiest foams are about 100 s/m.
+MAX_DISSIPATION = 1e6
+
 
 def characteristic_length(points, tets, extent, *, volumes=None, extent_gradient=None) -> float:
     """L = V / ∫|∇e| dV over the P1 extent field (D 5.2.1, C.3), in metres.
@@ -40,4 +44,10 @@ def dissipation_from_expansion_rate(characteristic_length: float, expansion_rate
     if not (np.isfinite(rate) and rate > 0):
         raise OptionError(f"expansion rate {rate!r} 1/s is not positive",
                           fix="give the material's maximum expansion rate in 1/s (> 0)")
-    return 1.0 / (length * rate)
+    dissipation = 1.0 / (length * rate)
+    if dissipation > MAX_DISSIPATION:
+        raise OptionError(f"--expansion-rate {rate:g} 1/s gives this part (characteristic length {length:.3g} m) a "
+                          f"dissipation 1/(L·τ) of {dissipation:.3g} s/m, above {MAX_DISSIPATION:g} s/m: a speed of "
+                          f"1 µm/s would double the force", fix="give τ in 1/s (foams about 1-100), or --dissipation "
+                                                                 "directly")
+    return dissipation
