@@ -21,6 +21,8 @@ from fieldgen.cli.main import main
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.surface_readers import read_triangles
 from fieldgen.material.modulus import table_law_from_points
+from fieldgen.runtime.contact.geometries import CompliantGeometry
+from fieldgen.runtime.contact.wrench import combined_dissipation
 from fieldgen.options import COMMAND_LINE, BuildOptions, options_from_mapping, options_from_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,3 +229,16 @@ def test_an_expansion_rate_that_makes_a_dissipation_no_material_has_is_refused(t
     built = run("build", ball, "--modulus", "1e5", "--edge-length", "0.005", "--expansion-rate", "1e-2",
                 "-o", tmp_path / "y.vtu")
     assert built.exit_code == 0, built.output
+
+
+def test_the_pair_dissipation_of_bodies_stiff_to_the_last_float_is_finite():
+    # chi = (chi_a c_a^2 + chi_b c_b^2) / (c_a + c_b)^2 with c = L / M (D C.4): at M = 1e308 the
+    # squares underflow to 0 and the quotient was a ZeroDivisionError; the weights c_a / (c_a +
+    # c_b) = 1/3 and 2/3 are the same at any M, so chi = 2/9 + 4 x 4/9 = 2.
+    def body(length, modulus, dissipation):
+        body = CompliantGeometry.__new__(CompliantGeometry)      # only the three numbers are read
+        body.characteristic_length, body.modulus, body.dissipation = length, modulus, dissipation
+        return body
+
+    for modulus in (1e5, 1e308):
+        assert combined_dissipation(body(0.01, modulus, 2.0), body(0.02, modulus, 4.0)) == pytest.approx(2.0, rel=1e-12)

@@ -81,7 +81,10 @@ def combined_dissipation(body_a, body_b) -> float:
         cb = body_b.characteristic_length / body_b.modulus
         if not (np.isfinite(ca) and np.isfinite(cb)) or ca + cb <= 0:
             return 0.5 * (body_a.dissipation + body_b.dissipation)
-        return (body_a.dissipation * ca * ca + body_b.dissipation * cb * cb) / (ca + cb) ** 2
+        if (ca + cb) ** 2 > 0.0:
+            return (body_a.dissipation * ca * ca + body_b.dissipation * cb * cb) / (ca + cb) ** 2
+        w = 1.0 / (1.0 + cb / ca)            # the same weights where the squares underflow (moduli near 1e308)
+        return body_a.dissipation * w * w + body_b.dissipation * (1.0 - w) ** 2
     if a_soft:
         return float(body_a.dissipation)
     if b_soft:
