@@ -12,6 +12,7 @@ import click
 
 from fieldgen.errors import FieldgenError, OptionError
 from fieldgen.io.asset import prepare_output
+from fieldgen.paths import check_utf8_name
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -62,6 +63,22 @@ def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
         click.echo("interrupted", err=True)
         echo_json_failure("interrupted", 130)
         sys.exit(130)
+
+
+def check_argument_names(command: click.Command, args: list[str]) -> None:
+    """Refuse (exit 2), before parsing, a command-line argument that is not valid UTF-8 (a file
+    name with a byte such as \\xff: :func:`fieldgen.paths.check_utf8_name`), naming the option it
+    is the value of. Every path a command takes enters here, inputs and outputs alike."""
+    takes_value = {name for param in command.params if isinstance(param, click.Option) and not param.is_flag
+                   for name in param.opts + param.secondary_opts}
+    for index, arg in enumerate(args):
+        flag, _, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
+        if not flag and index and args[index - 1] in takes_value:
+            flag = args[index - 1]
+        try:
+            check_utf8_name(value, flag or "the argument")
+        except OptionError as exc:
+            fail(str(exc), EXIT_USAGE)
 
 
 def check_outputs(*paths) -> None:

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from fieldgen.errors import InputError
 from fieldgen.io.asset import atomic_output
 from fieldgen.io.paraview import asset_script, write_script
 from fieldgen.meshing.tetmesh import boundary_faces_of, min_dihedral_angles, tet_volumes
+from fieldgen.validate_checks import metadata_type_problems
 
 AXES = "xyz"
 #: Percentiles of the min dihedral angle reported by :func:`summarize` (key -> percent).
@@ -177,8 +179,15 @@ def quality_percentiles(min_dihedral_angle: np.ndarray) -> dict[str, float]:
 
 
 def summarize(asset, path=None) -> dict:
-    """The numbers a person checks first; arrays give counts/ranges, metadata gives L, χ, law."""
+    """The numbers a person checks first; arrays give counts/ranges, metadata gives L, χ, law.
+    InputError naming ``path`` and the key when a metadata key it shows has the wrong type (an
+    edited asset: ``"law": null``, a word for a number), as ``fieldgen validate``'s schema check."""
     meta = asset.metadata
+    problems = metadata_type_problems(meta, strict=False)
+    if problems:
+        problems = "; ".join(problem.removeprefix("metadata ") for problem in problems)
+        raise InputError(f"invalid asset, its metadata is wrong: {problems}", path=path,
+                         fix="build the asset again with fieldgen build")
     points, tets = asset.points, asset.tets
     angles = (asset.min_dihedral_angle if asset.min_dihedral_angle is not None
               else min_dihedral_angles(points, tets))

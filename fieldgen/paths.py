@@ -37,6 +37,21 @@ def special_file(path) -> str | None:
     return next((what for test, what in _SPECIAL_FILES if test(mode)), "not a regular file")
 
 
+def check_utf8_name(path, label: str | None = None) -> None:
+    """Refuse (OptionError, exit 2) a path that is not valid UTF-8: a Linux file name may hold any
+    bytes (``\\xff``), which Python keeps as lone surrogates, but VTK opens only UTF-8 names and
+    the metadata and JSON reports hold UTF-8 text. ``label`` names the option or argument it came
+    from; the name is shown with U+FFFD in place of each byte that is not UTF-8."""
+    text = os.fsdecode(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+        raise OptionError("the name is not valid UTF-8 (a byte shown as \ufffd), and VTK files and the reports "
+                          "hold UTF-8 names only", path=f"{label} {shown!r}" if label else repr(shown),
+                          fix="rename the file or folder with UTF-8 characters only") from None
+
+
 def _identity(path) -> tuple:
     """What makes two paths one file: the resolved path, and (dev, inode) when it exists."""
     resolved = os.path.realpath(os.fspath(path))

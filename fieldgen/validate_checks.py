@@ -150,12 +150,48 @@ def check_metadata(s: CheckState) -> str:
         raise ValueError(f"{METADATA_ARRAY} is not one string")
     try:
         metadata = json.loads(text[0])
-    except ValueError as error:
-        raise ValueError(f"{METADATA_ARRAY} ({len(text[0])} characters) is not JSON: {error}")
+    except (ValueError, RecursionError) as error:      # RecursionError: arrays nested thousands deep
+        raise ValueError(f"{METADATA_ARRAY} ({len(text[0])} characters) is not JSON: {error}") from None
     if not isinstance(metadata, dict):
         raise ValueError(f"{METADATA_ARRAY} is a JSON {type(metadata).__name__}, not an object")
     s.metadata = metadata
     return f"{len(text[0])} characters of JSON"
+
+
+#: Metadata keys that hold objects, with the keys each must have; and those that hold numbers.
+METADATA_OBJECTS = {"law": ("kind", "modulus"), "friction": ("static", "dynamic"), "source": ("file", "sha256"),
+                    "tool": ("name", "version"), "units": tuple(UNITS), "boundary": (), "mesh": (),
+                    "extent_solution": ()}
+METADATA_NUMBERS = (("characteristic_length",), ("dissipation",), ("max_interpolation_error",),
+                    ("layer_tolerance",), ("expansion_rate",), ("law", "modulus"))
+
+
+def metadata_type_problems(meta: dict, *, strict: bool = True) -> list[str]:
+    """What is wrong with the metadata keys that are there: an object that is not one (or lacks
+    its keys), a number that is not a finite number. Missing keys are not looked at (the schema
+    check lists them). Not ``strict`` (``fieldgen inspect``'s summary): only what the summary
+    cannot show; a null or non-finite number (shown as null) and an object's missing keys pass."""
+    problems = []
+    for key, inner in METADATA_OBJECTS.items():
+        if key not in meta:
+            continue
+        if not isinstance(meta[key], dict):
+            problems.append(f"{key} is not an object")
+            continue
+        absent = [name for name in inner if name not in meta[key]]
+        if absent and strict:
+            problems.append(f"{key} lacks {', '.join(absent)}")
+    for keys in METADATA_NUMBERS:
+        holder = meta if len(keys) == 1 else meta.get(keys[0])
+        if not isinstance(holder, dict) or keys[-1] not in holder:
+            continue
+        if not strict and (holder[keys[-1]] is None or isinstance(holder[keys[-1]], float)):
+            continue
+        try:
+            metadata_number(meta, *keys)
+        except ValueError as error:
+            problems.append(str(error))
+    return problems
 
 
 def check_schema(s: CheckState) -> str:
@@ -167,20 +203,7 @@ def check_schema(s: CheckState) -> str:
     missing = [key for key in required if key not in meta]
     if missing:
         raise ValueError(f"{len(missing)} required key(s) missing: {', '.join(missing)}")
-    problems = []
-    shapes = {"law": ("kind", "modulus"), "friction": ("static", "dynamic"),
-              "source": ("file", "sha256"), "tool": ("name", "version"), "units": tuple(UNITS)}
-    for key, inner in shapes.items():
-        value = meta[key]
-        if not isinstance(value, dict):
-            problems.append(f"{key} is not an object")
-            continue
-        absent = [name for name in inner if name not in value]
-        if absent:
-            problems.append(f"{key} lacks {', '.join(absent)}")
-    for key in ("boundary", "mesh", "extent_solution"):
-        if not isinstance(meta[key], dict):
-            problems.append(f"{key} is not an object")
+    problems = metadata_type_problems(meta)
     if not isinstance(meta["deterministic"], bool):
         problems.append(f"deterministic is {meta['deterministic']!r}, not true or false")
     if isinstance(meta.get("tool"), dict) and meta["tool"].get("name") != "fieldgen":
@@ -190,10 +213,6 @@ def check_schema(s: CheckState) -> str:
                  for name, unit in UNITS.items() if meta["units"].get(name, unit) != unit]
         if wrong:
             problems.append("units " + "; ".join(wrong))
-    for key in ("characteristic_length", "dissipation", "max_interpolation_error", "layer_tolerance"):
-        metadata_number(meta, key)
-    if "expansion_rate" in meta:
-        metadata_number(meta, "expansion_rate")
     if problems:
         raise ValueError("; ".join(problems))
     return f"schema {SCHEMA}, {len(meta)} keys"

@@ -37,6 +37,7 @@ from fieldgen import __version__
 from fieldgen.errors import BuildError, InputError
 from fieldgen.meshing.statistics import mesh_counts
 from fieldgen.meshing.tetmesh import min_dihedral_angles, p1_gradients
+from fieldgen.paths import check_utf8_name
 
 SCHEMA = "fieldgen.pressure_field/1"
 METADATA_ARRAY = "fieldgen_metadata"
@@ -103,9 +104,11 @@ def prepare_output(path, *, directory: bool = False) -> str:
     file can be made (one is made there and removed again), so a read-only or full file system,
     a parent that is a file, or a file path that is a folder are all found now, not after a long
     build. The missing folders are made when the output is written (:func:`atomic_output`).
-    Raises InputError naming the path (exit 1). Returns the absolute path.
+    Raises InputError naming the path (exit 1), OptionError (exit 2) for a path that is not UTF-8
+    (its folder's name too). Returns the absolute path.
     """
     target = os.path.abspath(os.fspath(path))
+    check_utf8_name(target)              # VTK would fail on it after the work (exit 2, now)
     folder = target if directory else os.path.dirname(target)
     if os.path.isdir(target) != directory and os.path.exists(target):
         what = "a file, not a folder" if directory else "a folder, not a file"
@@ -526,7 +529,7 @@ def _parse_metadata(text: str, path: str) -> dict:
     fix = "rebuild the asset with fieldgen build"
     try:
         metadata = json.loads(text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:      # RecursionError: arrays nested thousands deep
         raise InputError(f"{METADATA_ARRAY} ({len(text)} characters) is not JSON ({error})",
                          path=path, fix=fix) from None
     if not isinstance(metadata, dict):
@@ -536,6 +539,14 @@ def _parse_metadata(text: str, path: str) -> dict:
         raise InputError(f"the asset schema is {metadata.get('schema')!r}, expected {SCHEMA!r}",
                          path=path, fix=fix)
     return metadata
+
+
+def check_tet_indices(tets: np.ndarray, n_points: int, path, *, fix: str) -> None:
+    """InputError naming ``path`` when a tet of a file read refers to a point it does not have
+    (every later sum would index past the points): an asset, a legacy .vtk tet mesh."""
+    if len(tets) and (tets.min() < 0 or tets.max() >= n_points):
+        raise InputError(f"its tets refer to points {int(tets.min())}..{int(tets.max())}, but it has "
+                         f"{n_points} points", path=path, fix=fix)
 
 
 def read_asset(path) -> Asset:
@@ -552,9 +563,7 @@ def read_asset(path) -> Asset:
                          f"{other or 'none'} besides tetrahedra (type {VTK_TETRA}); an asset "
                          "holds tetrahedra only", path=where, fix="rebuild the asset")
     n, t = len(raw.points), len(tets)
-    if t and (tets.min() < 0 or tets.max() >= n):      # every later sum would index past the points
-        raise InputError(f"its tets refer to points {int(tets.min())}..{int(tets.max())}, but it has {n} points",
-                         path=where, fix="rebuild the asset with fieldgen build")
+    check_tet_indices(tets, n, where, fix="rebuild the asset with fieldgen build")
     expected = [("point", name, k, n, raw.point_data) for name, k in POINT_ARRAYS.items()]
     expected += [("cell", name, k, t, raw.cell_data) for name, k in CELL_ARRAYS.items()]
     values = {}

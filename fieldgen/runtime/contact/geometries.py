@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
-from fieldgen.io.asset import read_asset
+from fieldgen.io.asset import check_tet_indices, read_asset
 from fieldgen.meshing.tetmesh import boundary_faces_of, p1_gradients, tet_volumes
+from fieldgen.paths import special_file
 from fieldgen.runtime.contact.bvh import BVH, build_bvh
 from fieldgen.runtime.contact.drake_distance import distance_field as drake_distance_field
 from fieldgen.surface.topology import edge_use
@@ -250,7 +251,9 @@ def load_body(path, *, modulus: float | None = None, units: str = "m", **kwargs)
     anything else -> rigid surface in ``units``, which must be closed (:func:`check_closed_surface`)."""
     path = Path(path)
     if not path.is_file():
-        raise InputError("file not found", path=path, fix="Check the path")
+        kind = special_file(path)         # a folder (mesh = ".."), a pipe: say so, not "not found"
+        raise InputError(f"is {kind}, not a file" if kind else "file not found", path=path,
+                         fix="Give the asset or mesh file" if kind else "Check the path")
     suffix = path.suffix.lower()
     if suffix == ".vtu":
         return CompliantGeometry.from_asset(path, **kwargs)
@@ -324,6 +327,8 @@ def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
     if not np.all(np.diff(offsets) == 4):
         raise InputError("some cells do not have 4 vertices", path=path, fix="Keep only tetrahedra")
     tets = conn.reshape(-1, 4)
+    check_tet_indices(tets, len(points), path, fix="Repair the mesh: each tet's indices count from 0 below "
+                      "the number of points")
     if not np.all(np.isfinite(points)):
         raise InputError("some point coordinates are not finite", path=path, fix="Repair the mesh")
     volumes = tet_volumes(points, tets)

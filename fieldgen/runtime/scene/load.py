@@ -96,6 +96,10 @@ def _cached_build(spec: Path, cache_dir: Path, notes: list[str]) -> Path:
     if input_name is None:
         raise InputError("build spec names no input surface", path=spec, fix='add input = "part.stl"')
     source = (spec.parent / input_name).resolve()
+    if not source.is_file():
+        kind = special_file(source)
+        raise InputError(f"its input {source} is {kind or 'not found'}", path=spec,
+                         fix="name the surface mesh in input = (relative to the spec's folder)")
     digest = hashlib.sha256((file_sha256(spec) + file_sha256(source)).encode()).hexdigest()[:16]
     out = cache_dir / f"{spec.stem}-{digest}.vtu"
     if cache_dir.exists() and not cache_dir.is_dir():
@@ -105,7 +109,12 @@ def _cached_build(spec: Path, cache_dir: Path, notes: list[str]) -> Path:
         notes.append(f"{out}: the cached asset of {spec} was not a valid asset (truncated?) and was built again")
     elif out.is_file():
         return out
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:        # HOME a file or missing, FIELDGEN_CACHE under /proc, no permission
+        raise InputError(f"cannot make the asset cache {cache_dir} ({error.strerror or error})", path=spec,
+                         fix="point FIELDGEN_CACHE at a folder you can write (or unset it for "
+                             "~/.cache/fieldgen/assets)") from None
     build(source, out, options)
     return out
 

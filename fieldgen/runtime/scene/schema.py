@@ -4,7 +4,8 @@
 level, ``[simulate]``, a ``[[body]]`` or its ``geometry`` table), a value of the wrong type
 or out of range raises :class:`SceneError` naming the file, the table, the key and, for an
 unknown key, the nearest valid one (the same check as manifests and build specs,
-``fieldgen.tables.check_keys``). ``fieldgen simulate`` exits 2 on it: the scene is refused
+``fieldgen.tables.check_keys``); so does a geometry key naming a file of a type it does not
+read (``mesh = "x.vtu"``, ``vtk = "x.stl"``). ``fieldgen simulate`` exits 2 on it: the scene is refused
 as written, before any work.
 
 The allowed keys are the ones the loader reads (``scene.load_scene``, the CLI's
@@ -17,6 +18,7 @@ checked for type here and for meaning where they are used.
 from __future__ import annotations
 
 import math
+from pathlib import PurePath
 from typing import Any, Callable
 
 import numpy as np
@@ -244,6 +246,32 @@ def _check_slab_size(geometry: dict, *, path, where: str) -> None:
                          fix="use fewer cells or layers: the slab's field is linear in depth, so a few suffice")
 
 
+#: The file each geometry key reads, by its suffix (``load_body`` picks the reader by it): the
+#: suffix it takes (None: ``mesh``, any surface mesh but these two), what that is, and how to
+#: write a file of that type instead.
+FILE_KEYS = {"asset": ".vtu", "vtk": ".vtk", "mesh": None}
+FILE_KINDS = {".vtu": ("asset", "a fieldgen asset (.vtu)", "alone (an asset carries its modulus)"),
+              ".vtk": ("vtk", "a legacy .vtk tet mesh", "with modulus = <Pa>"),
+              None: ("mesh", "a rigid surface mesh (STL, OBJ, PLY, OFF, GLB or STEP)",
+                     "without modulus or dissipation")}
+
+
+def _check_file_type(geometry: dict, variant: str, *, path, where: str) -> None:
+    """Refuse a geometry key naming a file of a type the key does not read (``mesh = "x.vtu"``,
+    ``vtk = "x.stl"``), before any file is read."""
+    name = geometry.get(variant)
+    suffix = PurePath(name).suffix.lower() if isinstance(name, str) else ""
+    if variant not in FILE_KEYS or not suffix:       # no suffix (a folder?): the loader says what it is
+        return
+    kind = suffix if suffix in (".vtu", ".vtk") else None
+    if kind == FILE_KEYS[variant]:
+        return
+    key, what, keys = FILE_KINDS[kind]
+    raise SceneError(f"{where}: {variant} = {name!r} names a {suffix} file, but {variant} "
+                     f"takes {FILE_KINDS[FILE_KEYS[variant]][1]}", path=path,
+                     fix=f"for {what} write {key} = {name!r}, {keys}")
+
+
 def geometry_variant(geometry: dict, *, path=None, where: str = "geometry") -> str:
     """Which kind of geometry a ``geometry`` table describes (a key of :data:`GEOMETRY`)."""
     given = [k for k in SOURCES if k in geometry]
@@ -305,6 +333,7 @@ def check_scene_table(data: dict, *, path=None) -> None:
         where = f"{label} geometry"
         variant = geometry_variant(body["geometry"], path=path, where=where)
         _values(body["geometry"], GEOMETRY[variant], path=path, where=f"{where} ({variant})")
+        _check_file_type(body["geometry"], variant, path=path, where=where)
         if variant == "slab":
             _check_slab_size(body["geometry"], path=path, where=f"{where} (slab)")
         if "dissipation" in body and variant in RIGID_GEOMETRIES:
