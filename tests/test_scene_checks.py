@@ -54,7 +54,7 @@ def test_valid_scene_runs(tmp_path):
     ("dtt = 1e-3", "mass = 1.0", ["[simulate]", "'dtt'", "'dt'"]),
     ("", "mass = 1.0\nmu_statc = 0.3", ["'mu_statc'", "'mu_static'"]),
     ("", 'mass = 1.0\nvelocity = "fast"', ["[[body]] 2 (cube)", "velocity", "3 numbers"]),
-    ("", "mass = -1.0", ["mass", "> 0"]),
+    ("", "mass = -1.0", ["mass", ">= 1e-09 and <= 1e+12"]),
     ("dt = 0", "mass = 1.0", ["dt", "> 0"]),   # TOML forbids the duplicate: replaced below
     ('integrator = "euler"', "mass = 1.0", ["integrator", "velocity, continuous"]),
     ('friction = "coulomb"', "mass = 1.0", ["[simulate]", "friction", "regularised, compliant"]),

@@ -24,7 +24,9 @@ from typing import Any, Callable
 import numpy as np
 
 from fieldgen.errors import OptionError
-from fieldgen.material.modulus import MAX_TABLE_PRESSURE
+from fieldgen.material.damping import MAX_DISSIPATION
+from fieldgen.material.modulus import MAX_TABLE_PRESSURE, MIN_MODULUS
+from fieldgen.options import MAX_FRICTION, MAX_SPIN, SPEED_OF_LIGHT
 from fieldgen.runtime.dynamics.bodies import KINDS
 from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS
 from fieldgen.tables import check_keys
@@ -170,12 +172,22 @@ MAX_SLAB_TETS = 20_000_000
 #: fifth power) over- or underflow, trimesh's icosphere comes out NaN and TetGen stops or never
 #: ends. A metre scene has no nanometre or million-kilometre primitive; a mesh body is only warned about.
 SHAPE_LENGTHS = (1e-9, 1e9)
-#: A compliant shape's modulus, Pa, at most a build's (fieldgen.material.modulus): stiffer than any solid.
-SHAPE_MODULUS = number(0, strict=True, maximum=MAX_TABLE_PRESSURE)
+#: A compliant shape's modulus, Pa, within a build's (fieldgen.material.modulus): from softer than any
+#: gel to stiffer than any solid.
+SHAPE_MODULUS = number(MIN_MODULUS, maximum=MAX_TABLE_PRESSURE)
+#: Bounds no body or scene has, as a build's options (fieldgen.options, fieldgen.material.damping):
+#: friction, dissipation, speeds below light; positions within SHAPE_LENGTHS' largest; gravity up
+#: to a million g (an ultracentrifuge's); densities up to 1e5 kg/m^3 (osmium's is 2.26e4); masses
+#: from a microgram to a billion tonnes (past it inertias of metre bodies overflow to no use).
+FRICTION_COEFFICIENT = number(0, maximum=MAX_FRICTION)
+DISSIPATION = number(0, maximum=MAX_DISSIPATION)
+MAX_GRAVITY = 1e7
+MAX_DENSITY = 1e5
+MASS_RANGE = (1e-9, 1e12)
 LENGTH = number(SHAPE_LENGTHS[0], maximum=SHAPE_LENGTHS[1])
 SIZE = vector(3, within=SHAPE_LENGTHS)
 
-TOP = {"gravity": vector(3), "body": None, "simulate": table}
+TOP = {"gravity": vector(3, within=(-MAX_GRAVITY, MAX_GRAVITY)), "body": None, "simulate": table}
 
 SIMULATE = {
     "duration": number(0, strict=True),
@@ -187,11 +199,13 @@ SIMULATE = {
 
 BODY = {
     "name": name, "kind": string(KINDS), "geometry": table,
-    "mass": number(0, strict=True), "density": number(0, strict=True), "inertia": inertia,
-    "centre_of_mass": vector(3),
-    "position": vector(3), "rpy": vector(3), "quaternion": vector(4, nonzero=True),
-    "velocity": vector(3), "angular_velocity": vector(3),
-    "mu_static": number(0), "mu_dynamic": number(0), "dissipation": number(0),
+    "mass": number(MASS_RANGE[0], maximum=MASS_RANGE[1]), "density": number(0, strict=True, maximum=MAX_DENSITY), "inertia": inertia,
+    "centre_of_mass": vector(3, within=(-SHAPE_LENGTHS[1], SHAPE_LENGTHS[1])),
+    "position": vector(3, within=(-SHAPE_LENGTHS[1], SHAPE_LENGTHS[1])), "rpy": vector(3),
+    "quaternion": vector(4, nonzero=True),
+    "velocity": vector(3, within=(-SPEED_OF_LIGHT, SPEED_OF_LIGHT)),
+    "angular_velocity": vector(3, within=(-MAX_SPIN, MAX_SPIN)),
+    "mu_static": FRICTION_COEFFICIENT, "mu_dynamic": FRICTION_COEFFICIENT, "dissipation": DISSIPATION,
     "wrench": schedule("fx, fy, fz, tx, ty, tz"), "motion": schedule("vx, vy, vz, wx, wy, wz"),
     "convex": boolean,
     "tangential_stiffness": None, "tangential_damping": None,     # checked where read (tangential)
@@ -200,11 +214,11 @@ BODY = {
 ONLY_FOR = {"mass": "dynamic", "density": "dynamic", "inertia": "dynamic", "centre_of_mass": "dynamic",
             "wrench": "dynamic", "motion": "kinematic"}
 
-FRICTION = {"mu_static": number(0), "mu_dynamic": number(0)}
+FRICTION = {"mu_static": FRICTION_COEFFICIENT, "mu_dynamic": FRICTION_COEFFICIENT}
 GEOMETRY = {
     "asset": {"asset": string()},
     "build": {"build": string()},
-    "vtk": {"vtk": string(), "modulus": SHAPE_MODULUS, "dissipation": number(0), **FRICTION},
+    "vtk": {"vtk": string(), "modulus": SHAPE_MODULUS, "dissipation": DISSIPATION, **FRICTION},
     "mesh": {"mesh": string(), "units": string(UNITS), **FRICTION},
     "box": {"shape": string(), "size": SIZE, **FRICTION},
     "cylinder": {"shape": string(), "radius": LENGTH, "height": LENGTH,
@@ -214,9 +228,9 @@ GEOMETRY = {
     "slab": {"shape": string(), "size": SIZE, "modulus": SHAPE_MODULUS,
              "cells": lambda v: None if (isinstance(v, list) and len(v) == 2
                                          and all(number(1, integer=True)(x) is None for x in v))
-             else "2 integers >= 1", "layers": number(1, integer=True), "dissipation": number(0), **FRICTION},
+             else "2 integers >= 1", "layers": number(1, integer=True), "dissipation": DISSIPATION, **FRICTION},
     "ball": {"shape": string(), "radius": LENGTH, "modulus": SHAPE_MODULUS,
-             "subdivisions": number(0, integer=True, maximum=MAX_SUBDIVISIONS), "dissipation": number(0),
+             "subdivisions": number(0, integer=True, maximum=MAX_SUBDIVISIONS), "dissipation": DISSIPATION,
              **FRICTION},
 }
 SOURCES = ("asset", "build", "vtk", "mesh", "shape")
