@@ -200,9 +200,9 @@ SHAPES_OUT_OF_RANGE = [     # what each did before: a hang, a traceback, a silen
      "radius = 1e-300 is not a number >= 1e-09"),
     ("sphere radius 1e300", scene_text('{shape = "sphere", radius = 1e300}'), "radius = 1e+300 is not a number"),
     ("slab modulus 1e20", scene_text(floor=SLAB.replace("1e6", "1e20")),
-     "modulus = 1e+20 is not a number > 0 and <= 1e+13"),
+     "modulus = 1e+20 is not a number >= 1 and <= 1e+13"),
     ("ball modulus 1e300", scene_text('{shape = "ball", radius = 0.01, modulus = 1e300}'),
-     "modulus = 1e+300 is not a number > 0 and <= 1e+13"),
+     "modulus = 1e+300 is not a number >= 1 and <= 1e+13"),
 ]
 
 
