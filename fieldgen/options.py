@@ -442,7 +442,14 @@ def checked_from(options: BuildOptions, spec: str | os.PathLike | None, flags: I
     if keys is None:          # every option off its default
         keys = [key for key in OPTION_NAMES if getattr(options, key) != getattr(BuildOptions(), key)]
     given = [] if spec is None else [(str(spec), [key for key in keys if key not in set(flags)])]
-    return checked_in_layers(options, given)
+    try:
+        return checked_in_layers(options, given)
+    except OptionError as error:
+        if spec is None or error.path is not None or options.modulus is not None \
+                or "needs a modulus" not in error.defect:
+            raise
+        raise OptionError(f"{error.defect}, and the spec gives none", path=str(spec),
+                          fix="add modulus = M0 in Pa to the spec (e.g. modulus = 1e5), or give --modulus") from None
 
 
 def checked_in_layers(options: BuildOptions, layers) -> BuildOptions:

@@ -242,3 +242,14 @@ def test_the_pair_dissipation_of_bodies_stiff_to_the_last_float_is_finite():
 
     for modulus in (1e5, 1e308):
         assert combined_dissipation(body(0.01, modulus, 2.0), body(0.02, modulus, 4.0)) == pytest.approx(2.0, rel=1e-12)
+
+
+def test_a_spec_without_a_modulus_is_named(tmp_path, ball):
+    spec = tmp_path / "pad.toml"
+    spec.write_text(f'input = "{ball.as_posix()}"\nedge_length = 0.005\n')
+    result = run("build", "--spec", spec, "-o", tmp_path / "x.vtu")
+    assert result.exit_code == 2, result.output
+    assert "pad.toml: the linear law needs a modulus, and the spec gives none" in result.stderr
+    assert "modulus = 1e5" in result.stderr
+    flagged = run("build", ball, "--edge-length", "0.005", "-o", tmp_path / "y.vtu")
+    assert flagged.exit_code == 2 and "the spec" not in flagged.stderr and "--modulus" in flagged.stderr
