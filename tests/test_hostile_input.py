@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from fieldgen.cli.main import main
 from fieldgen.errors import OptionError
+from asset_edit import with_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
 BALL = ROOT / "assets" / "foam_ball.obj"
@@ -47,35 +48,17 @@ def write(path: Path, text: str | bytes) -> Path:
 def tampered(src: Path, dst: Path, **changes) -> Path:
     """A copy of the asset ``src`` whose metadata has ``changes`` (read and written with vtk,
     independently of fieldgen's writer)."""
-    import vtk  # lazy: only the tampered assets need it
+    def replace(text: str) -> str:
+        meta = json.loads(text)
+        for key, value in changes.items():
+            target = meta
+            *parents, leaf = key.split(".")
+            for parent in parents:
+                target = target[parent]
+            target[leaf] = value
+        return json.dumps(meta, sort_keys=True)
 
-    reader = vtk.vtkXMLUnstructuredGridReader()
-    reader.SetFileName(str(src))
-    reader.Update()
-    grid = reader.GetOutput()
-    field = grid.GetFieldData()
-    stored = field.GetAbstractArray("fieldgen_metadata")
-    if isinstance(stored, vtk.vtkStringArray):
-        text = stored.GetValue(0)
-    else:                                 # characters as a numeric array
-        text = bytes(int(stored.GetValue(k)) for k in range(stored.GetNumberOfValues())).decode()
-    meta = json.loads(text)
-    for key, value in changes.items():
-        target = meta
-        *parents, leaf = key.split(".")
-        for parent in parents:
-            target = target[parent]
-        target[leaf] = value
-    array = vtk.vtkStringArray()
-    array.SetName("fieldgen_metadata")
-    array.InsertNextValue(json.dumps(meta, sort_keys=True))
-    field.RemoveArray("fieldgen_metadata")
-    field.AddArray(array)
-    writer = vtk.vtkXMLUnstructuredGridWriter()
-    writer.SetFileName(str(dst))
-    writer.SetInputData(grid)
-    writer.Write()
-    return dst
+    return with_metadata(src, dst, replace)
 
 
 SCENE_HEAD = """[simulate]

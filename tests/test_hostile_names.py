@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from fieldgen.cli.main import main
 from fieldgen.errors import OptionError
 from fieldgen.io.asset import prepare_output
+from asset_edit import with_metadata
 from test_hostile_input import BALL, built_ball, scene, tampered, write
 from test_hostile_sweep import _refused
 
@@ -29,26 +30,7 @@ DEEP = 100_000
 def _deep_metadata(src: Path, dst: Path) -> Path:
     """A copy of the asset ``src`` whose metadata holds a list nested :data:`DEEP` deep (written as
     text: no JSON library writes it)."""
-    import vtk  # lazy: only this tampered asset needs it
-
-    reader = vtk.vtkXMLUnstructuredGridReader()
-    reader.SetFileName(str(src))
-    reader.Update()
-    grid = reader.GetOutput()
-    field = grid.GetFieldData()
-    stored = field.GetAbstractArray("fieldgen_metadata")
-    text = (stored.GetValue(0) if isinstance(stored, vtk.vtkStringArray)
-            else bytes(int(stored.GetValue(k)) for k in range(stored.GetNumberOfValues())).decode())
-    array = vtk.vtkStringArray()
-    array.SetName("fieldgen_metadata")
-    array.InsertNextValue('{"deep": ' + "[" * DEEP + "]" * DEEP + ", " + text[1:])
-    field.RemoveArray("fieldgen_metadata")
-    field.AddArray(array)
-    writer = vtk.vtkXMLUnstructuredGridWriter()
-    writer.SetFileName(str(dst))
-    writer.SetInputData(grid)
-    writer.Write()
-    return dst
+    return with_metadata(src, dst, lambda text: '{"deep": ' + "[" * DEEP + "]" * DEEP + ", " + text[1:])
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from fieldgen.cli.main import main
+from asset_edit import edited_copy
 from test_hostile_input import FLOOR, built_ball, cube_obj, fingerprint, scene, write
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,21 +32,15 @@ def _tets_past_points(src: Path, dst: Path) -> Path:
     import vtk
     from vtk.util.numpy_support import vtk_to_numpy
 
-    reader = vtk.vtkXMLUnstructuredGridReader()
-    reader.SetFileName(str(src))
-    reader.Update()
-    grid = reader.GetOutput()
-    tets = vtk_to_numpy(grid.GetCells().GetConnectivityArray()).reshape(-1, 4).copy()
-    tets[0, 0] = 10 ** 7
-    cells = vtk.vtkCellArray()
-    for tet in tets:
-        cells.InsertNextCell(4, [int(k) for k in tet])
-    grid.SetCells(vtk.VTK_TETRA, cells)
-    writer = vtk.vtkXMLUnstructuredGridWriter()
-    writer.SetFileName(str(dst))
-    writer.SetInputData(grid)
-    writer.Write()
-    return dst
+    def edit(grid) -> None:
+        tets = vtk_to_numpy(grid.GetCells().GetConnectivityArray()).reshape(-1, 4).copy()
+        tets[0, 0] = 10 ** 7
+        cells = vtk.vtkCellArray()
+        for tet in tets:
+            cells.InsertNextCell(4, [int(k) for k in tet])
+        grid.SetCells(vtk.VTK_TETRA, cells)
+
+    return edited_copy(src, dst, edit)
 
 
 @pytest.fixture(scope="module")
@@ -86,16 +81,8 @@ def inputs(tmp_path_factory) -> Path:
     write(folder / "heavy.toml", scene(mass="mass = 1e-9\nwrench = [0, 0, -1.7e308, 0, 0, 0]", duration=0.002))
     write(folder / "inertia_triangle.toml", scene(mass="mass = 0.1\ninertia = [1, 1, 3]"))
     write(folder / "inertia_skew.toml", scene(mass="mass = 0.1\ninertia = [[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]"))
-    import vtk
-    reader = vtk.vtkXMLUnstructuredGridReader()
-    reader.SetFileName(str(folder / "asset.vtu"))
-    reader.Update()
-    grid = reader.GetOutput()
-    grid.GetPointData().GetArray("extent").SetValue(0, float("nan"))
-    writer = vtk.vtkXMLUnstructuredGridWriter()
-    writer.SetFileName(str(folder / "nan_extent.vtu"))
-    writer.SetInputData(grid)
-    writer.Write()
+    edited_copy(folder / "asset.vtu", folder / "nan_extent.vtu",
+                lambda grid: grid.GetPointData().GetArray("extent").SetValue(0, float("nan")))
     return folder
 
 
