@@ -68,13 +68,20 @@ def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
 def check_argument_names(command: click.Command, args: list[str]) -> None:
     """Refuse (exit 2), before parsing, a command-line argument that is not valid UTF-8 (a file
     name with a byte such as \\xff: :func:`fieldgen.paths.check_utf8_name`), naming the option it
-    is the value of. Every path a command takes enters here, inputs and outputs alike."""
-    takes_value = {name for param in command.params if isinstance(param, click.Option) and not param.is_flag
-                   for name in param.opts + param.secondary_opts}
+    is the value of, and an empty path (``-o "$OUT"`` with OUT unset would otherwise write to the
+    default path or the current folder). Every path a command takes enters here, inputs and
+    outputs alike; every argument (not an option) of a command is a path."""
+    options = [param for param in command.params if isinstance(param, click.Option)]
+    takes_value = {name for param in options if not param.is_flag for name in param.opts + param.secondary_opts}
+    path_flags = {name for param in options if isinstance(param.type, click.Path)
+                  for name in param.opts + param.secondary_opts}
     for index, arg in enumerate(args):
         flag, _, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
         if not flag and index and args[index - 1] in takes_value:
             flag = args[index - 1]
+        if value == "" and (flag in path_flags or not flag):
+            fail(f"{flag or f'an argument of fieldgen {command.name}'} is an empty string, not a path (an unset "
+                 "shell variable?). Give the file or folder's path.", EXIT_USAGE)
         try:
             check_utf8_name(value, flag or "the argument")
         except OptionError as exc:

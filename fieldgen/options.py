@@ -23,7 +23,7 @@ from fieldgen.material.damping import MAX_DISSIPATION
 from fieldgen.material.levels import LayerTolerance, default_layer_tolerance
 from fieldgen.material.modulus import MAX_TABLE_PRESSURE, MIN_MODULUS
 from fieldgen.paths import special_file
-from fieldgen.tables import check_keys
+from fieldgen.tables import check_keys, not_utf8
 from fieldgen.units import length_scale
 
 if sys.version_info >= (3, 11):
@@ -469,6 +469,15 @@ def checked_in_layers(options: BuildOptions, layers) -> BuildOptions:
         raise OptionError(defect, path=source, fix=error.fix) from None
 
 
+def check_path_value(key: str, value: Any, origin: str, fix: str) -> None:
+    """Refuse (OptionError) a path key of a spec or manifest that is no string, or an empty one
+    (which would name the file's own folder)."""
+    if not isinstance(value, str):
+        raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=origin, fix=fix)
+    if not value.strip():
+        raise OptionError(f"option {key!r} is an empty string, not a path", path=origin, fix=fix)
+
+
 def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
     default = getattr(BuildOptions(), key)
     if key in LIST_OPTIONS:
@@ -481,8 +490,7 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
     if key in PATH_OPTIONS:
         if value is None:
             return None
-        if not isinstance(value, str):
-            raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=origin, fix="quote the path")
+        check_path_value(key, value, origin, f'write {key} = "FILE" (quoted, relative to this file)')
         return str(Path(base_dir) / value) if base_dir is not None and not os.path.isabs(value) else value
     if key in ("robust", "estimate"):
         if not isinstance(value, bool):
@@ -527,7 +535,7 @@ def read_spec(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(path), fix="fix the syntax of the spec file") from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start}), so not a TOML spec", path=str(path),
+        raise InputError(f"{not_utf8(exc)}, so not a TOML spec", path=str(path),
                          fix="save the spec as UTF-8 text") from None
     return data, path.parent
 
@@ -539,10 +547,8 @@ def options_from_spec(path: str | os.PathLike, base: BuildOptions | None = None)
     extra = {}
     for key in ("input", "output"):
         value = data.pop(key, None)
-        if value is not None and not isinstance(value, str):
-            raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=str(path),
-                              fix=f'write {key} = "..." (relative to the spec)')
         if value is not None:
+            check_path_value(key, value, str(path), f'write {key} = "..." (relative to the spec)')
             extra[key] = str(folder / value) if not os.path.isabs(value) else value
     options = options_from_mapping(data, base_dir=folder, origin=str(path), base=base)
     return options, extra.get("input"), extra.get("output")

@@ -8,6 +8,7 @@ would otherwise change what is built or simulated without a word.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import re
 from pathlib import Path
@@ -44,6 +45,27 @@ def check_keys(table: Mapping, allowed: Iterable[str], *, path=None, where: str 
 
 _SPLIT = re.compile(r"[,;\s]+")
 
+#: Byte-order marks of the Unicode encodings that are not UTF-8 (UTF-32 first: its little-endian
+#: mark begins with UTF-16's), as an editor saving "Unicode" text writes them.
+_OTHER_ENCODINGS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                    (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def other_encoding(raw: bytes) -> str | None:
+    """The encoding ("UTF-16", "UTF-32") whose byte-order mark ``raw`` starts with, else None."""
+    return next((name for mark, name in _OTHER_ENCODINGS if raw.startswith(mark)), None)
+
+
+def not_utf8(error: UnicodeDecodeError) -> str:
+    """Why the bytes ``error`` was raised on are not UTF-8 text, for a message: saved as UTF-16 or
+    UTF-32 (by the byte-order mark), else the first byte that is not UTF-8 (Latin-1 text, a binary
+    file). Every text file fieldgen reads (TOML, CSV) is decoded as UTF-8."""
+    raw = bytes(error.object)
+    encoding = other_encoding(raw)
+    if encoding is not None:
+        return f"{encoding} text (by its byte-order mark), not UTF-8"
+    return f"not UTF-8 text (byte {error.start} is 0x{raw[error.start]:02x})"
+
 
 def _is_number(cell: str) -> bool:
     try:
@@ -72,9 +94,9 @@ def read_number_pairs(path, columns: str, fix: str) -> tuple[np.ndarray, list[st
                          fix=f"give the path of a CSV file with columns {columns}") from None
     try:
         text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("not a text file", path=str(path),
-                         fix=f"give a CSV text file with columns {columns}") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{not_utf8(error)}, so not a CSV file fieldgen reads", path=str(path),
+                         fix=f"save it as CSV text in UTF-8 (or ASCII) with columns {columns}") from None
     values, rows = [], []
     first = True
     for number, line in enumerate(text.splitlines(), start=1):

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from fieldgen.errors import FieldgenError, OptionError
-from fieldgen.options import BuildOptions, checked_in_layers, options_from_mapping, options_from_spec
+from fieldgen.options import (BuildOptions, check_path_value, checked_in_layers, options_from_mapping,
+                              options_from_spec)
 from fieldgen.paths import special_file
-from fieldgen.tables import check_keys
+from fieldgen.tables import check_keys, not_utf8
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -68,7 +69,7 @@ def _load_toml(where: str) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"not valid TOML ({exc})", path=where, fix="fix the manifest's syntax") from None
     except UnicodeDecodeError as exc:
-        raise ManifestError(f"not UTF-8 text (byte {exc.start}), so not a TOML manifest", path=where,
+        raise ManifestError(f"{not_utf8(exc)}, so not a TOML manifest", path=where,
                             fix="save the manifest as UTF-8 text") from None
 
 
@@ -144,12 +145,13 @@ def _item_options(where: str, folder: Path, label: str, entry: dict, defaults: t
 def _read_item(where: str, folder: Path, index: int, entry: dict, defaults: tuple[BuildOptions, list],
                output_dir: str | os.PathLike | None) -> BatchItem:
     label = f"[[asset]] {index}"
-    if "input" in entry and isinstance(entry["input"], str):
+    if isinstance(entry.get("input"), str) and entry["input"].strip():
         label += f" ({entry['input']})"
-    for key in ITEM_KEYS:
-        if key in entry and not isinstance(entry[key], str):
-            raise ManifestError(f"{label}: `{key}` must be a path string, got {entry[key]!r}", path=where,
-                                fix=f'write {key} = "..."')
+    for key in (key for key in ITEM_KEYS if key in entry):
+        try:
+            check_path_value(key, entry[key], where, f'write {key} = "..."')
+        except OptionError as exc:
+            raise ManifestError(f"{label}: {exc.defect}", path=where, fix=exc.fix) from None
     options, spec_input, spec_output = _item_options(where, folder, label, entry, defaults)
     input_path = _join(folder, entry["input"]) if "input" in entry else spec_input
     if input_path is None:

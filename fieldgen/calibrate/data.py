@@ -19,6 +19,11 @@ from fieldgen.units import LENGTH_UNITS
 
 FORCE_UNITS = {"N": 1.0, "mN": 1e-3, "kN": 1e3, "lbf": 4.4482216152605}
 MIN_DATA_ROWS = 3
+#: The most depths a fit takes: each is a contact query whose quadrature points the fit keeps
+#: (about 60 MB and 0.4 s a depth for the bundled pad, more for a larger contact), so an
+#: instrument's log of thousands of samples would fill the memory; a hundred depths determine
+#: every parameter a law can have (as many as ``--knots``' hundred table points).
+MAX_DATA_ROWS = 100
 #: A header cell naming its unit: ``depth_mm``, ``depth (mm)``, ``depth [mm]``, ``force/N``.
 HEADER_UNIT = re.compile(r"^\s*(depth|force)\s*(?:[_/]|\(|\[)\s*([A-Za-z]+)\s*[)\]]?\s*$", re.IGNORECASE)
 #: A cell of a header row whose cells are separated by whitespace only: ``depth`` or ``force`` with
@@ -57,9 +62,15 @@ def parse_units(text: str | None) -> tuple[float, float, str]:
 
 
 def check_curve(depth: np.ndarray, force: np.ndarray, rows: Sequence[str], path: str | None) -> None:
-    """A loading branch: finite, depth >= 0 strictly increasing, force >= 0 non-decreasing and
-    positive once the indenter is in (depth > 0). InputError naming the row otherwise."""
+    """A loading branch of at most :data:`MAX_DATA_ROWS` rows: finite, depth >= 0 strictly
+    increasing, force >= 0 non-decreasing and positive once the indenter is in (depth > 0).
+    InputError naming the row otherwise."""
     where = None if path is None else str(path)
+    if len(depth) > MAX_DATA_ROWS:
+        raise InputError(f"the curve has {len(depth)} points, more than the {MAX_DATA_ROWS} depths a fit takes "
+                         "(each is a contact query kept in memory: thousands would fill it)", path=where,
+                         fix=f"thin it to at most {MAX_DATA_ROWS} points of the loading branch (e.g. keep one row "
+                             f"in {math.ceil(len(depth) / MAX_DATA_ROWS)})")
     for i, (d, f) in enumerate(zip(depth, force)):
         if not (math.isfinite(d) and math.isfinite(f)):
             raise InputError(f"{rows[i]} is not finite (depth {d}, force {f})", path=where,
@@ -141,11 +152,11 @@ def parse_targets(texts: Sequence[str], units: str | None = None) -> Data:
         if not sep or pair is None or not all(map(math.isfinite, pair)) or pair[0] <= 0 or pair[1] <= 0:
             raise OptionError(f"target {text!r} is not DEPTH:FORCE with both positive",
                               fix=f"give e.g. --target 0.002:20 (depth and force in {units_text})")
-        pairs.append(pair)
-    pairs.sort()
+        pairs.append((*pair, f"target {text}"))
+    pairs.sort()                    # by depth, each with its own text to name it by
     depth = np.array([p[0] for p in pairs])
     force = np.array([p[1] for p in pairs])
-    rows = [f"target {t}" for t in texts]
+    rows = [p[2] for p in pairs]
     try:
         check_curve(depth, force, rows, None)
     except InputError as error:

@@ -26,6 +26,7 @@ from fieldgen.io.asset import read_metadata
 from fieldgen.io.registry import ANY_OTHER, Triangles, reader_for, register_reader
 from fieldgen.meshing.process import scratch_folder
 from fieldgen.paths import special_file
+from fieldgen.tables import other_encoding
 from fieldgen.units import LENGTH_UNITS
 
 SURFACE_FORMATS = "STL, OBJ, PLY, OFF or GLB"
@@ -56,13 +57,13 @@ def _read_obj(text: str) -> Triangles:
     vertices, faces, groups = [], [], []
     names: dict[str, int] = {}
     current = -1
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         head, _, rest = line.replace("\t", " ").partition(" ")
         if head == "v":
-            vertices.append([float(x) for x in rest.split()[:3]])
+            vertices.append(_obj_vertex(rest, number))
         elif head in ("g", "o"):
             name = rest.strip()
             if not name or name == "default":
@@ -72,7 +73,7 @@ def _read_obj(text: str) -> Triangles:
         elif head == "f":
             idx = []
             for token in rest.split():
-                k = int(token.split("/", 1)[0])
+                k = _obj_index(token, number)
                 if k == 0 or -k > len(vertices):
                     raise ValueError(f"face {len(faces) + 1} refers to vertex {k}: OBJ numbers vertices from 1, "
                                      f"or back from the last one read with -1 ({len(vertices)} read so far)")
@@ -89,7 +90,31 @@ def _read_obj(text: str) -> Triangles:
     return Triangles(v, fc, np.asarray(groups, dtype=np.int64), tuple(names))
 
 
+def _obj_vertex(rest: str, number: int) -> list[float]:
+    """The x, y, z of the ``v`` line ``number`` (a w or colour after them is ignored); ValueError
+    naming the line when it holds fewer than three numbers."""
+    words = rest.split()[:3]
+    try:
+        if len(words) == 3:
+            return [float(x) for x in words]
+    except ValueError:
+        pass
+    raise ValueError(f"line {number} ('v {rest.strip()}') is not a vertex x y z: three numbers needed")
+
+
+def _obj_index(token: str, number: int) -> int:
+    """The vertex number of a face corner (``7``, ``7/1``, ``7//2``) on line ``number``."""
+    try:
+        return int(token.split("/", 1)[0])
+    except ValueError:
+        raise ValueError(f"line {number}: face corner {token!r} is not a vertex number "
+                         "(a whole number, optionally followed by /texture/normal)") from None
+
+
 def _read_obj_file(path: str, data: bytes) -> Triangles:
+    encoding = other_encoding(data)       # decoded as UTF-8, every other byte would be a NUL: no vertex read
+    if encoding is not None:
+        raise ValueError(f"{encoding} text (by its byte-order mark), not UTF-8 or ASCII: save it as UTF-8")
     return _read_obj(data.decode("utf-8-sig", errors="replace"))    # a byte-order mark is no vertex
 
 
@@ -185,8 +210,8 @@ def _read_any_other(path: str, data: bytes) -> Triangles:
 
 # --------------------------------------------------------------------------- ASCII PLY and OFF counts
 # trimesh reads the counts an ASCII PLY or OFF header declares and takes that many data lines,
-# so a file cut short loses faces silently, and a vertex count too large reads face lines as
-# vertices. Both formats write one vertex or face a line: the lines are counted against the header.
+# so a file cut short loses faces silently, a face count too small drops the faces past it, and a
+# vertex count too large reads face lines as vertices. Both formats write one vertex or face a line: the lines are counted against the header.
 
 def _data_lines(text: str) -> list[str]:
     """The non-empty lines of ``text``, each without its ``#`` comment."""
@@ -238,16 +263,19 @@ def _counted(elements: list[tuple[str, int]]) -> str:
 
 
 def check_declared_counts(path: str, data: bytes, suffix: str) -> None:
-    """InputError when an ASCII PLY or an OFF holds fewer data lines (one vertex or face each)
-    than the vertices and faces its header declares: cut short, or a header count too large."""
+    """InputError when an ASCII PLY or an OFF holds another number of data lines (one vertex or
+    face each) than the vertices and faces its header declares: cut short, a header count too
+    large, or one too small (the reader would silently drop the faces past it)."""
     declared = (_ply_declared if suffix == ".ply" else _off_declared)(data)
     if declared is None:
         return
     elements, found = declared
     expected = sum(n for _, n in elements)
-    if found < expected:
+    if found != expected:           # more lines: the reader would drop the faces past the count
+        extra = found - expected
+        why = "it was cut short" if extra < 0 else f"the {extra} line{'s' * (extra > 1)} past them would be dropped"
         raise InputError(f"its header declares {_counted(elements)} ({expected} lines of data), but the file "
-                         f"holds {found} lines of data: it was cut short, or its header's counts are wrong",
+                         f"holds {found} lines of data: {why}, or its header's counts are wrong",
                          path=path, fix="export the mesh again from its source (the whole file, one vertex or "
                                         "face a line)")
 

@@ -95,6 +95,11 @@ def name(v):
     return None if isinstance(v, str) and v.strip() else "a name (not empty)"
 
 
+def file_path(v):
+    """A file a geometry reads: an empty string would name the scene's own folder."""
+    return None if isinstance(v, str) and v.strip() else "a file path (not empty)"
+
+
 def boolean(v):
     return None if isinstance(v, bool) else "true or false"
 
@@ -216,10 +221,10 @@ ONLY_FOR = {"mass": "dynamic", "density": "dynamic", "inertia": "dynamic", "cent
 
 FRICTION = {"mu_static": FRICTION_COEFFICIENT, "mu_dynamic": FRICTION_COEFFICIENT}
 GEOMETRY = {
-    "asset": {"asset": string()},
-    "build": {"build": string()},
-    "vtk": {"vtk": string(), "modulus": SHAPE_MODULUS, "dissipation": DISSIPATION, **FRICTION},
-    "mesh": {"mesh": string(), "units": string(UNITS), **FRICTION},
+    "asset": {"asset": file_path},
+    "build": {"build": file_path},
+    "vtk": {"vtk": file_path, "modulus": SHAPE_MODULUS, "dissipation": DISSIPATION, **FRICTION},
+    "mesh": {"mesh": file_path, "units": string(UNITS), **FRICTION},
     "box": {"shape": string(), "size": SIZE, **FRICTION},
     "cylinder": {"shape": string(), "radius": LENGTH, "height": LENGTH,
                  "segments": number(3, integer=True, maximum=MAX_SEGMENTS), **FRICTION},
