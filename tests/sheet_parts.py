@@ -123,15 +123,21 @@ def s_sheet(legs=(40.0, 30.0, 40.0), bends=((60.0, 0.8), (-90.0, 6.0)), width: f
     return mesh
 
 
-def dimpled_plate(depth: float, size: float = 40.0, thickness: float = 2.0, step: float = 1.0) -> trimesh.Trimesh:
+def dimpled_plate(depth: float, size: float = 40.0, thickness: float = 2.0, step: float = 1.0,
+                  both: bool = False) -> trimesh.Trimesh:
     """A plate ``size`` x ``size`` x ``thickness`` (mm) on a grid of ``step`` squares, the vertex
     in the middle of its top face pushed down by ``depth``: a dimple of radius ``step``, far
-    finer than the remeshed side's edges. Watertight, wound outward."""
+    finer than the remeshed side's edges; with ``both``, the bottom face's vertex a quarter of
+    the way along pushed up as far too (a dimple on each side). Watertight, wound outward."""
     steps = int(round(size / step)) + 1
     vertices, faces = _box_grid(np.linspace(0.0, size, steps), np.linspace(-0.5 * size, 0.5 * size, steps), thickness)
     middle = np.flatnonzero(np.all(np.isclose(vertices, [0.5 * size, 0.0, thickness]), axis=1))
     assert len(middle) == 1
     vertices[middle, 2] -= depth
+    if both:
+        quarter = np.flatnonzero(np.all(np.isclose(vertices, [0.25 * size, 0.0, 0.0]), axis=1))
+        assert len(quarter) == 1
+        vertices[quarter, 2] += depth
     mesh = trimesh.Trimesh(vertices, faces, process=True)
     assert mesh.is_watertight and mesh.volume > 0
     return mesh

@@ -54,10 +54,11 @@ def remesh(mesh, **options) -> None:
 
 def remeshed_surface(points: np.ndarray, triangles: np.ndarray, *, refs: np.ndarray | None = None,
                      ridges: np.ndarray | None = None, metric: np.ndarray | None = None, unit: bool = False,
-                     **options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     required: np.ndarray | None = None, **options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """MMGS's remeshing of a triangle set: (points, triangles, their references). ``refs`` label
     the triangles (MMGS keeps the borders between labels), ``ridges`` (k, 2) are edges to keep as
-    ridges, ``metric`` a size (n,) or a tensor (n, 6) at the points; ``options`` go to MMGS
+    ridges, ``metric`` a size (n,) or a tensor (n, 6) at the points, ``required`` the points MMGS
+    keeps where they are; ``options`` go to MMGS
     (``hausd``, ``hmin``, ``hmax``, ``hgrad``, ...). With ``unit``, MMGS runs on the points moved
     and scaled to about 1 across (:func:`unit_scale`), lengths and the metric with them.
     MmgFailure when MMGS fails."""
@@ -78,6 +79,8 @@ def remeshed_surface(points: np.ndarray, triangles: np.ndarray, *, refs: np.ndar
         mesh.set_ridge_edges(np.arange(len(ridges), dtype=np.int32))
     if metric is not None:
         set_metric(mesh, scaled_metric(metric, size))
+    if required is not None and len(required):
+        mesh.set_required_vertices(np.ascontiguousarray(required, dtype=np.int32))
     lengths = {key: float(value) / size for key, value in options.items() if key in LENGTH_OPTIONS}
     remesh(mesh, **{**options, **lengths})
     new_triangles, new_refs = mesh.get_triangles_with_refs()

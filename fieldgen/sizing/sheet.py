@@ -4,7 +4,7 @@ meshed in layers across it (docs/model.md §2.10, "Sheets of one thickness").
 A sheet: nearly all of the surface (``SIDE_SHARE`` of its area) lies on two sides that face each
 other at one thickness ``t`` — each such triangle's inward ray
 (:func:`fieldgen.sizing.thickness.opposite_faces`) meets a triangle of the other side whose
-normal is opposite (cosine below ``-PAIRED``) within ``SPREAD`` of ``t`` — and the rest is the
+normal is opposite (cosine below ``-PAIRED``) within a few percent of ``t`` — and the rest is the
 rim, the cut edges ``t`` wide. Across a free sheet the extent is a parabola; along it the field
 is flat except within about ``t/π`` of the rim (as a plate's, :mod:`fieldgen.sizing.extrusion`).
 So one side is remeshed by MMGS (``mmgpy``) and a column runs from each of its vertices across
@@ -40,6 +40,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from fieldgen.io.vtk_data import distance_to_triangles
+from fieldgen.sizing import far_side
 from fieldgen.meshing.ftetwild import classify_boundary
 from fieldgen.meshing.mmg import MmgFailure, remeshed_surface
 from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
@@ -54,13 +55,15 @@ from fieldgen.surface.topology import (boundary_edges, compacted, face_areas, fa
                                      unit_normals)
 
 #: A sheet: the two sides hold this share of the area, their triangles face each other (cosine
-#: below ``-PAIRED``) at one thickness within ``SPREAD`` of it, and the sheet is at least
+#: below ``-PAIRED``) at one thickness within a spread of it (the first of ``SPREADS`` that pairs
+#: enough: a faceted curved wall whose two sides' facets are not aligned spreads by a few
+#: percent), and the sheet is at least
 #: ``THIN_RATIO`` thicknesses across. ``SAMPLE`` triangles spread through the list are tried
 #: first, and a surface of more than ``MAX_FACES`` is not tried: a ray from a long CAD sliver can
 #: cost milliseconds (docs/design/sizing.md, "Sheets").
 SIDE_SHARE = 0.85
 PAIRED = 0.99
-SPREAD = 0.02
+SPREADS = (0.02, 0.06)
 THIN_RATIO = 8.0
 SAMPLE = 256
 MAX_FACES = 20_000
@@ -76,6 +79,10 @@ GRADING = 0.5
 NORMAL_RADIUS = 0.5
 #: Where the rim turns by more than 30° (the sine), a column at the corner is held by both cut faces.
 RIM_CORNER = 0.5
+#: A column fitted to the far side may run as short as ``SHORTEST`` t (a chamfer at the rim); a
+#: ray cast again is nudged ``NUDGE`` t into the side (:func:`reaching`).
+SHORTEST = 0.1
+NUDGE = 0.02
 #: MMGS's gradation and Hausdorff bound (in thicknesses).
 GRADATION = 1.5
 HAUSDORFF = 0.01
@@ -106,9 +113,14 @@ def sheet_sides(vertices: np.ndarray, faces: np.ndarray) -> tuple[float, np.ndar
     if area[facing].sum() < SIDE_SHARE * area.sum():
         return None
     t = weighted_median(thickness[facing], area[facing])      # by area: a CAD end face has many triangles
-    paired = facing & (np.abs(thickness - t) <= SPREAD * t)
-    paired[paired] &= paired[opposite[paired]]
-    if area[paired].sum() < SIDE_SHARE * area.sum() or np.ptp(vertices, axis=0).max() < THIN_RATIO * t:
+    if np.ptp(vertices, axis=0).max() < THIN_RATIO * t:
+        return None
+    for spread in SPREADS:
+        paired = facing & (np.abs(thickness - t) <= spread * t)
+        paired[paired] &= paired[opposite[paired]]
+        if area[paired].sum() >= SIDE_SHARE * area.sum():
+            break
+    else:
         return None
     side = _two_sides(faces, paired, opposite)
     if side is None:
@@ -185,13 +197,16 @@ def rim_metric(points: np.ndarray, samples: np.ndarray, across: np.ndarray, t: f
     return symmetric(matrices + iso * np.eye(3))
 
 
-def remeshed_side(points: np.ndarray, triangles: np.ndarray, metric: np.ndarray, hausdorff: float):
+def remeshed_side(points: np.ndarray, triangles: np.ndarray, metric: np.ndarray, hausdorff: float,
+                  required: np.ndarray | None = None, ridge: float | None = None):
     """The side remeshed by MMGS under ``metric`` (a size (n,) or a tensor (n, 6)) within
-    ``hausdorff``, on a copy about 1 across, its sharp folds kept as ridges: (points, triangles);
-    None if MMGS fails."""
+    ``hausdorff``, on a copy about 1 across, its sharp folds kept as ridges (or every edge whose
+    faces meet at more than ``ridge`` degrees) and the ``required`` points kept: (points,
+    triangles); None if MMGS fails."""
     folds = {"ar": FOLD} if len(crease_pairs(points, triangles)[0]) else {}
+    folds = folds if ridge is None else {"ar": ridge}
     try:
-        made, triangles, _ = remeshed_surface(points, triangles, metric=metric, unit=True,
+        made, triangles, _ = remeshed_surface(points, triangles, metric=metric, unit=True, required=required,
                                               hausd=hausdorff, hgrad=GRADATION, verbose=-1, **folds)
     except MmgFailure:
         return None
@@ -240,19 +255,21 @@ def along_rim_faces(points: np.ndarray, triangles: np.ndarray, directions: np.nd
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-def column_depths(points: np.ndarray, directions: np.ndarray, other, t: float) -> np.ndarray:
-    """How far each column runs: to the ``other`` side (vertices, faces) along its direction
-    where a ray meets it within half to twice ``t``; ``t`` elsewhere (at the rim)."""
+def column_depths(points: np.ndarray, directions: np.ndarray, other, t: float, shortest: float = 0.5,
+                  missing: float | None = None) -> np.ndarray:
+    """How far each column runs: to the ``other`` surface (vertices, faces) along its direction,
+    the nearest point where a ray meets it within ``shortest`` to twice ``t``; ``missing`` (None:
+    ``t``) elsewhere (at the rim)."""
     import trimesh  # lazy: heavy, and only sheets cast columns
 
     target = trimesh.Trimesh(*other, process=False)
     start = points - 1e-9 * t * directions
-    locations, rays, _ = target.ray.intersects_location(start, directions, multiple_hits=False)
-    depth = np.full(len(points), t)
+    locations, rays, _ = target.ray.intersects_location(start, directions, multiple_hits=shortest < 0.5)
     reach = np.einsum("ij,ij->i", locations - points[rays], directions[rays])
-    ok = (reach > 0.5 * t) & (reach < 2.0 * t)
-    depth[rays[ok]] = reach[ok]
-    return depth
+    ok = (reach > shortest * t) & (reach < 2.0 * t)
+    depth = np.full(len(points), np.inf)
+    np.minimum.at(depth, rays[ok], reach[ok])
+    return np.where(np.isfinite(depth), depth, t if missing is None else missing)
 
 
 def stacked(points: np.ndarray, triangles: np.ndarray, directions: np.ndarray, depth: np.ndarray,
@@ -287,23 +304,33 @@ def predicted_tets(vertices: np.ndarray, faces: np.ndarray, t: float) -> float:
     return float(3 * LAYERS * MMGS_SHARE * 4.0 / np.sqrt(3.0) * unit)
 
 
-def graded_side(vertices: np.ndarray, faces: np.ndarray, t: float, scale: float = 1.0, on_rim: bool = False):
+def graded_side(vertices: np.ndarray, faces: np.ndarray, t: float, scale: float = 1.0, on_rim: bool = False,
+                targets: np.ndarray | None = None, kept: np.ndarray | None = None, ridge: float | None = None):
     """The side (``faces``) remeshed by MMGS at ``EDGE_FIRST`` t (the input's narrow CAD triangles
     made into a clean start), then under :func:`rim_metric` (sizes times ``scale``), the rim's
-    directions taken from the input side; with ``on_rim``, each time with its rim put back on the
-    input's (:func:`onto_rim`): (points, triangles); None if MMGS fails."""
+    directions taken from the input side, refined round the far side's ``targets``, the ``kept``
+    points made vertices MMGS keeps (:mod:`fieldgen.sizing.far_side`), every edge past ``ridge`` degrees
+    kept as a ridge (:func:`remeshed_side`); with ``on_rim``, each time with its rim put back
+    on the input's (:func:`onto_rim`): (points, triangles); None if MMGS fails."""
     points, triangles = compacted(vertices, faces)
     samples, across = rim_directions(points, triangles, 0.5 * EDGE_AT_RIM * t * scale)
     first = np.tile(symmetric(np.eye(3)[None] / (EDGE_FIRST * t * scale) ** 2), (len(points), 1))
     if len(crease_pairs(points, triangles)[0]):
         first = np.full(len(points), EDGE_FIRST * t * scale)    # the same size; MMGS's tensor mode made NaN at a crease
     rim = boundary_edges(triangles)[0]
-    made = remeshed_side(points, triangles, first, HAUSDORFF * t)
+    made = remeshed_side(points, triangles, first, HAUSDORFF * t, ridge=ridge)
     if made is None:
         return None
     if on_rim:
         made = onto_rim(made[0], made[1], points, rim), made[1]
-    made = remeshed_side(made[0], made[1], rim_metric(made[0], samples, across, t, scale), HAUSDORFF * t)
+    required = None
+    if kept is not None and len(kept):  # the far side's shadows made vertices MMGS keeps
+        *made, required = far_side.inserted(made[0], made[1], kept)
+        required = required[required >= 0]
+    metric = rim_metric(made[0], samples, across, t, scale)
+    if targets is not None:
+        metric = far_side.refined(metric, made[0], targets, far_side.EDGE * t * scale, GRADING, EDGE_ALONG * t * scale)
+    made = remeshed_side(made[0], made[1], metric, HAUSDORFF * t, required, ridge)
     if made is None or not on_rim:
         return made
     return onto_rim(made[0], made[1], points, rim), made[1]
@@ -345,6 +372,7 @@ def layered_sheet(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, 
     t, side = found
     tolerance = default_tolerance(vertices) if tolerance is None else float(tolerance)
     wanted = None if max_tets is None else BUDGET_SHARE * max_tets
+    missed = {}                         # each side's first mesh that missed the surface, and its scale
     for which in (0, 1):
         if not folds_inward(vertices, faces[side == which]):
             continue                    # its columns would meet at a fold: the other side's part there
@@ -354,15 +382,53 @@ def layered_sheet(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, 
         for on_rim in (False, True):    # as MMGS leaves the rim, then held to the input's rim
             graded = graded_side(vertices, faces[side == which], t, scale, on_rim)
             if graded is None or (wanted is not None and 3 * LAYERS * len(graded[1]) > wanted):
+                if on_rim:
+                    break               # this side's first mesh fitted the budget: the other side's may
                 return None             # MMGS failed, or made more than predicted: so would the other side
             mesh = columns(*graded, compacted(vertices, faces[side == 1 - which]), t, vertices, faces, markers, on_rim)
             apart = np.inf if mesh is None else distance_apart(mesh.points, mesh.tets, vertices, faces)
             if apart <= tolerance:
-                return mesh, {"thickness": t, "layers": LAYERS, "side_triangles": len(graded[1]),
-                              "distance_apart": apart}
-        if mesh is not None:
-            return None                 # the columns miss part of the sheet: so would the other side's
-    return None                         # (a column folded: the other side's may spread instead)
+                return mesh, _record(t, graded, apart)
+            if mesh is not None and which not in missed:
+                missed[which] = mesh, scale
+    made = fitted(vertices, faces, markers, side, t, missed, tolerance)
+    if made is None or (wanted is not None and 3 * LAYERS * len(made[1][1]) > wanted):
+        return None                     # (a column folded: the other side's may spread instead)
+    return made[0], {**_record(t, made[1], made[2]), "fitted_to_far_side": True}
+
+
+def _record(t: float, graded, apart: float) -> dict:
+    """What a layered sheet's metadata says of it."""
+    return {"thickness": t, "layers": LAYERS, "side_triangles": len(graded[1]), "distance_apart": apart}
+
+
+def fitted(vertices, faces, markers, side: np.ndarray, t: float, missed: dict, tolerance: float):
+    """Where the columns missed part of the sheet (``missed``: side -> its first layered mesh
+    farther than ``tolerance`` from the input, and its scale), the side meshed again with its
+    columns fitted to the far side (:mod:`fieldgen.sizing.far_side`): the rest of the surface's
+    corners and the vertices that mesh missed, their shadows on the side. Tried once, from the
+    side most of whose shadows lie inside it (not on its rim, where no column of it could reach a
+    corner beyond). (mesh, its side's (points, triangles), its distance apart) if within
+    ``tolerance``, else None."""
+    best = None
+    for which, (mesh, scale) in missed.items():
+        near, rest = compacted(vertices, faces[side == which]), compacted(vertices, faces[side != which])
+        far = far_side.far_corners(*rest, (mesh.points, boundary_faces_of(mesh.tets)), tolerance)
+        found = far_side.shadows(far, *near, t, SHORTEST * t)
+        inside = int(np.count_nonzero(~found[2]))
+        if inside and (best is None or inside > best[0]):
+            best = inside, which, scale, near, rest, found
+    if best is None:
+        return None
+    _, which, scale, near, rest, (corners, targets, on_rim) = best
+    graded = graded_side(vertices, faces[side == which], t, scale, targets=targets, kept=targets[~on_rim],
+                         ridge=far_side.FACET)
+    if graded is None:
+        return None
+    points, moved = far_side.placed(*graded, targets, on_rim)
+    mesh = columns(points, graded[1], rest, t, vertices, faces, markers, ends=(moved, corners))
+    apart = np.inf if mesh is None else distance_apart(mesh.points, mesh.tets, vertices, faces)
+    return (mesh, (points, graded[1]), apart) if apart <= tolerance else None
 
 
 def folds_inward(vertices: np.ndarray, faces: np.ndarray) -> bool:
@@ -372,11 +438,13 @@ def folds_inward(vertices: np.ndarray, faces: np.ndarray) -> bool:
     return split_at_creases(*compacted(vertices, faces)) is not None
 
 
-def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim: bool = False) -> TetMesh | None:
+def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim: bool = False,
+            ends: tuple[np.ndarray, np.ndarray] | None = None) -> TetMesh | None:
     """The side's columns to the ``other`` side (vertices, faces), a block in the wedge of each
     sharp fold (:mod:`fieldgen.sizing.fold`), as a TetMesh with the input's conditions; with
-    ``on_rim`` the columns at the rim held to its cut faces (:func:`along_rim_faces`); None if a
-    column or a block folds."""
+    ``on_rim`` the columns at the rim held to its cut faces (:func:`along_rim_faces`); with
+    ``ends`` (each point's far corner, -1 for none; the corners) the columns fitted to the far
+    side (:func:`reaching`); None if a column or a block folds."""
     split = split_at_creases(points, triangles)
     if split is None:
         return None
@@ -385,7 +453,11 @@ def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim
         directions = column_directions(points, triangles, NORMAL_RADIUS * t, creases.panel)
         if on_rim:
             directions = along_rim_faces(points, triangles, directions)
-        made = stacked(points, triangles, directions, column_depths(points, directions, other, t), LAYERS)
+        if ends is None:
+            depth = column_depths(points, directions, other, t)
+        else:
+            directions, depth = reaching(points, triangles, directions, other, t, *ends)
+        made = stacked(points, triangles, directions, depth, LAYERS)
         made = None if made is None else corner_blocks(*made, len(points), creases, LAYERS)
     if made is None:
         return None
@@ -393,3 +465,45 @@ def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim
     boundary = boundary_faces_of(tets)
     return TetMesh(points=xyz, tets=tets, boundary_faces=boundary,
                    boundary_markers=classify_boundary(xyz, boundary, vertices, faces, markers))
+
+
+def reaching(points: np.ndarray, triangles: np.ndarray, directions: np.ndarray, rest, t: float,
+             ends: np.ndarray, corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Columns fitted to the far side (:mod:`fieldgen.sizing.far_side`): each cast at the ``rest``
+    of the surface (a chamfer or a step at the rim included) as near as ``SHORTEST`` t; a ray that
+    misses (a rim column grazing its cut face) cast again held in the cut face
+    (:func:`along_rim_faces`) from a point nudged into the side, the column then running to where
+    that ray met the surface; a point with a far corner
+    (``ends`` >= 0, into ``corners``; the points past ``ends``, a crease's copies, have none)
+    runs straight to it. (directions, depths)."""
+    depth = column_depths(points, directions, rest, t, SHORTEST, np.nan)
+    miss = np.isnan(depth)
+    if miss.any():
+        held = along_rim_faces(points, triangles, directions)[miss]
+        start = points[miss] + NUDGE * t * _into_side(points, triangles)[miss]
+        again = column_depths(start, held, rest, t, SHORTEST, np.nan)
+        hit = ~np.isnan(again)
+        run = start[hit] + again[hit, None] * held[hit] - points[miss][hit]
+        found = np.flatnonzero(miss)[hit]
+        directions, depth = directions.copy(), depth.copy()
+        depth[found] = np.linalg.norm(run, axis=1)
+        directions[found] = run / depth[found, None]
+        depth[np.isnan(depth)] = t
+    own = np.flatnonzero(ends >= 0)
+    if len(own):
+        run = corners[ends[own]] - points[own]
+        directions, depth = directions.copy(), depth.copy()
+        depth[own] = np.linalg.norm(run, axis=1)
+        directions[own] = run / depth[own, None]
+    return directions, depth
+
+
+def _into_side(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """At each point the unit direction to the mean of its triangles' centroids (into the side)."""
+    total, count = np.zeros_like(points), np.zeros(len(points))
+    centroids = points[triangles].mean(axis=1)
+    for k in range(3):
+        np.add.at(total, triangles[:, k], centroids)
+        np.add.at(count, triangles[:, k], 1.0)
+    inward = total / np.maximum(count, 1.0)[:, None] - points
+    return inward / np.maximum(np.linalg.norm(inward, axis=1, keepdims=True), 1e-300)
