@@ -85,6 +85,48 @@ def test_a_vertex_is_moved_onto_a_shadow_only_within_half_its_spacing():
     assert index[(2.0, 0.0)] in rim
 
 
+def test_shadows_on_small_triangles_in_metres_become_vertices_without_a_flip():
+    """A gently curved grid of 0.7 mm triangles, in metres (where trimesh's closest point, asked
+    directly, picks the wrong triangle for 33 of these 40 points), 40 targets inside triangles:
+    each kept target is a new vertex at its place (none moved onto an old vertex, as a target
+    thought to lie at a corner of a wrong triangle would be), no triangle flips or goes flat, and
+    the area is kept."""
+    points, triangles = _grid(30)
+    points = points * 0.7e-3
+    points[:, 2] = 2.0 * (points[:, 0] - 0.01) ** 2                     # curved by 0.2 mm over the grid
+    rng = np.random.default_rng(3)
+    chosen = rng.choice(len(triangles), 40, replace=False)
+    weights = rng.dirichlet((4.0, 4.0, 4.0), 40) * 0.7 + 0.1                # inside, off the edges
+    targets = np.einsum("kj,kjd->kd", weights, points[triangles[chosen]])
+    normals = unit_normals(points, triangles)[chosen]
+    made, split, vertex = far_side.inserted(points, triangles, targets)
+    kept = vertex >= 0
+    assert kept.sum() >= 35
+    assert np.all(vertex[kept] >= len(points))                 # each inside its triangle: a new vertex,
+    assert np.array_equal(made[:len(points)], points)           # no old one moved (a wrong triangle would)
+    assert np.allclose(made[vertex[kept]], targets[kept], rtol=0, atol=1e-15)
+    after = unit_normals(made, split)
+    assert np.all(after[:, 2] > 0.9) and face_areas(made, split).min() > 0
+    assert face_areas(made, split).sum() == pytest.approx(face_areas(points, triangles).sum(), rel=1e-9)
+    assert np.all(np.einsum("ij,ij->i", normals, normals) > 0)
+
+
+def test_two_shadows_at_one_vertex_take_it_once():
+    points, triangles = _grid()
+    targets = np.array([[1.01, 1.0, 0.0], [0.99, 1.0, 0.0]])          # both at the vertex (1, 1)
+    made, split, vertex = far_side.inserted(points, triangles, targets)
+    assert sorted(vertex.tolist()) == [-1, 6]                          # (1, 1) is point 1 x 5 + 1
+    assert np.all(made[6] == targets[vertex == 6][0])
+
+
+def test_a_shadow_on_the_rim_moves_no_inner_vertex():
+    """A shadow on the rim whose nearest vertex is an inner one: it is the rim's to take, and the
+    rim's nearest is too far (0.6 of a spacing of 1), so nothing moves."""
+    points, triangles = _grid()
+    moved_points, moved = far_side.placed(points, triangles, np.array([[2.0, 0.6, 0.0]]), np.array([True]))
+    assert np.all(moved == -1) and np.array_equal(moved_points, points)
+
+
 def _apart(mesh, part_vertices, part_faces) -> tuple[float, float]:
     """trimesh's distances (m): the input's vertices to the mesh's boundary, and back. Measured in
     mm: in metres trimesh's closest point misses a point inside a triangle 0.7 mm across (it

@@ -1,23 +1,25 @@
-"""A layered sheet's far side (docs/model.md §2.10, "Sheets of one thickness"): the near side's
-vertices placed so that columns end on the far side's corners.
+"""A layered sheet's far side (docs/model.md §2.10, "Sheets of one thickness"): the near side
+meshed again so that its columns end on the far side's corners.
 
 Columns run from the remeshed near side across the sheet (:mod:`fieldgen.sizing.sheet`) and end
 where a ray meets the other side. Where the rest of the surface turns sharply — a chamfer or a
-step at the rim, the edge between a wall's facets and a chamfer — the columns' ends fall either
-side of its corners and the mesh cuts them off, by about half the columns' spacing there. When a
-layered mesh misses the input so, it is made again:
+step at the rim, the edge between a wall's facets and a chamfer, a dimple — the columns' ends fall
+either side of its corners and the mesh cuts them off, by about half the columns' spacing there.
+When a layered mesh misses the input so, one side is meshed again (``fitted`` in
+:mod:`fieldgen.sizing.sheet`):
 
 1. the far corners: the vertices of the rest of the surface on its creases (faces meeting at more
    than ``CREASE`` degrees) and those the missing mesh lies farther than the surface tolerance
    from (:func:`far_corners`), and their shadows, their nearest points on the input near side
-   (:func:`shadows`);
-2. the near side remeshed finer round each shadow (edges ``EDGE`` t, growing with the distance
-   as the rim's do), intersected with the rim's metric (:func:`refined`);
-3. the remeshed near side's vertices put back on the input near side (MMGS keeps a faceted side
-   within its Hausdorff bound of a smooth surface, not of its facets), and the vertex nearest
-   each shadow (a rim vertex for a shadow on the rim, an inner one otherwise) moved onto it when
-   it is within half the distance to its nearest neighbour (:func:`placed`); its column then
-   runs straight to the corner.
+   between 0.1 and 2 thicknesses away (:func:`shadows`);
+2. after MMGS's first pass, each shadow inside the side made a vertex (:func:`inserted`; one per
+   triangle of that pass) that the graded pass keeps where it is, under the rim's metric
+   intersected with edges of ``EDGE`` t round every shadow (:func:`refined`), every edge of the
+   side's faces at more than ``RIDGE`` degrees kept as a ridge (MMGS otherwise keeps a faceted
+   side within its Hausdorff bound of a smooth surface through its vertices, not of its facets);
+3. the rim vertex nearest each shadow on the rim moved onto it, when within ``REACH`` of the
+   distance to its nearest neighbour (:func:`placed`); the column of a vertex at a shadow runs
+   straight to its corner.
 """
 
 from __future__ import annotations
@@ -26,16 +28,19 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from fieldgen.io.vtk_data import closest_points_on_triangles, distance_to_triangles
-from fieldgen.sizing.adapt import symmetric
+from fieldgen.meshing.mmg import unit_scale
+from fieldgen.sizing.adapt import matrices_of, symmetric
+from fieldgen.sizing.fold import crease_pairs
 from fieldgen.sizing.segments import nearest_on_segments
-from fieldgen.surface.topology import boundary_edges, face_pairs_across_edges, shared_edges, unit_normals
+from fieldgen.surface.topology import boundary_edges, shared_edges
 
-#: A crease: faces meeting at more than this (degrees); MMGS's ridges on the near side.
-FACET = 5.0
-#: A crease of the far side: faces meeting at more than this (degrees). The edge at a shadow (thicknesses); a
-#: shadow within ``ON_RIM`` t of the near side's rim lies on it.
+#: MMGS's ridges on the near side: faces meeting at more than this (degrees).
+RIDGE = 5.0
+#: A crease of the far side: faces meeting at more than this (degrees).
 CREASE = 20.0
+#: The edge round a shadow (thicknesses).
 EDGE = 0.15
+#: A shadow within this many thicknesses of the near side's rim lies on it.
 ON_RIM = 1e-3
 #: A shadow within this barycentric share of a triangle's edge is put on the edge.
 ON_EDGE = 0.05
@@ -47,11 +52,9 @@ def far_corners(vertices: np.ndarray, faces: np.ndarray, missed: np.ndarray, tol
     """The points of the surface (``vertices``, ``faces``: the rest of it, past the near side) on
     a crease, and those farther than ``tolerance`` from the ``missed`` triangles (a layered
     mesh's boundary, as (points, faces))."""
-    normals = unit_normals(vertices, faces)
-    f, g, _ = face_pairs_across_edges(faces)
-    sharp = np.einsum("ij,ij->i", normals[f], normals[g]) < np.cos(np.radians(CREASE))
+    sharp = crease_pairs(vertices, faces, CREASE)[0]
     chosen = np.zeros(len(vertices), dtype=bool)
-    chosen[shared_edges(faces, f[sharp], g[sharp])] = True
+    chosen[shared_edges(faces, sharp[:, 0], sharp[:, 1])] = True
     chosen |= distance_to_triangles(vertices, *missed) > tolerance
     return vertices[chosen]
 
@@ -80,16 +83,16 @@ def refined(metric: np.ndarray, points: np.ndarray, targets: np.ndarray, edge: f
     if not len(targets):
         return metric
     size = np.minimum(largest, edge + grading * cKDTree(targets).query(points)[0])
-    full = metric[:, [0, 1, 2, 1, 3, 4, 2, 4, 5]].reshape(-1, 3, 3)
-    values, vectors = np.linalg.eigh(full)
+    values, vectors = np.linalg.eigh(matrices_of(metric))
     values = np.maximum(values, 1.0 / size[:, None] ** 2)
     return symmetric(np.einsum("nij,nj,nkj->nik", vectors, values, vectors))
 
 
 def placed(points: np.ndarray, triangles: np.ndarray, targets: np.ndarray,
            on_rim: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The remeshed near side's ``points`` moved onto the shadows (module docstring, 3): (points,
-    the index of each point moved onto a shadow, -1 for the others)."""
+    """The remeshed near side's ``points`` moved onto the ``targets`` (shadows; ``on_rim`` each
+    one's kind: a rim vertex for a shadow on the rim, an inner one otherwise; module docstring,
+    3): (points, the index of each point's target, -1 for the others)."""
     points = points.copy()
     moved = np.full(len(points), -1, dtype=np.int64)
     rim = np.zeros(len(points), dtype=bool)
@@ -110,31 +113,40 @@ def placed(points: np.ndarray, triangles: np.ndarray, targets: np.ndarray,
     return points, moved
 
 
-
-def inserted(points: np.ndarray, triangles: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def inserted(points: np.ndarray, triangles: np.ndarray,
+             targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``points`` and ``triangles`` (a surface the ``targets`` lie on) with the targets made
-    vertices, at most one per triangle (a target whose triangles another has split is left out):
-    the triangle split in three at it; within ``ON_EDGE`` (barycentric) of an edge, that edge
-    split with the triangles on it (one on the rim); near a corner, that vertex moved onto it.
-    (points, triangles, each target's vertex, -1 for one left out)."""
+    vertices, at most one per triangle and per vertex (a target whose triangles another has
+    split, or whose vertex another has taken, is left out): the triangle split in three at it;
+    within ``ON_EDGE`` (barycentric) of an edge, that edge split with the triangles on it (one on
+    the rim); near a corner, that vertex moved onto it. (points, triangles, each target's vertex,
+    -1 for one left out)."""
     import trimesh  # lazy: heavy, and only a sheet fitted to its far side inserts points
 
-    _, _, face = trimesh.proximity.closest_point(trimesh.Trimesh(points, triangles, process=False), targets)
-    weights = trimesh.triangles.points_to_barycentric(points[triangles[face]], targets)
+    vertex = np.full(len(targets), -1, dtype=np.int64)
+    if not len(targets):
+        return points, triangles, vertex
+    centre, size = unit_scale(points)          # trimesh's closest point misses small triangles in metres
+    unit = trimesh.Trimesh((points - centre) / size, triangles, process=False)
+    scaled = (targets - centre) / size
+    _, _, face = trimesh.proximity.closest_point(unit, scaled)
+    weights = trimesh.triangles.points_to_barycentric(np.asarray(unit.vertices)[triangles[face]], scaled)
     points, rows = points.copy(), [tuple(row) for row in triangles.tolist()]
     on_edge = {}
     for number, row in enumerate(rows):
         for i in range(3):
             on_edge.setdefault(frozenset((row[i], row[(i + 1) % 3])), []).append(number)
-    touched = np.zeros(len(rows), dtype=bool)
-    vertex = np.full(len(targets), -1, dtype=np.int64)
+    touched, taken = np.zeros(len(rows), dtype=bool), set()
     for k in range(len(targets)):
         if touched[face[k]]:
             continue
         row, near = rows[face[k]], weights[k] < ON_EDGE
         if near.sum() >= 2:                                   # at a corner: that vertex moved
-            vertex[k] = row[int(np.argmax(weights[k]))]
-            points[vertex[k]] = targets[k]
+            corner = row[int(np.argmax(weights[k]))]
+            if corner not in taken:
+                vertex[k] = corner
+                points[corner] = targets[k]
+                taken.add(corner)
             continue
         edge = frozenset(v for v, n in zip(row, near) if not n) if near.any() else None
         owners = [face[k]] if edge is None else on_edge[edge]

@@ -55,12 +55,13 @@ class Creases:
     edges: np.ndarray
 
 
-def crease_pairs(points: np.ndarray, triangles: np.ndarray):
-    """The pairs of triangles meeting across an edge at more than ``FOLD`` degrees, and across
-    the other edges: ((f, g) at creases, (f, g) elsewhere), with the triangles' unit normals."""
+def crease_pairs(points: np.ndarray, triangles: np.ndarray, angle: float = FOLD):
+    """The pairs of triangles meeting across an edge at more than ``angle`` degrees (a fold's
+    ``FOLD``), and across the other edges: ((f, g) at creases, (f, g) elsewhere), with the
+    triangles' unit normals."""
     normals = unit_normals(points, triangles)
     f, g, _ = face_pairs_across_edges(triangles)
-    sharp = np.einsum("ij,ij->i", normals[f], normals[g]) < np.cos(np.radians(FOLD))
+    sharp = np.einsum("ij,ij->i", normals[f], normals[g]) < np.cos(np.radians(angle))
     return np.stack([f[sharp], g[sharp]], axis=1), np.stack([f[~sharp], g[~sharp]], axis=1), normals
 
 

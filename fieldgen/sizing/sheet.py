@@ -28,10 +28,13 @@ back on the input's after each remeshing (:func:`onto_rim`) and the columns at t
 the cut faces (:func:`along_rim_faces`).
 
 The smaller side is tried first (the inside of a bend, where the columns spread rather than
-meet), then the other if a column folded. A mesh is kept only if no tet is inverted (a column
-folding over its neighbour) and its boundary and the input surface are within the surface
-tolerance of each other (:func:`distance_apart`); otherwise None, and TetGen's passes mesh the
-part as any other.
+meet), then the other if a column folded or the mesh missed the surface. A mesh is kept only if
+no tet is inverted (a column folding over its neighbour) and its boundary and the input surface
+are within the surface tolerance of each other (:func:`distance_apart`). Where the columns missed
+the surface from either side (a chamfer or a step at the rim, a dimple: their ends fall either
+side of the far side's corners), one side is meshed once more with its columns fitted to the far
+side (:func:`fitted`, :mod:`fieldgen.sizing.far_side`); otherwise None, and TetGen's passes mesh
+the part as any other.
 """
 
 from __future__ import annotations
@@ -40,10 +43,10 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from fieldgen.io.vtk_data import distance_to_triangles
-from fieldgen.sizing import far_side
 from fieldgen.meshing.ftetwild import classify_boundary
 from fieldgen.meshing.mmg import MmgFailure, remeshed_surface
 from fieldgen.meshing.tetmesh import TetMesh, boundary_faces_of, orient_positive, tet_volumes
+from fieldgen.sizing import far_side
 from fieldgen.sizing.adapt import symmetric
 from fieldgen.sizing.extrusion import prism_tets
 from fieldgen.sizing.fold import FOLD, corner_blocks, crease_pairs, split_at_creases
@@ -256,15 +259,15 @@ def along_rim_faces(points: np.ndarray, triangles: np.ndarray, directions: np.nd
 
 
 def column_depths(points: np.ndarray, directions: np.ndarray, other, t: float, shortest: float = 0.5,
-                  missing: float | None = None) -> np.ndarray:
+                  missing: float | None = None, every_hit: bool = False) -> np.ndarray:
     """How far each column runs: to the ``other`` surface (vertices, faces) along its direction,
-    the nearest point where a ray meets it within ``shortest`` to twice ``t``; ``missing`` (None:
-    ``t``) elsewhere (at the rim)."""
+    where its ray first meets it (with ``every_hit``, the nearest of all its hits) if within
+    ``shortest`` to twice ``t``; ``missing`` (None: ``t``) elsewhere (at the rim)."""
     import trimesh  # lazy: heavy, and only sheets cast columns
 
     target = trimesh.Trimesh(*other, process=False)
     start = points - 1e-9 * t * directions
-    locations, rays, _ = target.ray.intersects_location(start, directions, multiple_hits=shortest < 0.5)
+    locations, rays, _ = target.ray.intersects_location(start, directions, multiple_hits=every_hit)
     reach = np.einsum("ij,ij->i", locations - points[rays], directions[rays])
     ok = (reach > shortest * t) & (reach < 2.0 * t)
     depth = np.full(len(points), np.inf)
@@ -393,7 +396,7 @@ def layered_sheet(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, 
                 missed[which] = mesh, scale
     made = fitted(vertices, faces, markers, side, t, missed, tolerance)
     if made is None or (wanted is not None and 3 * LAYERS * len(made[1][1]) > wanted):
-        return None                     # (a column folded: the other side's may spread instead)
+        return None                     # neither side's columns, nor the fitted ones, fit the sheet
     return made[0], {**_record(t, made[1], made[2]), "fitted_to_far_side": True}
 
 
@@ -422,7 +425,7 @@ def fitted(vertices, faces, markers, side: np.ndarray, t: float, missed: dict, t
         return None
     _, which, scale, near, rest, (corners, targets, on_rim) = best
     graded = graded_side(vertices, faces[side == which], t, scale, targets=targets, kept=targets[~on_rim],
-                         ridge=far_side.FACET)
+                         ridge=far_side.RIDGE)
     if graded is None:
         return None
     points, moved = far_side.placed(*graded, targets, on_rim)
@@ -456,7 +459,10 @@ def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim
         if ends is None:
             depth = column_depths(points, directions, other, t)
         else:
-            directions, depth = reaching(points, triangles, directions, other, t, *ends)
+            moved, corners = ends
+            moved = np.concatenate([moved, np.full(len(points) - len(moved), -1)])   # crease copies
+            moved[creases.inner] = -1   # a fold's corner block reaches the outer crease itself
+            directions, depth = reaching(points, triangles, directions, other, t, moved, corners)
         made = stacked(points, triangles, directions, depth, LAYERS)
         made = None if made is None else corner_blocks(*made, len(points), creases, LAYERS)
     if made is None:
@@ -476,12 +482,12 @@ def reaching(points: np.ndarray, triangles: np.ndarray, directions: np.ndarray, 
     that ray met the surface; a point with a far corner
     (``ends`` >= 0, into ``corners``; the points past ``ends``, a crease's copies, have none)
     runs straight to it. (directions, depths)."""
-    depth = column_depths(points, directions, rest, t, SHORTEST, np.nan)
+    depth = column_depths(points, directions, rest, t, SHORTEST, np.nan, every_hit=True)
     miss = np.isnan(depth)
     if miss.any():
         held = along_rim_faces(points, triangles, directions)[miss]
         start = points[miss] + NUDGE * t * _into_side(points, triangles)[miss]
-        again = column_depths(start, held, rest, t, SHORTEST, np.nan)
+        again = column_depths(start, held, rest, t, SHORTEST, np.nan, every_hit=True)
         hit = ~np.isnan(again)
         run = start[hit] + again[hit, None] * held[hit] - points[miss][hit]
         found = np.flatnonzero(miss)[hit]
