@@ -25,6 +25,7 @@ from fieldgen.meshing.tetmesh import FREE, tet_volumes
 from fieldgen.sizing import far_side, sheet
 from fieldgen.surface.remesh import default_tolerance
 from fieldgen.surface.topology import boundary_edges, edge_use, face_areas, unit_normals
+from layered_mesh_checks import right_prism
 from sheet_parts import dimpled_plate
 from test_thin_walls import built_layered, rms_error_where
 
@@ -181,6 +182,28 @@ def test_the_columns_fitted_to_the_far_side_reach_a_dimple():
     bottoms = np.array([[20.0, 0.0, 2.0 - depth], [10.0, 0.0, depth]])               # mm
     assert trimesh.proximity.closest_point(boundary, bottoms)[1].max() <= 1e-9
     assert max(_apart(made[0], vertices, faces)) <= default_tolerance(vertices)
+
+
+def test_a_folded_bracket_with_a_chamfered_end_is_fitted_through_its_rim_columns(monkeypatch):
+    """A right angle of 2 mm sheet (legs 40 and 30 mm, 30 mm wide) whose longer leg's end is
+    chamfered by 1.2 mm on its outer face: from the inside of the fold (the other side folds) the
+    columns miss the chamfer, and every far corner's shadow lies on the side's rim (the corners
+    sit at the end faces), where rim columns reach them. Fitted, the mesh and the bracket are
+    within the tolerance both ways (trimesh, in mm), the fold's corner block included. Fails with
+    the fitting off, or with a side tried only for shadows inside it."""
+    outline = [(0, 0), (38.8, 0), (40, 1.2), (40, 2), (2, 2), (2, 30), (0, 30)]
+    part = right_prism(outline, [(0, 1, 2), (0, 2, 3), (0, 3, 4), (0, 4, 5), (0, 5, 6)], 30.0)
+    vertices, faces = np.asarray(part.vertices) * 1e-3, np.asarray(part.faces)
+    markers = np.full(len(faces), FREE)
+    real = sheet.fitted
+    monkeypatch.setattr(sheet, "fitted", lambda *args: None)
+    assert sheet.layered_sheet(vertices, faces, markers, 280_000) is None
+    monkeypatch.setattr(sheet, "fitted", real)
+    made = sheet.layered_sheet(vertices, faces, markers, 280_000)
+    assert made is not None and made[1]["fitted_to_far_side"]
+    tolerance = default_tolerance(vertices)
+    assert max(_apart(made[0], vertices, faces)) <= tolerance
+    assert abs(tet_volumes(made[0].points, made[0].tets).sum() - part.volume * 1e-9) <= tolerance * part.area * 1e-6
 
 
 def _annulus(r: np.ndarray) -> np.ndarray:

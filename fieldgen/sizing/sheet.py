@@ -410,17 +410,18 @@ def fitted(vertices, faces, markers, side: np.ndarray, t: float, missed: dict, t
     farther than ``tolerance`` from the input, and its scale), the side meshed again with its
     columns fitted to the far side (:mod:`fieldgen.sizing.far_side`): the rest of the surface's
     corners and the vertices that mesh missed, their shadows on the side. Tried once, from the
-    side most of whose shadows lie inside it (not on its rim, where no column of it could reach a
-    corner beyond). (mesh, its side's (points, triangles), its distance apart) if within
-    ``tolerance``, else None."""
+    side with the most shadows inside it (a ring's outer side, whose shadows all fall on its rim,
+    cannot reach the corners beyond its chamfers), then with the most in all (a folded bracket's
+    corners at its end faces are reached by its rim columns). (mesh, its side's (points,
+    triangles), its distance apart) if within ``tolerance``, else None."""
     best = None
     for which, (mesh, scale) in missed.items():
         near, rest = compacted(vertices, faces[side == which]), compacted(vertices, faces[side != which])
         far = far_side.far_corners(*rest, (mesh.points, boundary_faces_of(mesh.tets)), tolerance)
         found = far_side.shadows(far, *near, t, SHORTEST * t)
-        inside = int(np.count_nonzero(~found[2]))
-        if inside and (best is None or inside > best[0]):
-            best = inside, which, scale, near, rest, found
+        rank = int(np.count_nonzero(~found[2])), len(found[1])
+        if rank[1] and (best is None or rank > best[0]):
+            best = rank, which, scale, near, rest, found
     if best is None:
         return None
     _, which, scale, near, rest, (corners, targets, on_rim) = best
