@@ -1,7 +1,7 @@
 """Hostile input a third sweep found: ASCII PLY and OFF files longer than their headers (faces
 silently dropped), OBJ vertices of two coordinates, text files saved as UTF-16 or Latin-1,
 design targets given out of depth order, calibration curves of hundreds of rows (each depth held
-in memory), and empty paths (an unset shell variable) on the command line and in spec, manifest
+in memory: a log is thinned, typed targets refused), and empty paths (an unset shell variable) on the command line and in spec, manifest
 and scene files. Each is refused with its exit code and a
 message naming the file or option, the problem and the fix, with no traceback, nothing written
 and the inputs unchanged."""
@@ -9,11 +9,15 @@ and the inputs unchanged."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from fieldgen.calibrate.calibration import thinned_note
 from fieldgen.calibrate.data import parse_targets, read_data
+from fieldgen.calibrate.report import calibration_record
 from fieldgen.cli.main import main
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.surface_readers import read_triangles
@@ -145,31 +149,65 @@ def test_a_ply_or_off_longer_than_its_header_is_refused_by_the_reader(inputs):
         assert words in str(caught.value) and "Export the mesh again" in str(caught.value)
 
 
-#: An instrument's log: each depth is a contact query the fit keeps in memory (400 rows of the
-#: bundled pad took 24 GB, and the kernel killed the run).
-LONG_CURVES = [
-    ("--data of 400 rows", ["--indenter", "sphere:10", "--data", "{i}/long_curve.csv"], 1,
-     "long_curve.csv: the curve has 400 points, more than the 100 depths a fit takes"),
-    ("101 --target", ["--indenter", "plane", *[x for k in range(1, 102) for x in ("--target", f"{k / 100}:{k}")]],
-     2, "the curve has 101 points, more than the 100 depths a fit takes"),
-]
-
-
-@pytest.mark.parametrize("args, code, words", [c[1:] for c in LONG_CURVES], ids=[c[0] for c in LONG_CURVES])
-def test_a_curve_of_more_depths_than_a_fit_takes_is_refused_before_any_contact_query(
-        inputs, tmp_path, monkeypatch, args, code, words):
-    """Refused where the curve enters (read_data, parse_targets): the fit is never started (were it
-    reached, this test fails at once instead of filling the memory)."""
+#: More --target points than a fit takes: each depth is a contact query the fit keeps in memory
+#: (400 rows of the bundled pad took 24 GB, and the kernel killed the run); typed points are
+#: refused (the user chooses which to drop), a --data log is thinned (below).
+def test_more_targets_than_a_fit_takes_are_refused_before_any_contact_query(inputs, tmp_path, monkeypatch):
+    """Refused where the curve enters (parse_targets): the fit is never started (were it reached,
+    this test fails at once instead of filling the memory)."""
     import fieldgen.calibrate.calibration as calibration
 
     def never(*_args, **_kwargs):
         raise AssertionError("the fit was started")
 
     monkeypatch.setattr(calibration, "calibrate", never)
-    args = ["calibrate", "--spec", str(PAD_SPEC), "--units", "mm,N", *args, "-o", "{o}/x.vtu"]
-    _refused(inputs, tmp_path, monkeypatch, args, code, words)
-    with pytest.raises(InputError, match="Thin it to at most 100 points"):
-        read_data(inputs / "long_curve.csv", "mm,N")
+    targets = [x for k in range(1, 102) for x in ("--target", f"{k / 100}:{k}")]
+    args = ["calibrate", "--spec", str(PAD_SPEC), "--units", "mm,N", "--indenter", "plane", *targets, "-o", "{o}/x.vtu"]
+    _refused(inputs, tmp_path, monkeypatch, args, 2, "the curve has 101 points, more than the 100 depths a fit takes")
+
+
+def test_a_long_log_is_thinned_to_the_depths_a_fit_takes_spread_evenly(inputs):
+    """400 rows, 0.2-1.2 mm: the fit gets 100 rows, the first and last among them, each the row
+    nearest to one of 100 depths spread evenly over the range (computed here from the file's own
+    numbers, not from the function), and the warning and the metadata say so."""
+    data = read_data(inputs / "long_curve.csv", "mm,N")
+    depth_mm = np.array([0.2 + k / 400 for k in range(400)])
+    wanted = np.linspace(depth_mm[0], depth_mm[-1], 100)
+    nearest = sorted({int(np.argmin(np.abs(depth_mm - w))) for w in wanted})
+    assert data.rows_read == 400 and len(data.depth) == len(nearest) == 100
+    assert np.allclose(data.depth, depth_mm[nearest] * 1e-3, rtol=1e-12, atol=0)
+    assert data.rows == [f"row {i + 2}" for i in nearest]          # named as read (row 1 the header)
+    note = thinned_note(data)
+    assert len(note) == 1 and note[0].startswith("long_curve.csv has 400 rows; the fit takes at most 100 depths")
+    assert "from 0.2 to 1.1975 mm" in note[0], note[0]
+    record = calibration_record(data, SimpleNamespace(indenter=SimpleNamespace(describe=dict), touch=np.zeros(3)),
+                                np.array([0.0, 0.0, -1.0]), "linear", {}, {})
+    assert record["data"]["rows"] == 100 and record["data"]["rows_read"] == 400
+
+
+def test_a_short_log_is_taken_whole(inputs, tmp_path):
+    """At 100 rows with depth, as at 400 above, nothing is dropped and nothing is said."""
+    path = tmp_path / "hundred.csv"
+    path.write_text("depth_mm,force_N\n0,0\n" + "".join(f"{0.01 * (k + 1)},{k + 1}\n" for k in range(100)))
+    data = read_data(path, "mm,N")
+    assert len(data.depth) == 101 and data.rows_read is None and thinned_note(data) == []
+
+
+def test_the_calibrate_command_fits_a_long_log_thinned(inputs, tmp_path, monkeypatch):
+    """From the command line the fit receives the thinned curve (the fit itself is replaced: the
+    curve it is given is what is checked)."""
+    import fieldgen.calibrate.calibration as calibration
+
+    given = {}
+
+    def capture(*_args, data, **_kwargs):
+        given["data"] = data
+        raise AssertionError("stop here")
+
+    monkeypatch.setattr(calibration, "calibrate", capture)
+    CliRunner().invoke(main, ["calibrate", "--spec", str(PAD_SPEC), "--units", "mm,N", "--indenter", "sphere:10",
+                              "--data", str(inputs / "long_curve.csv"), "-o", str(tmp_path / "x.vtu")])
+    assert len(given["data"].depth) == 100 and given["data"].rows_read == 400
 
 
 def test_targets_out_of_depth_order_name_their_own_values():

@@ -32,10 +32,11 @@ import tempfile
 import time
 import warnings as warnings_module
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from fieldgen.calibrate.data import Data, length_unit_name
+from fieldgen.calibrate.data import MAX_DATA_ROWS, Data, length_unit_name
 from fieldgen.calibrate.fit import DEFAULT_SMOOTHNESS, FIT_LAWS, PARAMETER_COUNT, Fit, LawToFit, relative
 from fieldgen.calibrate.forces import ForceModel, force_model
 from fieldgen.calibrate.indenter import Press, parse_indenter, unit_direction
@@ -51,6 +52,7 @@ from fieldgen.pipeline import build, make_law
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.geometries import CompliantGeometry
 from fieldgen.runtime.contact.surface import PassThroughWarning
+from fieldgen.units import LENGTH_UNITS
 
 #: Defect-correction rounds against the layered mesh (nonlinear laws).
 MAX_CORRECTIONS = 6
@@ -236,6 +238,19 @@ def _force_model(press: Press, prepared: PreparedPart, depths: np.ndarray, data:
     return model
 
 
+def thinned_note(data: Data) -> list[str]:
+    """The warning that a long log was thinned (:func:`fieldgen.calibrate.data.thinned`), naming
+    the rows read and the depths kept; none otherwise."""
+    if data.rows_read is None:
+        return []
+    depths = data.depth[data.fitted]
+    unit = data.units.split(",")[0]
+    scale = LENGTH_UNITS[unit]
+    return [f"{Path(data.source).name} has {data.rows_read} rows; the fit takes at most {MAX_DATA_ROWS} depths "
+            f"(each a contact query held in memory), so it used the {len(data.depth)} rows nearest to "
+            f"{MAX_DATA_ROWS} depths spread evenly from {depths[0] / scale:g} to {depths[-1] / scale:g} {unit}"]
+
+
 def _check_fitted_stiffness(law: ModulusLaw, data: Data) -> None:
     """InputError when the fitted law presses harder than any solid (above ``MAX_TABLE_PRESSURE``,
     the limit a given modulus has): the data's forces are far too large for their depths, most
@@ -264,7 +279,7 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
     prepared = prepare_part(input_path, options, progress)
     depths, target = data.depth[data.fitted], data.force[data.fitted]
     press = _place_indenter(prepared, indenter_text, u, at, length_scale, depths, progress)
-    notes: list[str] = []
+    notes: list[str] = thinned_note(data)
     model = _force_model(press, prepared, depths, data, progress, notes)
     tolerance = layer_tolerance if layer_tolerance is not None else options.layer_tolerance
     layer_options = dataclasses.replace(options, layer_tolerance=tolerance)   # the build's tolerance rule

@@ -22,7 +22,9 @@ MIN_DATA_ROWS = 3
 #: The most depths a fit takes: each is a contact query whose quadrature points the fit keeps
 #: (about 60 MB and 0.4 s a depth for the bundled pad, more for a larger contact), so an
 #: instrument's log of thousands of samples would fill the memory; a hundred depths determine
-#: every parameter a law can have (as many as ``--knots``' hundred table points).
+#: every parameter a law can have (as many as ``--knots``' hundred table points). A longer
+#: ``--data`` log is thinned to this many depths (:func:`thinned`); as many ``--target``s are
+#: refused (each was typed: the user chooses which to drop).
 MAX_DATA_ROWS = 100
 #: A header cell naming its unit: ``depth_mm``, ``depth (mm)``, ``depth [mm]``, ``force/N``.
 HEADER_UNIT = re.compile(r"^\s*(depth|force)\s*(?:[_/]|\(|\[)\s*([A-Za-z]+)\s*[)\]]?\s*$", re.IGNORECASE)
@@ -41,6 +43,7 @@ class Data:
     source: str | None = None        #: file path, or None for targets
     sha256: str | None = None
     units: str = "m,N"
+    rows_read: int | None = None     #: the log's rows when it was thinned (:func:`thinned`), else None
 
     @property
     def fitted(self) -> np.ndarray:
@@ -62,15 +65,9 @@ def parse_units(text: str | None) -> tuple[float, float, str]:
 
 
 def check_curve(depth: np.ndarray, force: np.ndarray, rows: Sequence[str], path: str | None) -> None:
-    """A loading branch of at most :data:`MAX_DATA_ROWS` rows: finite, depth >= 0 strictly
-    increasing, force >= 0 non-decreasing and positive once the indenter is in (depth > 0).
-    InputError naming the row otherwise."""
+    """A loading branch: finite, depth >= 0 strictly increasing, force >= 0 non-decreasing and
+    positive once the indenter is in (depth > 0). InputError naming the row otherwise."""
     where = None if path is None else str(path)
-    if len(depth) > MAX_DATA_ROWS:
-        raise InputError(f"the curve has {len(depth)} points, more than the {MAX_DATA_ROWS} depths a fit takes "
-                         "(each is a contact query kept in memory: thousands would fill it)", path=where,
-                         fix=f"thin it to at most {MAX_DATA_ROWS} points of the loading branch (e.g. keep one row "
-                             f"in {math.ceil(len(depth) / MAX_DATA_ROWS)})")
     for i, (d, f) in enumerate(zip(depth, force)):
         if not (math.isfinite(d) and math.isfinite(f)):
             raise InputError(f"{rows[i]} is not finite (depth {d}, force {f})", path=where,
@@ -110,7 +107,24 @@ def read_data(path: str | os.PathLike, units: str | None = None) -> Data:
         raise InputError(f"the data has {int(np.sum(depth > 0))} rows with positive depth; at least "
                          f"{MIN_DATA_ROWS} are needed", path=str(path),
                          fix="give more points of the loading curve (or use --target for design points)")
-    return Data(depth, force, rows, str(path), hashlib.sha256(raw).hexdigest(), units_text)
+    kept = thinned(depth)
+    read = None if len(kept) == len(depth) else len(depth)
+    return Data(depth[kept], force[kept], [rows[i] for i in kept], str(path), hashlib.sha256(raw).hexdigest(),
+                units_text, read)
+
+
+def thinned(depth: np.ndarray, limit: int = MAX_DATA_ROWS) -> np.ndarray:
+    """The rows a fit takes of a loading curve (``depth`` increasing): all of them when at most
+    ``limit`` have a positive depth, else, of those, the row nearest to each of ``limit`` depths
+    spread evenly from the shallowest to the deepest (both kept; an instrument's log is dense
+    where it moved slowly, and the fit should weigh the curve, not the sampling)."""
+    inside = np.flatnonzero(depth > 0)
+    if len(inside) <= limit:
+        return np.arange(len(depth))
+    wanted = np.linspace(depth[inside[0]], depth[inside[-1]], limit)
+    at = np.clip(np.searchsorted(depth[inside], wanted), 1, len(inside) - 1)
+    nearer_below = wanted - depth[inside[at - 1]] <= depth[inside[at]] - wanted
+    return np.unique(np.concatenate([np.flatnonzero(depth <= 0), inside[np.where(nearer_below, at - 1, at)]]))
 
 
 def check_header_units(raw: bytes, units_text: str, path: str) -> None:
@@ -157,6 +171,11 @@ def parse_targets(texts: Sequence[str], units: str | None = None) -> Data:
     depth = np.array([p[0] for p in pairs])
     force = np.array([p[1] for p in pairs])
     rows = [p[2] for p in pairs]
+    if len(depth) > MAX_DATA_ROWS:
+        raise OptionError(f"the curve has {len(depth)} points, more than the {MAX_DATA_ROWS} depths a fit takes "
+                          "(each is a contact query kept in memory)",
+                          fix=f"give at most {MAX_DATA_ROWS} --target points, or the curve as --data (a longer "
+                              f"log is thinned to {MAX_DATA_ROWS} depths)")
     try:
         check_curve(depth, force, rows, None)
     except InputError as error:

@@ -66,7 +66,8 @@ def calibration_record(data: Data, press, direction: np.ndarray, kind: str, para
     and what the data determine (the ideal law's parameters with their standard uncertainties)."""
     return {
         "data": ({"file": Path(data.source).name, "sha256": data.sha256, "units": data.units,
-                  "rows": int(len(data.depth))} if data.source is not None else
+                  "rows": int(len(data.depth)),
+                  **({} if data.rows_read is None else {"rows_read": int(data.rows_read)})} if data.source is not None else
                  {"targets": [[float(d), float(f)] for d, f in zip(data.depth, data.force)]}),
         "indenter": {**press.indenter.describe(), "direction": [float(x) for x in direction],
                      "touch": [float(x) for x in press.touch]},
