@@ -17,8 +17,8 @@ from fieldgen.errors import FieldgenError
 from fieldgen.paths import check_distinct
 from fieldgen.progress import Progress
 
-from .common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, check_outputs, echo_json_failure, fail, json_option,
-                     print_json, quiet_option, reported_errors)
+from .common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, check_outputs, check_suffix, echo_json_failure, fail,
+                     json_option, print_json, quiet_option, reported_errors)
 
 
 def _interrupt(signum, _frame):
@@ -72,6 +72,8 @@ def batch_command(manifest, jobs, check, force, report_path, junit_path, executo
     Example:
       fieldgen batch assets/manifest.toml -j 4 --report report.json --junit junit.xml
     """
+    check_suffix(report_path, "--report", ".json", "the JSON report")     # before any build
+    check_suffix(junit_path, "--junit", ".xml", "the JUnit report")
     with reported_errors(EXIT_USAGE):
         check_scheduler(executor, scheduler)
         parsed = read_manifest(manifest, output_dir=output_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -68,9 +69,11 @@ def reported_errors(code: int = EXIT_FAILED) -> Iterator[None]:
 def check_argument_names(command: click.Command, args: list[str]) -> None:
     """Refuse (exit 2), before parsing, a command-line argument that is not valid UTF-8 (a file
     name with a byte such as \\xff: :func:`fieldgen.paths.check_utf8_name`), naming the option it
-    is the value of, and an empty path (``-o "$OUT"`` with OUT unset would otherwise write to the
-    default path or the current folder). Every path a command takes enters here, inputs and
-    outputs alike; every argument (not an option) of a command is a path."""
+    is the value of, an empty path (``-o "$OUT"`` with OUT unset would otherwise write to the
+    default path or the current folder) and a path ``-`` (the Unix spelling of stdin or stdout,
+    which no command reads or writes: ``simulate -o -`` made a folder named ``-``). Every path a
+    command takes enters here, inputs and outputs alike; every argument (not an option) of a
+    command is a path."""
     options = [param for param in command.params if isinstance(param, click.Option)]
     takes_value = {name for param in options if not param.is_flag for name in param.opts + param.secondary_opts}
     path_flags = {name for param in options if isinstance(param.type, click.Path)
@@ -79,13 +82,70 @@ def check_argument_names(command: click.Command, args: list[str]) -> None:
         flag, _, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
         if not flag and index and args[index - 1] in takes_value:
             flag = args[index - 1]
-        if value == "" and (flag in path_flags or not flag):
-            fail(f"{flag or f'an argument of fieldgen {command.name}'} is an empty string, not a path (an unset "
-                 "shell variable?). Give the file or folder's path.", EXIT_USAGE)
+        if value in ("", "-") and (flag in path_flags or not flag):
+            what = flag or f"an argument of fieldgen {command.name}"
+            if value == "":
+                fail(f"{what} is an empty string, not a path (an unset shell variable?). Give the file or "
+                     "folder's path.", EXIT_USAGE)
+            fail(f"{what} is -, which fieldgen does not read as stdin or write as stdout: it would be a file or "
+                 "folder named '-'. Give a path (./- for one named so).", EXIT_USAGE)
         try:
             check_utf8_name(value, flag or "the argument")
         except OptionError as exc:
             fail(str(exc), EXIT_USAGE)
+
+
+def options_given(command: click.Command, args: list[str]) -> Iterator[tuple[str, click.Option, str]]:
+    """(spelling, option, value) of each value-taking option of ``command`` in ``args``, as click's
+    parser reads them: ``--opt value``, ``--opt=value``, ``-o value``, ``-ovalue`` and short flags
+    run together before it (``-qo value``); nothing after ``--``. Flags and unknown options (click
+    reports those) are skipped."""
+    by_name = {name: param for param in command.params if isinstance(param, click.Option)
+               for name in param.opts + param.secondary_opts}
+    index = 0
+    while index < len(args):
+        arg, index = args[index], index + 1
+        if arg == "--":
+            return
+        if arg.startswith("--"):
+            name, equals, value = arg.partition("=")
+            candidates = [(name, value if equals else None)]
+        elif arg.startswith("-") and len(arg) > 1:
+            candidates = [("-" + arg[at], arg[at + 1:] or None) for at in range(1, len(arg))]
+        else:
+            continue
+        for name, value in candidates:
+            param = by_name.get(name)
+            if param is None:
+                break
+            if param.is_flag:
+                continue
+            if value is None:
+                if index == len(args):
+                    return           # click reports the missing value
+                value, index = args[index], index + 1
+            yield name, param, value
+            break
+
+
+def check_given_once(command: click.Command, args: list[str]) -> None:
+    """Refuse (exit 2), before parsing, a value-taking option given twice (``--modulus 1 --modulus
+    2``, ``-o a --output b``, ``--report=x --report y``), naming it and both values: click would
+    keep the last silently, and a value a script or a pasted line meant may be the one lost.
+    Options declared ``multiple`` (``--bonded``, ``--target``: repeatable by design) may repeat;
+    so may flags (``--quiet --quiet`` means what ``--quiet`` means; no flag of fieldgen has an
+    opposite spelling that a repeat could contradict)."""
+    first: dict[str, tuple[str, str]] = {}
+    for spelling, param, value in options_given(command, args):
+        if param.multiple or param.count:
+            continue
+        if param.name in first:
+            spelled, before = first[param.name]
+            values = (f"{shlex.quote(before)} and {shlex.quote(value)}" if spelled == spelling
+                      else f"{spelled} {shlex.quote(before)} and {spelling} {shlex.quote(value)}")
+            fail(f"{'/'.join(param.opts)} given twice ({values}): give it once (otherwise the last would "
+                 "win silently)", EXIT_USAGE)
+        first[param.name] = (spelling, value)
 
 
 def check_outputs(*paths) -> None:

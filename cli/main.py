@@ -9,7 +9,7 @@ from fieldgen import __version__
 from .batch import batch_command
 from .build import build_command
 from .calibrate import calibrate_command
-from .common import JSON_REQUESTED, check_argument_names, echo_json_failure
+from .common import JSON_REQUESTED, check_argument_names, check_given_once, echo_json_failure
 from .compile_kernels import compile_kernels_command
 from .contact import contact_command
 from .inspect import inspect_command
@@ -20,7 +20,7 @@ from .validate import validate_command
 class FieldgenGroup(click.Group):
     """The command group, so that a usage error click itself reports (an option's value of the wrong
     type, a missing argument) is also a JSON object on stdout when --json was given, and an
-    argument that is not UTF-8 is refused before any work."""
+    argument that is not UTF-8 and an option given twice are refused before any work."""
 
     def resolve_command(self, ctx, args):
         name, command, rest = super().resolve_command(ctx, args)
@@ -29,6 +29,7 @@ class FieldgenGroup(click.Group):
             ctx.meta[JSON_REQUESTED] = "--json" in options    # before parsing, which may fail first
         if command is not None:
             check_argument_names(command, rest)      # a path that is not UTF-8: exit 2 before any work
+            check_given_once(command, rest)          # --modulus 1 --modulus 2: exit 2, not the last silently
         return name, command, rest
 
     def invoke(self, ctx):

@@ -162,12 +162,13 @@ REFUSED = [
      "would overwrite the input"),
     ("contact -o and the paraview bodies file", ["contact", f"{I}/asset.vtu", f"{I}/cube.obj", "-o",
      f"{O}/x_bodies.vtp", "--paraview", f"{O}/x.py"], 2, "are the same file"),
+    # a report onto the manifest, the other report or an asset has the wrong suffix, refused first
     ("batch --report onto the manifest", ["batch", f"{I}/manifest.toml", "--report", f"{I}/manifest.toml"], 2,
-     "would overwrite the input"),
+     "the JSON report is written as .json"),
     ("batch --report and --junit one file", ["batch", f"{I}/manifest.toml", "--output-dir", O, "--report",
-     f"{O}/r.json", "--junit", f"{O}/r.json"], 2, "are the same file"),
+     f"{O}/r.json", "--junit", f"{O}/r.json"], 2, "the JUnit report is written as .xml"),
     ("batch --report onto an item's asset", ["batch", f"{I}/manifest.toml", "--output-dir", O, "--report",
-     f"{O}/cube.vtu"], 2, "are the same file"),
+     f"{O}/cube.vtu"], 2, "the JSON report is written as .json"),
     ("build asset onto --core", ["build", f"{I}/cube.obj", "--modulus", "1e5", "--core", f"{I}/core.vtu",
      "-o", f"{I}/core.vtu"], 2, "would overwrite the input"),
     # meshes: finite coordinates, where they enter

@@ -15,12 +15,24 @@
 - ``view.py``: a ParaView script that loads both series, colours the contact polygons by
   pressure and plays them (``pvpython view.py --screenshot f.png --time T`` for one frame;
   see :mod:`fieldgen.io.paraview`).
+
+A run's files are written into a temporary folder and moved into ``-o DIR`` only when all of
+them are written (:func:`staged_output`): an interrupted or failed run leaves DIR as it was.
+After the move DIR holds only this run's files of the names above: those an older run left that
+this one did not write (the frames past this run's last, after a longer run; ``tangential.csv``
+after a compliant run) are removed. Other files in DIR are never touched.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import os
+import re
+import shutil
+import uuid
 from pathlib import Path
+from typing import Iterator
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -160,14 +172,74 @@ def bodies_polydata(scene: Scene, states: list[RigidBodyState], surfaces):
     return posed_polydata(surfaces, [b.pose(s) for b, s in zip(scene.bodies, states)])
 
 
+#: Every file :func:`write_outputs` makes, by its path in DIR: the only files it removes.
+OWN_FILES = re.compile(r"(trajectories\.csv|tangential\.csv|bodies\.pvd|contact_surfaces\.pvd|view\.py"
+                       r"|frames/(bodies|contact)_\d{6}\.vtp)")
+
+
+def _files_in(folder: Path) -> list[str]:
+    """Paths (relative, with /) of the files in ``folder`` and in its ``frames`` folder."""
+    found = [p.name for p in folder.iterdir() if p.is_file()]
+    frames = folder / "frames"
+    if frames.is_dir():
+        found += [f"frames/{p.name}" for p in frames.iterdir() if p.is_file()]
+    return found
+
+
+def _move_into(stage: Path, out: Path) -> None:
+    """Move the staged run into ``out``: the frames first, the series and script that name them
+    last, then remove what an older run left under :data:`OWN_FILES` that this run did not write."""
+    if not out.exists():
+        os.replace(stage, out)          # one rename: the whole run appears at once
+        return
+    written = _files_in(stage)
+    (out / "frames").mkdir(exist_ok=True)
+    for name in sorted(written, key=lambda n: (not n.startswith("frames/"), n.endswith((".pvd", ".py")), n)):
+        os.replace(stage / name, out / name)
+    for name in set(_files_in(out)) - set(written):
+        if OWN_FILES.fullmatch(name):
+            os.remove(out / name)
+
+
+@contextlib.contextmanager
+def staged_output(out: Path) -> Iterator[Path]:
+    """Yield an empty temporary folder to write a run into; on success move it into ``out``
+    (:func:`_move_into`), on any failure remove it, leaving ``out`` as it was. The folder is
+    beside a missing ``out`` (renamed onto it whole) or inside an existing one (which the user
+    may write in when its parent is not), named like :func:`fieldgen.io.asset.atomic_output`'s
+    temporaries."""
+    stage = (out / f".simulate.{uuid.uuid4().hex}.tmp" if out.is_dir()
+             else out.parent / f".{out.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        (stage / "frames").mkdir(parents=True)
+        yield stage
+        _move_into(stage, out)
+    except OSError as error:
+        raise InputError(f"could not write the simulation's files ({error.strerror or error})", path=str(out),
+                         fix="check the output folder is writable and that nothing in it is in an output's way "
+                             "(a file named frames, a folder named view.py)") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
 def write_outputs(out_dir, scene: Scene, result) -> dict:
-    """Write trajectories.csv, contact_surfaces.pvd and bodies.pvd into ``out_dir``; return paths."""
-    out = Path(out_dir)
-    (out / "frames").mkdir(parents=True, exist_ok=True)
-    write_trajectories(out / "trajectories.csv", result)
-    tangential = getattr(result, "tangential", None)
-    if tangential is not None:
-        write_tangential(out / "tangential.csv", result)
+    """Write trajectories.csv, contact_surfaces.pvd and bodies.pvd into ``out_dir``, all at once
+    and in place of an older run's (module docstring); return the paths."""
+    out = Path(out_dir)                    # the paths returned as given; the script's absolute
+    with staged_output(Path(os.path.abspath(out))) as stage:
+        _write_run(stage, Path(os.path.abspath(out)), scene, result)
+    paths = {"trajectories": str(out / "trajectories.csv"), "bodies": str(out / "bodies.pvd"),
+             "contact_surfaces": str(out / "contact_surfaces.pvd"), "paraview": str(out / "view.py")}
+    if getattr(result, "tangential", None) is not None:
+        paths["tangential"] = str(out / "tangential.csv")
+    return paths
+
+
+def _write_run(stage: Path, out: Path, scene: Scene, result) -> None:
+    """Write a run's files into ``stage``; the script names the series at their place in ``out``."""
+    write_trajectories(stage / "trajectories.csv", result)
+    if getattr(result, "tangential", None) is not None:
+        write_tangential(stage / "tangential.csv", result)
     surfaces = body_surfaces(scene)
     contact_entries, body_entries = [], []
     for k, t in enumerate(result.times):
@@ -178,23 +250,17 @@ def write_outputs(out_dir, scene: Scene, result) -> dict:
         if k == 0:
             b = poly.GetBounds()
             first_bounds = ([b[0], b[2], b[4]], [b[1], b[3], b[5]])
-        _write_vtp(out / name_b, poly)
+        _write_vtp(stage / name_b, poly)
         body_entries.append((t, name_b))
         if k < len(result.surfaces):
             name_c = f"frames/contact_{k:06d}.vtp"
-            _write_vtp(out / name_c, contact_polydata(result.surfaces[k]))
+            _write_vtp(stage / name_c, contact_polydata(result.surfaces[k]))
             contact_entries.append((t, name_c))
-    _write_pvd(out / "bodies.pvd", body_entries)
-    _write_pvd(out / "contact_surfaces.pvd", contact_entries)
-    script = write_view_script(out / "view.py", out / "contact_surfaces.pvd", out / "bodies.pvd",
-                               [t for t, _ in contact_entries],
-                               [[s for _, _, s in frame] for frame in result.surfaces],
-                               fallback_bounds=first_bounds if len(result.times) else None)
-    paths = {"trajectories": str(out / "trajectories.csv"), "bodies": str(out / "bodies.pvd"),
-             "contact_surfaces": str(out / "contact_surfaces.pvd"), "paraview": script}
-    if tangential is not None:
-        paths["tangential"] = str(out / "tangential.csv")
-    return paths
+    _write_pvd(stage / "bodies.pvd", body_entries)
+    _write_pvd(stage / "contact_surfaces.pvd", contact_entries)
+    write_view_script(stage / "view.py", out / "contact_surfaces.pvd", out / "bodies.pvd",
+                      [t for t, _ in contact_entries], [[s for _, _, s in frame] for frame in result.surfaces],
+                      fallback_bounds=first_bounds if len(result.times) else None)
 
 
 def write_view_script(path, contact_pvd, bodies_pvd, times, frames, fallback_bounds=None) -> str:
