@@ -56,8 +56,8 @@ def slab_force_model(depths, nodes=400) -> ForceModel:
         extent.append(h / H)
         weight.append(0.5 * d * w * 2 * math.pi * (R - d + h))
         owner.append(np.full(nodes, i))
-    return ForceModel(np.asarray(depths, dtype=np.float64), np.concatenate(extent), np.concatenate(weight),
-                      np.concatenate(owner), np.ones(len(depths), dtype=np.int64))
+    return ForceModel.from_points(np.asarray(depths, dtype=np.float64), np.concatenate(extent), np.concatenate(weight),
+                                  np.concatenate(owner), np.ones(len(depths), dtype=np.int64))
 
 
 def noisy(forces, level, seed):

@@ -247,7 +247,7 @@ def thinned_note(data: Data) -> list[str]:
     unit = data.units.split(",")[0]
     scale = LENGTH_UNITS[unit]
     return [f"{Path(data.source).name} has {data.rows_read} rows; the fit takes at most {MAX_DATA_ROWS} depths "
-            f"(each a contact query held in memory), so it used the {len(data.depth)} rows nearest to "
+            f"(each depth a contact query: a longer log takes hours), so it used the {len(data.depth)} rows nearest to "
             f"{MAX_DATA_ROWS} depths spread evenly from {depths[0] / scale:g} to {depths[-1] / scale:g} {unit}"]
 
 
@@ -291,7 +291,7 @@ def calibrate(input_path: str, output_path: str, options, *, indenter_text: str,
     if nonlinear:
         warnings += tolerance_warning(fit.law, tol_used, model)
         warnings += determined.bent_warnings(*law_parameters(law_to_fit.kind, fit.parameters, fit.law)[1:])
-    fit_r = relative(model.exact_forces(fit.law), target)     # the final law's ideal (unlayered) forces
+    fit_r = relative(model.forces(fit.law), target)     # the final law's ideal (unlayered) forces
     parameters = dict(fit.parameters)
     # The residuals are measured on the layered part the build writes (the same layering).
     with progress.stage("measure"):

@@ -19,10 +19,10 @@ from fieldgen.units import LENGTH_UNITS
 
 FORCE_UNITS = {"N": 1.0, "mN": 1e-3, "kN": 1e3, "lbf": 4.4482216152605}
 MIN_DATA_ROWS = 3
-#: The most depths a fit takes: each is a contact query whose quadrature points the fit keeps
-#: (about 60 MB and 0.4 s a depth for the bundled pad, more for a larger contact), so an
-#: instrument's log of thousands of samples would fill the memory; a hundred depths determine
-#: every parameter a law can have (as many as ``--knots``' hundred table points). A longer
+#: The most depths a fit takes: each is a contact query (about 2.5 s a depth for the bundled pad
+#: pressed 4 mm, more for a larger contact), so an instrument's log of thousands of samples would
+#: take hours; a hundred depths determine every parameter a law can have (as many as ``--knots``'
+#: hundred table points). A longer
 #: ``--data`` log is thinned to this many depths (:func:`thinned`); as many ``--target``s are
 #: refused (each was typed: the user chooses which to drop).
 MAX_DATA_ROWS = 100
@@ -173,7 +173,7 @@ def parse_targets(texts: Sequence[str], units: str | None = None) -> Data:
     rows = [p[2] for p in pairs]
     if len(depth) > MAX_DATA_ROWS:
         raise OptionError(f"the curve has {len(depth)} points, more than the {MAX_DATA_ROWS} depths a fit takes "
-                          "(each is a contact query kept in memory)",
+                          "(each is a contact query)",
                           fix=f"give at most {MAX_DATA_ROWS} --target points, or the curve as --data (a longer "
                               f"log is thinned to {MAX_DATA_ROWS} depths)")
     try:

@@ -57,14 +57,14 @@ def fit_scale(G: np.ndarray, target: np.ndarray) -> float:
 
 
 def fit_linear(model: ForceModel, target: np.ndarray) -> Fit:
-    G = model.exact_forces(linear_law(1.0))
+    G = model.forces(linear_law(1.0))
     m0 = fit_scale(G, target)
     return Fit(linear_law(m0), {"modulus": m0}, 1, 1)
 
 
 def fit_target_scale(model: ForceModel, target: np.ndarray, base: ModulusLaw) -> Fit:
     """Only the scale of ``base`` (its shape kept): the law's pressures times s."""
-    s = fit_scale(model.exact_forces(base), target)
+    s = fit_scale(model.forces(base), target)
     law = scaled_law(base, s)
     return Fit(law, {**_law_parameters(law), "scale": s}, 1, 1)
 

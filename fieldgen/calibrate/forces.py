@@ -5,13 +5,15 @@ For a rigid indenter the contact surface's geometry does not depend on the press
 the pressure on it does. On each contact polygon the extent is linear; the polygon is fanned
 about its centroid and integrated with a 6-point rule, so each depth becomes a set of (extent,
 weight) points and the force of any law is ``F_i = Σ_q w_q p0(e_q)``: the integral of the law
-over the runtime's surface. For the linear law this is exactly the runtime's force on the asset
-(P1 fields are integrated exactly), and F is proportional to M0.
+over the runtime's surface. The points are gathered onto a fine extent grid as they are made
+(:class:`ForceModel`), so a fit's memory does not grow with the contact's size. For the linear law
+the force is exactly the runtime's force on the asset (P1 fields are integrated exactly), and F is
+proportional to M0.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,44 +28,65 @@ RULE_POINTS = np.array([[_A, _A, 1 - 2 * _A], [_A, 1 - 2 * _A, _A], [1 - 2 * _A,
 RULE_WEIGHTS = np.array([_WA, _WA, _WA, _WB, _WB, _WB])
 
 
-#: Nodes of the extent grid the quadrature weights are gathered on (graded as (k/K)², finest at
-#: e = 0 where laws like sqrt bend most).
-GRID_NODES = 4096
+#: Nodes of the extent grid over [0, 1] the quadrature weights are gathered on, graded as
+#: (k/K)² (finest at e = 0, where laws like sqrt bend most; 3e-5 apart at e = 1).
+GRID_NODES = 65536
 
 
-@dataclass
+def extent_grid(nodes: int = GRID_NODES) -> np.ndarray:
+    """The grid's extents, 0 to 1 (``GRID_NODES``)."""
+    return (np.arange(nodes + 1) / nodes) ** 2
+
+
+def gathered(extent: np.ndarray, weight: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """One depth's quadrature points (``extent``, clipped to [0, 1]; ``weight``) gathered on
+    ``grid``: each point's weight split linearly between its two nodes, so that ``row ·
+    p0(grid)`` is the integral of the law's piecewise-linear interpolant on the grid."""
+    e = np.clip(extent, 0.0, 1.0)
+    k = np.clip(np.searchsorted(grid, e, side="right") - 1, 0, len(grid) - 2)
+    t = (e - grid[k]) / (grid[k + 1] - grid[k])
+    row = np.zeros(len(grid))
+    np.add.at(row, k, weight * (1.0 - t))
+    np.add.at(row, k + 1, weight * t)
+    return row
+
+
+@dataclass(frozen=True)
 class ForceModel:
-    """Per data depth, points of the contact surface with their extent and force weight:
-    ``F_i(law) = Σ_q weight_q · p0(extent_q)`` for q in depth i (N).
-
-    For speed the weights are also gathered onto a fine extent grid (each point's weight split
-    linearly between its two grid nodes), so ``forces`` costs one law evaluation on the grid and a
-    small matrix product: that is the exact integral of the law's piecewise-linear interpolant on
-    the grid (relative error ~ p0''·h²/8 / p0, below 1e-6 here); ``exact_forces`` uses the points."""
+    """Per data depth, the contact surface's quadrature weights gathered on an extent grid:
+    ``F_i(law) = Σ_j matrix_ij · p0(grid_j)`` (N), the integral over the runtime's surface of the
+    law's piecewise-linear interpolant on the grid: exact for the linear law, and within about
+    ``p0''·h²/8 / p0`` (below 1e-8 on this grid) of the law itself for the others. Each depth's
+    points are dropped once gathered: kept, they took about 25 MB a depth on the bundled pad
+    (a million points a depth), and a hundred depths 10 GB with the temporaries."""
 
     depth: np.ndarray
-    extent: np.ndarray
-    weight: np.ndarray
-    owner: np.ndarray         #: depth index of each point
+    matrix: np.ndarray        #: (depths, grid nodes) gathered weights
+    grid: np.ndarray          #: the grid's extents, up to one node past the last any depth reaches
+    reached: np.ndarray       #: per depth, the largest extent on its contact surface
     faces: np.ndarray         #: contact polygons per depth
-    grid: np.ndarray = field(init=False, repr=False)
-    matrix: np.ndarray = field(init=False, repr=False)
 
-    def __post_init__(self):
-        top = max(self.extent_reached(), 1e-12)
-        self.grid = top * (np.arange(GRID_NODES + 1) / GRID_NODES) ** 2
-        e = np.clip(self.extent, 0.0, top)
-        k = np.clip(np.searchsorted(self.grid, e, side="right") - 1, 0, GRID_NODES - 1)
-        t = (e - self.grid[k]) / (self.grid[k + 1] - self.grid[k])
-        self.matrix = np.zeros((len(self.depth), GRID_NODES + 1))
-        np.add.at(self.matrix, (self.owner, k), self.weight * (1.0 - t))
-        np.add.at(self.matrix, (self.owner, k + 1), self.weight * t)
+    @classmethod
+    def from_gathered(cls, depth, rows: list[np.ndarray], reached, faces) -> "ForceModel":
+        """The model of each depth's row of gathered weights (:func:`gathered` on
+        :func:`extent_grid`), the grid cut one node past the last any row reaches."""
+        grid = extent_grid()
+        matrix = np.array(rows, dtype=np.float64).reshape(len(rows), len(grid))
+        used = np.flatnonzero(matrix.any(axis=0))
+        end = min(len(grid), int(used[-1]) + 2) if len(used) else 2
+        return cls(np.asarray(depth, dtype=np.float64), np.ascontiguousarray(matrix[:, :end]), grid[:end],
+                   np.asarray(reached, dtype=np.float64), np.asarray(faces))
+
+    @classmethod
+    def from_points(cls, depth, extent, weight, owner, faces) -> "ForceModel":
+        """The model of quadrature points (``extent``, ``weight``), each owned by a depth."""
+        grid = extent_grid()
+        chosen = [owner == i for i in range(len(depth))]
+        return cls.from_gathered(depth, [gathered(extent[c], weight[c], grid) for c in chosen],
+                                 [float(extent[c].max()) if c.any() else 0.0 for c in chosen], faces)
 
     def forces(self, law: ModulusLaw) -> np.ndarray:
         return self.matrix @ law.pressure(self.grid)
-
-    def exact_forces(self, law: ModulusLaw) -> np.ndarray:
-        return np.bincount(self.owner, weights=self.weight * law.pressure(self.extent), minlength=len(self.depth))
 
     def basis(self, functions) -> np.ndarray:
         """(depths, k) forces of k pressure functions of the extent (a callable e -> (len(e), k))."""
@@ -71,8 +94,9 @@ class ForceModel:
 
     def extent_reached(self, i: int | None = None) -> float:
         """Largest extent on the contact surface (at depth i, or at any depth)."""
-        sel = self.extent if i is None else self.extent[self.owner == i]
-        return float(sel.max()) if sel.size else 0.0
+        if not len(self.reached):
+            return 0.0
+        return float(self.reached.max() if i is None else self.reached[i])
 
 
 def surface_points(surface, points: np.ndarray, tets: np.ndarray, extent: np.ndarray,
@@ -111,14 +135,14 @@ def barycentric(points: np.ndarray, tet_vertices: np.ndarray, q: np.ndarray) -> 
 
 
 def force_model(press, prepared: PreparedPart, depths: np.ndarray) -> ForceModel:
-    """The quadrature points of the runtime's contact surface at each depth (on the unlayered mesh)."""
-    extents, weights, owners, faces = [], [], [], []
-    for i, d in enumerate(depths):
+    """The runtime's contact surface at each depth (on the unlayered mesh), its quadrature points
+    gathered on the extent grid one depth at a time (:class:`ForceModel`)."""
+    grid = extent_grid()
+    rows, reached, faces = [], [], []
+    for d in depths:
         surface = press.surface(d)
         e, w = surface_points(surface, prepared.mesh.points, prepared.mesh.tets, prepared.extent, press.direction)
-        extents.append(e)
-        weights.append(w)
-        owners.append(np.full(len(e), i, dtype=np.int64))
+        rows.append(gathered(e, w, grid))
+        reached.append(float(e.max()) if len(e) else 0.0)
         faces.append(surface.n_faces)
-    return ForceModel(np.asarray(depths, dtype=np.float64), np.concatenate(extents), np.concatenate(weights),
-                      np.concatenate(owners), np.array(faces))
+    return ForceModel.from_gathered(depths, rows, reached, faces)

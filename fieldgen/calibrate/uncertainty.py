@@ -106,14 +106,12 @@ def law_parameters(kind: str, parameters: dict, law: ModulusLaw) -> tuple[tuple[
 
 def force_jacobian(kind: str, law: ModulusLaw, values: np.ndarray, model: ForceModel) -> np.ndarray:
     """(depths, p) derivatives of the ideal forces ``F_i`` with respect to the parameters."""
-    forces = model.exact_forces(law)
+    forces = model.forces(law)
     if kind in ("linear", "scale"):
         return (forces / values[0])[:, None]
     if kind == "hyperbolic":
         m0, k = values
-        e = np.clip(model.extent, 0.0, 1.0)
-        dk = m0 * np.bincount(model.owner, weights=model.weight * e * e / (1.0 - k * e) ** 2,
-                              minlength=len(model.depth))
+        dk = m0 * model.basis(lambda e: (e * e / (1.0 - k * e) ** 2)[:, None])[:, 0]
         return np.column_stack([forces / m0, dk])
     return _table_jacobian(law, values, model)
 
@@ -129,7 +127,7 @@ def _table_jacobian(law: ModulusLaw, values: np.ndarray, model: ForceModel) -> n
         for sign in (1.0, -1.0):
             p = np.array(law.table_pressure, dtype=np.float64)
             p[j + 1] += sign * step
-            pair.append(model.exact_forces(table_law_from_points(law.table_extent, np.maximum.accumulate(p))))
+            pair.append(model.forces(table_law_from_points(law.table_extent, np.maximum.accumulate(p))))
         columns.append((pair[0] - pair[1]) / (2.0 * step))
     return np.column_stack(columns)
 
@@ -138,7 +136,7 @@ def determine(kind: str, parameters: dict, law: ModulusLaw, model: ForceModel, t
     """The parameters of ``law`` (fitted to ``target`` on ``model``, unlayered) with their
     standard uncertainties (module docstring)."""
     names, values = law_parameters(kind, parameters, law)
-    residual = model.exact_forces(law) / target - 1.0
+    residual = model.forces(law) / target - 1.0
     jacobian = force_jacobian(kind, law, values, model) / target[:, None]
     n, p = jacobian.shape
     dof = n - p
