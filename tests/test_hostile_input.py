@@ -323,8 +323,10 @@ def test_size_warning_of_a_rigid_body_in_the_json_report(inputs):
 @pytest.mark.slow
 def test_size_warning_of_an_indenter_and_the_absurd_fit_it_makes(inputs, tmp_path):
     """The indenter mesh's size warning reaches the user (stderr, even with -q), and the fit such
-    an indenter makes (M0 about 1e89 Pa: a 1e-35 m cube pressing a pad) is refused, the --json
-    error naming the fitted law and the units; nothing is written."""
+    an indenter would make is refused before it starts: a 1e-35 m cube pressing a pad makes
+    contact polygons at round-off, whose force per pascal is -6e-88 N (it was fitted to M0 about
+    1e89 Pa, or to a negative modulus refused as a bad --modulus); the --json error names the
+    depth and the units; nothing is written."""
     out = tmp_path / "x.vtu"
     result = CliRunner().invoke(main, ["calibrate", *PAD, "--indenter", str(inputs / "tiny.obj"), "--data", str(PRESS),
                                        "-o", str(out), "--json", "-q"])
@@ -332,7 +334,8 @@ def test_size_warning_of_an_indenter_and_the_absurd_fit_it_makes(inputs, tmp_pat
     assert (f"warning: the indenter {inputs / 'tiny.obj'} is 1e-35 m across (read in mm), outside 1e-06 .. 1000 m: "
             "check the length unit of --units (the indenter mesh is read in it)") in result.stderr
     error = json.loads(result.stdout)
-    assert error["ok"] is False and "stiffer than any solid" in error["error"] and "(read as mm,N)" in error["error"]
+    assert error["ok"] is False and "pushes back with no force" in error["error"], error
+    assert "(depths and the indenter read as mm,N)" in error["error"]
 
 
 def test_inspect_names_what_is_invalid(inputs):

@@ -47,7 +47,7 @@ from fieldgen.calibrate.report import (CalibrationResult, calibration_record, js
 from fieldgen.errors import InputError, OptionError
 from fieldgen.material.layering import LayeringResult, layer
 from fieldgen.material.levels import LayerTolerance, relative_down_to
-from fieldgen.material.modulus import MAX_TABLE_PRESSURE, ModulusLaw, is_linear
+from fieldgen.material.modulus import MAX_TABLE_PRESSURE, ModulusLaw, is_linear, linear_law
 from fieldgen.pipeline import build, make_law
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.geometries import CompliantGeometry
@@ -235,6 +235,13 @@ def _force_model(press: Press, prepared: PreparedPart, depths: np.ndarray, data:
     if empty.size:
         raise InputError(f"the indenter does not reach the part at depth {depths[empty[0]]:g} m",
                          path=data.source, fix="check --at and --direction")
+    pushing = model.forces(linear_law(1.0))      # N per Pa of a linear law: positive wherever it presses
+    limp = np.flatnonzero(~(pushing > 0.0))
+    if limp.size:
+        raise InputError(f"the indenter's contact at depth {depths[limp[0]]:g} m pushes back with no force "
+                         f"({pushing[limp[0]]:.3g} N per Pa of modulus): it makes no contact a law can be fitted to "
+                         f"(depths and the indenter read as {data.units})", path=data.source,
+                         fix="check the indenter's size and the length unit (--units), --at and --direction")
     return model
 
 
