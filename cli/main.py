@@ -29,7 +29,8 @@ class FieldgenGroup(click.Group):
             ctx.meta[JSON_REQUESTED] = "--json" in options    # before parsing, which may fail first
         if command is not None:
             check_argument_names(command, rest)      # a path that is not UTF-8: exit 2 before any work
-            check_given_once(command, rest)          # --modulus 1 --modulus 2: exit 2, not the last silently
+            if not {"-h", "--help"} & set(rest[:rest.index("--")] if "--" in rest else rest):
+                check_given_once(command, rest)      # --modulus 1 --modulus 2: exit 2, not the last silently
         return name, command, rest
 
     def invoke(self, ctx):

@@ -149,8 +149,8 @@ def test_a_ply_or_off_longer_than_its_header_is_refused_by_the_reader(inputs):
         assert words in str(caught.value) and "Export the mesh again" in str(caught.value)
 
 
-#: More --target points than a fit takes: each depth is a contact query the fit keeps in memory
-#: (400 rows of the bundled pad took 24 GB, and the kernel killed the run); typed points are
+#: More --target points than a fit takes: each depth is a contact query (400 rows of the bundled
+#: pad once took 24 GB, when each depth's points were kept, and the kernel killed the run); typed points are
 #: refused (the user chooses which to drop), a --data log is thinned (below).
 def test_more_targets_than_a_fit_takes_are_refused_before_any_contact_query(inputs, tmp_path, monkeypatch):
     """Refused where the curve enters (parse_targets): the fit is never started (were it reached,

@@ -155,6 +155,26 @@ def test_a_simulate_run_that_fails_while_writing_leaves_the_older_run_as_it_was(
                                                      "trajectories.csv", "view.py"]
 
 
+def test_a_simulate_output_blocked_by_a_folder_leaves_the_older_run_as_it_was(inputs, tmp_path):
+    """An output's place in DIR taken by a folder (here view.py) is found before any file is moved:
+    the older run stays whole, byte for byte (the move used to replace the frames and series first,
+    then fail on view.py, leaving a mix of two runs)."""
+    out = tmp_path / "run"
+    assert simulate(inputs, out, 0.01).exit_code == 0
+    (out / "view.py").unlink()
+    (out / "view.py").mkdir()
+    before = fingerprint(out)
+    result = simulate(inputs, out, 0.003)
+    assert result.exit_code == 1 and "view.py is in the way of an output file" in result.stderr, result.output
+    assert fingerprint(out) == before
+
+
+def test_help_is_shown_whatever_options_are_repeated():
+    """--help answers before the repeated-option check (a user asking how to use a command)."""
+    result = CliRunner().invoke(main, ["contact", "a.vtu", "b.vtu", "--modulus-a", "1", "--modulus-a", "2", "--help"])
+    assert result.exit_code == 0 and "Usage:" in result.output, result.output
+
+
 def test_a_first_simulate_run_makes_its_folder_whole(inputs, tmp_path):
     """A missing DIR (and its missing parent) is made by renaming the finished run onto it."""
     out = tmp_path / "new" / "run"

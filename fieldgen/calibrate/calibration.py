@@ -254,7 +254,7 @@ def thinned_note(data: Data) -> list[str]:
     unit = data.units.split(",")[0]
     scale = LENGTH_UNITS[unit]
     return [f"{Path(data.source).name} has {data.rows_read} rows; the fit takes at most {MAX_DATA_ROWS} depths "
-            f"(each depth a contact query: a longer log takes hours), so it used the {len(data.depth)} rows nearest to "
+            f"(each depth a contact query: a longer log takes hours), so it used the {int(data.fitted.sum())} rows nearest to "
             f"{MAX_DATA_ROWS} depths spread evenly from {depths[0] / scale:g} to {depths[-1] / scale:g} {unit}"]
 
 

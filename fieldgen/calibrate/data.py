@@ -19,12 +19,12 @@ from fieldgen.units import LENGTH_UNITS
 
 FORCE_UNITS = {"N": 1.0, "mN": 1e-3, "kN": 1e3, "lbf": 4.4482216152605}
 MIN_DATA_ROWS = 3
-#: The most depths a fit takes: each is a contact query (about 2.5 s a depth for the bundled pad
+#: The most depths a fit takes: each is a contact query (2–3 s a depth for the bundled pad
 #: pressed 4 mm, more for a larger contact), so an instrument's log of thousands of samples would
 #: take hours; a hundred depths determine every parameter a law can have (as many as ``--knots``'
-#: hundred table points). A longer
-#: ``--data`` log is thinned to this many depths (:func:`thinned`); as many ``--target``s are
-#: refused (each was typed: the user chooses which to drop).
+#: hundred table points). A longer ``--data`` log is thinned to this many depths
+#: (:func:`thinned`); more ``--target``s are refused (each was typed: the user chooses which to
+#: drop).
 MAX_DATA_ROWS = 100
 #: A header cell naming its unit: ``depth_mm``, ``depth (mm)``, ``depth [mm]``, ``force/N``.
 HEADER_UNIT = re.compile(r"^\s*(depth|force)\s*(?:[_/]|\(|\[)\s*([A-Za-z]+)\s*[)\]]?\s*$", re.IGNORECASE)

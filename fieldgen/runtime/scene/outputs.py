@@ -17,8 +17,9 @@
   see :mod:`fieldgen.io.paraview`).
 
 A run's files are written into a temporary folder and moved into ``-o DIR`` only when all of
-them are written (:func:`staged_output`): an interrupted or failed run leaves DIR as it was.
-After the move DIR holds only this run's files of the names above: those an older run left that
+them are written (:func:`staged_output`), after checking that no output's place in DIR is taken
+by a folder: a run that fails or is interrupted before the move leaves DIR as it was (the move is
+one rename per file; an interruption during it can leave a mix). After the move DIR holds only this run's files of the names above: those an older run left that
 this one did not write (the frames past this run's last, after a longer run; ``tangential.csv``
 after a compliant run) are removed. Other files in DIR are never touched.
 """
@@ -193,7 +194,11 @@ def _move_into(stage: Path, out: Path) -> None:
         os.replace(stage, out)          # one rename: the whole run appears at once
         return
     written = _files_in(stage)
-    (out / "frames").mkdir(exist_ok=True)
+    frames = out / "frames"
+    blocked = [name for name in written if (out / name).exists() and not (out / name).is_file()]
+    if frames.is_symlink() or (frames.exists() and not frames.is_dir()) or blocked:
+        raise OSError(f"{frames if not blocked else out / blocked[0]} is in the way of an output file")
+    frames.mkdir(exist_ok=True)         # checked before any move: a blocked output leaves DIR as it was
     for name in sorted(written, key=lambda n: (not n.startswith("frames/"), n.endswith((".pvd", ".py")), n)):
         os.replace(stage / name, out / name)
     for name in set(_files_in(out)) - set(written):
