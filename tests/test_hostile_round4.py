@@ -18,7 +18,7 @@ from fieldgen.cli.common import check_given_once, options_given
 from fieldgen.cli.main import main
 from fieldgen.errors import InputError
 from test_hostile_input import cube_obj, fingerprint, scene, write
-from test_hostile_sweep import fingerprint_files
+from test_hostile_sweep import _refused, fingerprint_files
 
 ROOT = Path(__file__).resolve().parents[1]
 PAD_SPEC = ROOT / "assets" / "foam_pad.toml"
@@ -33,23 +33,6 @@ def inputs(tmp_path_factory) -> Path:
     write(folder / "scene.toml", scene())
     write(folder / "manifest.toml", '[[asset]]\ninput = "cube.obj"\nmodulus = 1e5\nedge_length = 0.01\n')
     return folder
-
-
-def refused(inputs: Path, tmp_path: Path, monkeypatch, args: list[str], code: int, words: str):
-    """Run ``args`` ({i}: the inputs, {o}: an empty output folder, the current one) in-process;
-    check the exit code, the message, no traceback, nothing written and the inputs unchanged."""
-    out = tmp_path / "out"
-    out.mkdir()
-    monkeypatch.chdir(out)
-    before = fingerprint_files(inputs)
-    result = CliRunner().invoke(main, [a.replace("{i}", str(inputs)).replace("{o}", str(out)) for a in args])
-    assert result.exit_code == code, result.output
-    assert isinstance(result.exception, (SystemExit, type(None))), result.exception      # no traceback
-    assert "Traceback" not in result.output
-    assert words in result.stderr, result.output
-    assert list(out.iterdir()) == []
-    assert fingerprint_files(inputs) == before
-    return result
 
 
 CASES = [
@@ -89,7 +72,7 @@ CASES = [
 @pytest.mark.parametrize("args, code, words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_hostile_input_is_refused(inputs, tmp_path, monkeypatch, args, code, words):
     words = words.replace("{o}", str(tmp_path / "out"))
-    refused(inputs, tmp_path, monkeypatch, args, code, words)
+    _refused(inputs, tmp_path, monkeypatch, args, code, words)
 
 
 def test_repeatable_options_and_flags_may_repeat():
