@@ -18,7 +18,7 @@ from fieldgen.cli.common import check_given_once, options_given
 from fieldgen.cli.main import main
 from fieldgen.errors import InputError
 from test_hostile_input import cube_obj, fingerprint, scene, write
-from test_hostile_sweep import _refused, fingerprint_files
+from test_hostile_sweep import _refused
 
 ROOT = Path(__file__).resolve().parents[1]
 PAD_SPEC = ROOT / "assets" / "foam_pad.toml"
