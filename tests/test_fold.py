@@ -88,7 +88,7 @@ def test_a_fold_met_from_outside_on_both_sides_is_refused_before_remeshing(monke
     meet, so it is left to TetGen, and MMGS never runs."""
     vertices, faces = _metres(zee())
     assert sheet.sheet_sides(vertices, faces) is not None
-    monkeypatch.setattr(sheet, "graded_side", lambda *a, **k: pytest.fail("remeshed a side that folds outward"))
+    monkeypatch.setattr(sheet, "started_side", lambda *a, **k: pytest.fail("remeshed a side that folds outward"))
     assert sheet.layered_sheet(vertices, faces, np.full(len(faces), FREE), 300_000) is None
 
 

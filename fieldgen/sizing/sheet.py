@@ -39,6 +39,8 @@ the part as any other.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.spatial import cKDTree
 
@@ -307,23 +309,40 @@ def predicted_tets(vertices: np.ndarray, faces: np.ndarray, t: float) -> float:
     return float(3 * LAYERS * MMGS_SHARE * 4.0 / np.sqrt(3.0) * unit)
 
 
-def graded_side(vertices: np.ndarray, faces: np.ndarray, t: float, scale: float = 1.0, on_rim: bool = False,
-                targets: np.ndarray | None = None, kept: np.ndarray | None = None, ridge: float | None = None):
-    """The side (``faces``) remeshed by MMGS at ``EDGE_FIRST`` t (the input's narrow CAD triangles
-    made into a clean start), then under :func:`rim_metric` (sizes times ``scale``), the rim's
-    directions taken from the input side, refined round the far side's ``targets``, the ``kept``
-    points made vertices MMGS keeps (:mod:`fieldgen.sizing.far_side`), every edge past ``ridge`` degrees
-    kept as a ridge (:func:`remeshed_side`); with ``on_rim``, each time with its rim put back
-    on the input's (:func:`onto_rim`): (points, triangles); None if MMGS fails."""
+class SideStart(NamedTuple):
+    """A side compacted (``points``, ``triangles``: the input's) and MMGS's first, clean remeshing of
+    it (``made``: points, triangles), which :func:`graded_side` grades."""
+
+    points: np.ndarray
+    triangles: np.ndarray
+    made: tuple
+
+
+def started_side(vertices: np.ndarray, faces: np.ndarray, t: float, scale: float = 1.0,
+                 ridge: float | None = None) -> SideStart | None:
+    """The side (``faces``) compacted and remeshed by MMGS at ``EDGE_FIRST`` t (the input's narrow
+    CAD triangles made into a clean start), every edge past ``ridge`` degrees kept as a ridge: the
+    start :func:`graded_side` grades, made once for both ways it treats the rim; None if MMGS
+    fails."""
     points, triangles = compacted(vertices, faces)
-    samples, across = rim_directions(points, triangles, 0.5 * EDGE_AT_RIM * t * scale)
     first = np.tile(symmetric(np.eye(3)[None] / (EDGE_FIRST * t * scale) ** 2), (len(points), 1))
     if len(crease_pairs(points, triangles)[0]):
         first = np.full(len(points), EDGE_FIRST * t * scale)    # the same size; MMGS's tensor mode made NaN at a crease
-    rim = boundary_edges(triangles)[0]
     made = remeshed_side(points, triangles, first, HAUSDORFF * t, ridge=ridge)
-    if made is None:
-        return None
+    return None if made is None else SideStart(points, triangles, made)
+
+
+def graded_side(start: SideStart, t: float, scale: float = 1.0, on_rim: bool = False,
+                targets: np.ndarray | None = None, kept: np.ndarray | None = None, ridge: float | None = None):
+    """The side's ``start`` (:func:`started_side`, made with the same ``t``, ``scale`` and
+    ``ridge``) remeshed under :func:`rim_metric` (sizes times ``scale``), the rim's directions
+    taken from the input side, refined round the far side's ``targets``, the ``kept`` points made
+    vertices MMGS keeps (:mod:`fieldgen.sizing.far_side`), every edge past ``ridge`` degrees kept as
+    a ridge (:func:`remeshed_side`); with ``on_rim``, each time with its rim put back on the
+    input's (:func:`onto_rim`): (points, triangles); None if MMGS fails."""
+    points, triangles, made = start
+    samples, across = rim_directions(points, triangles, 0.5 * EDGE_AT_RIM * t * scale)
+    rim = boundary_edges(triangles)[0]
     if on_rim:
         made = onto_rim(made[0], made[1], points, rim), made[1]
     required = None
@@ -382,8 +401,9 @@ def layered_sheet(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, 
         scale = 1.0 if wanted is None else np.sqrt(max(1.0, predicted_tets(vertices, faces[side == which], t) / wanted))
         if scale > MAX_SCALE:
             return None
+        start = started_side(vertices, faces[side == which], t, scale)
         for on_rim in (False, True):    # as MMGS leaves the rim, then held to the input's rim
-            graded = graded_side(vertices, faces[side == which], t, scale, on_rim)
+            graded = None if start is None else graded_side(start, t, scale, on_rim)
             if graded is None or (wanted is not None and 3 * LAYERS * len(graded[1]) > wanted):
                 if on_rim:
                     break               # this side's first mesh fitted the budget: the other side's may
@@ -425,8 +445,9 @@ def fitted(vertices, faces, markers, side: np.ndarray, t: float, missed: dict, t
     if best is None:
         return None
     _, which, scale, near, rest, (corners, targets, on_rim) = best
-    graded = graded_side(vertices, faces[side == which], t, scale, targets=targets, kept=targets[~on_rim],
-                         ridge=far_side.RIDGE)
+    start = started_side(vertices, faces[side == which], t, scale, ridge=far_side.RIDGE)
+    graded = None if start is None else graded_side(start, t, scale, targets=targets, kept=targets[~on_rim],
+                                                    ridge=far_side.RIDGE)
     if graded is None:
         return None
     points, moved = far_side.placed(*graded, targets, on_rim)
