@@ -73,79 +73,102 @@ def check_argument_names(command: click.Command, args: list[str]) -> None:
     default path or the current folder) and a path ``-`` (the Unix spelling of stdin or stdout,
     which no command reads or writes: ``simulate -o -`` made a folder named ``-``). Every path a
     command takes enters here, inputs and outputs alike; every argument (not an option) of a
-    command is a path."""
-    options = [param for param in command.params if isinstance(param, click.Option)]
-    takes_value = {name for param in options if not param.is_flag for name in param.opts + param.secondary_opts}
-    path_flags = {name for param in options if isinstance(param.type, click.Path)
-                  for name in param.opts + param.secondary_opts}
-    for index, arg in enumerate(args):
-        flag, _, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
-        if not flag and index and args[index - 1] in takes_value:
-            flag = args[index - 1]
-        if value in ("", "-") and (flag in path_flags or not flag):
-            what = flag or f"an argument of fieldgen {command.name}"
+    command is a path. The words are read as click's parser reads them (:func:`read_command_line`,
+    as :func:`options_given` does), so ``-qo -`` is ``-o -``."""
+    for spelling, param, value in read_command_line(command, args):
+        if param is None and spelling:         # a flag or an unknown option: its word is checked
+            spelling, _, value = (spelling.partition("=") if spelling.startswith("--") and "=" in spelling
+                                  else ("", "", spelling))
+        elif value in ("", "-") and (param is None or isinstance(param.type, click.Path)):
+            what = spelling or f"an argument of fieldgen {command.name}"
             if value == "":
                 fail(f"{what} is an empty string, not a path (an unset shell variable?). Give the file or "
                      "folder's path.", EXIT_USAGE)
             fail(f"{what} is -, which fieldgen does not read as stdin or write as stdout: it would be a file or "
                  "folder named '-'. Give a path (./- for one named so).", EXIT_USAGE)
         try:
-            check_utf8_name(value, flag or "the argument")
+            check_utf8_name(value, spelling or "the argument")
         except OptionError as exc:
             fail(str(exc), EXIT_USAGE)
 
 
-def options_given(command: click.Command, args: list[str]) -> Iterator[tuple[str, click.Option, str]]:
-    """(spelling, option, value) of each value-taking option of ``command`` in ``args``, as click's
-    parser reads them: ``--opt value``, ``--opt=value``, ``-o value``, ``-ovalue`` and short flags
-    run together before it (``-qo value``); nothing after ``--``. Flags and unknown options (click
-    reports those) are skipped."""
+def read_command_line(command: click.Command, args: list[str]) -> Iterator[tuple[str, click.Option | None, str]]:
+    """Each word of ``args`` as click's parser reads it, as (spelling, option, value): a value-taking
+    option's value (``--opt value``, ``--opt=value``, ``-o value``, ``-ovalue`` and, after short
+    flags run together, ``-qo value``) with the option; an argument (so every word after ``--``)
+    as ("", None, word); a word that holds no option's value (flags, an unknown option: click
+    reports those) as (word, None, word). A value missing at the end (click reports it) ends it."""
     by_name = {name: param for param in command.params if isinstance(param, click.Option)
                for name in param.opts + param.secondary_opts}
-    index = 0
+    index, options = 0, True
     while index < len(args):
         arg, index = args[index], index + 1
-        if arg == "--":
-            return
-        if arg.startswith("--"):
-            name, equals, value = arg.partition("=")
-            candidates = [(name, value if equals else None)]
-        elif arg.startswith("-") and len(arg) > 1:
-            candidates = [("-" + arg[at], arg[at + 1:] or None) for at in range(1, len(arg))]
-        else:
+        if options and arg == "--":
+            options = False
             continue
-        for name, value in candidates:
-            param = by_name.get(name)
-            if param is None:
-                break
-            if param.is_flag:
-                continue
-            if value is None:
-                if index == len(args):
-                    return           # click reports the missing value
-                value, index = args[index], index + 1
-            yield name, param, value
+        if not options or not arg.startswith("-") or arg == "-":
+            yield "", None, arg
+            continue
+        name, param, value = _value_option(by_name, arg)
+        if param is None:
+            yield arg, None, arg
+            continue
+        if value is None:
+            if index == len(args):
+                return           # click reports the missing value
+            value, index = args[index], index + 1
+        yield name, param, value
+
+
+def _value_option(by_name: dict[str, click.Option], word: str) -> tuple[str, click.Option | None, str | None]:
+    """The value-taking option an option word names (``--opt``, ``--opt=value``, ``-o``, ``-ovalue``,
+    ``-qo``, ``-qovalue``), its spelling and the value the word holds (None: the next word); (word,
+    None, None) for flags only or an unknown option."""
+    if word.startswith("--"):
+        name, equals, value = word.partition("=")
+        candidates = [(name, value if equals else None)]
+    else:
+        candidates = [("-" + word[at], word[at + 1:] or None) for at in range(1, len(word))]
+    for name, value in candidates:
+        param = by_name.get(name)
+        if param is None:
             break
+        if not (param.is_flag or param.count):
+            return name, param, value
+    return word, None, None
+
+
+def options_given(command: click.Command, args: list[str]) -> Iterator[tuple[str, click.Option, str]]:
+    """(spelling, option, value) of each value-taking option of ``command`` in ``args``, as click's
+    parser reads them (:func:`read_command_line`): ``--opt value``, ``--opt=value``, ``-o value``,
+    ``-ovalue`` and short flags run together before it (``-qo value``); nothing after ``--``.
+    Flags and unknown options (click reports those) are skipped."""
+    return ((spelling, param, value) for spelling, param, value in read_command_line(command, args)
+            if param is not None)
 
 
 def check_given_once(command: click.Command, args: list[str]) -> None:
-    """Refuse (exit 2), before parsing, a value-taking option given twice (``--modulus 1 --modulus
-    2``, ``-o a --output b``, ``--report=x --report y``), naming it and both values: click would
-    keep the last silently, and a value a script or a pasted line meant may be the one lost.
-    Options declared ``multiple`` (``--bonded``, ``--target``: repeatable by design) may repeat;
-    so may flags (``--quiet --quiet`` means what ``--quiet`` means; no flag of fieldgen has an
-    opposite spelling that a repeat could contradict)."""
+    """Refuse (exit 2), before parsing, a value-taking option given twice with different values
+    (``--modulus 1 --modulus 2``, ``-o a --output b``, ``--report=x --report y``), naming it and
+    both values: click would keep the last silently, and a value a script or a pasted line meant
+    may be the one lost. The same value again (``--dt 1e-3 --dt=1e-3``, the same characters) is
+    no ambiguity and passes. Options declared ``multiple`` (``--bonded``, ``--target``:
+    repeatable by design) may repeat; so may flags (``--quiet --quiet`` means what ``--quiet``
+    means; no flag of fieldgen has an opposite spelling that a repeat could contradict)."""
     first: dict[str, tuple[str, str]] = {}
     for spelling, param, value in options_given(command, args):
         if param.multiple or param.count:
             continue
-        if param.name in first:
-            spelled, before = first[param.name]
-            values = (f"{shlex.quote(before)} and {shlex.quote(value)}" if spelled == spelling
-                      else f"{spelled} {shlex.quote(before)} and {spelling} {shlex.quote(value)}")
-            fail(f"{'/'.join(param.opts)} given twice ({values}): give it once (otherwise the last would "
-                 "win silently)", EXIT_USAGE)
-        first[param.name] = (spelling, value)
+        if param.name not in first:
+            first[param.name] = (spelling, value)
+            continue
+        spelled, before = first[param.name]
+        if before == value:
+            continue                 # the same value again: nothing is lost
+        values = (f"{shlex.quote(before)} and {shlex.quote(value)}" if spelled == spelling
+                  else f"{spelled} {shlex.quote(before)} and {spelling} {shlex.quote(value)}")
+        fail(f"{'/'.join(param.opts)} given twice ({values}): give it once (otherwise the last would "
+             "win silently)", EXIT_USAGE)
 
 
 def check_outputs(*paths) -> None:

@@ -1,10 +1,10 @@
-"""Hostile input a fourth sweep found: an option given twice (click kept the last silently), a
-``fieldgen simulate -o DIR`` over an older, longer run (its extra frames stayed, and a reader of
-the folder saw a mixture of two runs), ``fieldgen batch --report``/``--junit`` paths whose
-suffix said another format, and a path given as ``-`` (``simulate -o -`` made a folder named
-``-``). Each is refused with exit 2 and a message naming the option, the problem and the fix,
-with no traceback, nothing written and the inputs unchanged; or, for simulate, the folder holds
-this run's files only (docs/cli.md, ``fieldgen simulate``)."""
+"""Hostile input a fourth sweep found: an option given twice with two values (click kept the last
+silently), a ``fieldgen simulate -o DIR`` over an older, longer run (its extra frames stayed, and
+a reader of the folder saw a mixture of two runs), ``fieldgen batch --report``/``--junit`` paths
+whose suffix said another format, and a path given as ``-`` (``simulate -o -`` made a folder
+named ``-``). Each is refused with exit 2 and a message naming the option, the problem and the
+fix, with no traceback, nothing written and the inputs unchanged; or, for simulate, the folder
+holds this run's files and the user's own only (docs/cli.md, ``fieldgen simulate``)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,8 @@ CASES = [
      "--report given twice (a.json and b.json)"),
     ("simulate --dt twice", ["simulate", "{i}/scene.toml", "-q", "--dt", "1e-3", "--dt=1e-4"], 2,
      "--dt given twice (1e-3 and 1e-4)"),
+    ("build --modulus same then other", ["build", "{i}/cube.obj", *BUILD, "--modulus", "1", "--modulus", "1",
+                                         "--modulus", "2", "-o", "{o}/x.vtu"], 2, "--modulus given twice (1 and 2)"),
     ("contact --pose-b twice", ["contact", "{i}/cube.obj", "{i}/cube.obj", "--pose-b", "0,0,1,0,0,0", "--pose-b",
                                 "0,0,2,0,0,0"], 2, "--pose-b given twice (0,0,1,0,0,0 and 0,0,2,0,0,0)"),
     ("calibrate --units twice", ["calibrate", "--spec", str(PAD_SPEC), "--units", "mm,N", "--units", "m,N",
@@ -64,6 +66,11 @@ CASES = [
     # '-' is no stdout or stdin here: it would be a file or folder named '-'
     ("simulate -o -", ["simulate", "{i}/scene.toml", "-q", "-o", "-"], 2,
      "-o is -, which fieldgen does not read as stdin or write as stdout"),
+    ("simulate -qo - run together", ["simulate", "{i}/scene.toml", "-qo", "-"], 2,
+     "-o is -, which fieldgen does not read as stdin or write as stdout"),
+    ("simulate -qo- run together", ["simulate", "{i}/scene.toml", "-qo-"], 2, "-o is -, which fieldgen does not"),
+    ("build -qo '' run together", ["build", "{i}/cube.obj", "--modulus", "1e5", "-qo", ""], 2,
+     "-o is an empty string, not a path"),
     ("batch --output-dir -", ["batch", "{i}/manifest.toml", "-j", "1", "--output-dir", "-"], 2, "--output-dir is -"),
     ("inspect -", ["inspect", "-"], 2, "an argument of fieldgen inspect is -, which fieldgen does not read"),
 ]
@@ -83,6 +90,14 @@ def test_repeatable_options_and_flags_may_repeat():
     given = [(spelling, value) for spelling, _, value in options_given(build_command, [
         "-qo", "a.vtu", "--modulus=1", "--k", "-o", "--robust", "--units", "mm", "--", "-o", "b.vtu"])]
     assert given == [("-o", "a.vtu"), ("--modulus", "1"), ("--k", "-o"), ("--units", "mm")]
+
+
+def test_the_same_value_given_twice_passes():
+    """A repeat with the very same characters cannot be ambiguous: it passes (and only then)."""
+    check_given_once(build_command, ["x.obj", "--modulus", "1", "--modulus", "1", "-o", "a.vtu", "--output=a.vtu",
+                                     "-qoa.vtu"])
+    with pytest.raises(SystemExit):
+        check_given_once(build_command, ["x.obj", "--modulus", "1", "--modulus", "1.0"])
 
 
 def simulate(inputs: Path, out: Path, duration: float, *extra: str):
@@ -165,3 +180,58 @@ def test_a_first_simulate_run_makes_its_folder_whole(inputs, tmp_path):
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["run"]
     assert len(list((out / "frames").iterdir())) == 6
+
+
+def test_the_same_dt_given_twice_runs(inputs, tmp_path):
+    """--dt 1e-3 --dt=1e-3 (the helper gives the first) is one time step, not a refusal."""
+    result = simulate(inputs, tmp_path / "run", 0.002, "--dt=1e-3")
+    assert result.exit_code == 0, result.output
+    assert len(list((tmp_path / "run" / "frames").glob("bodies_*.vtp"))) == 3
+
+
+def test_a_simulate_run_removes_only_what_the_older_run_listed(inputs, tmp_path):
+    """After an older (regularised, 11 frames) run, a user's own files with fieldgen's names that
+    its series did not list (frames/bodies_000999.vtp, contact_000011.vtp, tangential.csv) are
+    kept, byte for byte, by a shorter run; the older run's listed frames past the new last are gone."""
+    out = tmp_path / "run"
+    assert simulate(inputs, out, 0.01).exit_code == 0
+    assert not (out / "tangential.csv").exists()
+    mine = {"tangential.csv": "my friction notes", "frames/bodies_000999.vtp": "mine",
+            "frames/contact_000011.vtp": "mine too"}
+    for name, text in mine.items():
+        write(out / name, text)
+    result = simulate(inputs, out, 0.003)
+    assert result.exit_code == 0, result.output
+    assert {name: (out / name).read_text() for name in mine} == mine
+    assert sorted(p.name for p in (out / "frames").glob("bodies_0000*.vtp")) == [
+        f"bodies_{k:06d}.vtp" for k in range(4)]
+    assert sorted(p.name for p in (out / "frames").glob("contact_0000*.vtp")) == [
+        f"contact_{k:06d}.vtp" for k in range(4)] + ["contact_000011.vtp"]
+
+
+def test_a_series_that_is_not_fieldgens_removes_nothing(inputs, tmp_path):
+    """A bodies.pvd and contact_surfaces.pvd in DIR that are not a run's series (here torn XML)
+    list nothing: the frames beside them are the user's, and stay."""
+    out = tmp_path / "run"
+    assert simulate(inputs, out, 0.005).exit_code == 0
+    for series in ("bodies.pvd", "contact_surfaces.pvd"):
+        write(out / series, '<?xml version="1.0"?><VTKFile><Collection><DataSet file="frames/bodies_000005.vtp"')
+    result = simulate(inputs, out, 0.002)
+    assert result.exit_code == 0, result.output
+    assert len(list((out / "frames").glob("bodies_*.vtp"))) == 6
+    assert (out / "bodies.pvd").read_text().count("<DataSet") == 3
+
+
+def test_a_symlinked_frames_folder_is_refused_and_not_followed(inputs, tmp_path):
+    """A frames in DIR that links elsewhere is refused before any move: DIR and the folder it
+    points at (holding a file of a frame's name) stay as they were."""
+    out = tmp_path / "run"
+    assert simulate(inputs, out, 0.005).exit_code == 0
+    elsewhere = tmp_path / "elsewhere"
+    (out / "frames").rename(elsewhere)
+    (out / "frames").symlink_to(elsewhere, target_is_directory=True)
+    before, outside = fingerprint(out), fingerprint(elsewhere)
+    result = simulate(inputs, out, 0.002)
+    assert result.exit_code == 1 and "is in the way of an output file" in result.stderr, result.output
+    assert fingerprint(out) == before and fingerprint(elsewhere) == outside
+    assert len(list(elsewhere.glob("bodies_*.vtp"))) == 6

@@ -19,9 +19,13 @@
 A run's files are written into a temporary folder and moved into ``-o DIR`` only when all of
 them are written (:func:`staged_output`), after checking that no output's place in DIR is taken
 by a folder: a run that fails or is interrupted before the move leaves DIR as it was (the move is
-one rename per file; an interruption during it can leave a mix). After the move DIR holds only this run's files of the names above: those an older run left that
-this one did not write (the frames past this run's last, after a longer run; ``tangential.csv``
-after a compliant run) are removed. Other files in DIR are never touched.
+one rename per file; an interruption during it can leave a mix). Each ``.pvd`` series lists its
+frames and, in a comment, the run's other files (:data:`RUN_FILES`). After the move, the files
+the older run's series in DIR listed that this run did not write (the frames past this run's
+last, after a longer run; ``tangential.csv``, after a compliant run) are removed, read from those
+series before they are replaced: DIR then holds this run's files only, of the names above. Any
+file they did not list (a user's own ``frames/bodies_000999.vtp``, or ``tangential.csv`` beside
+a run that did not write one) is never touched.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import os
 import re
 import shutil
 import uuid
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Iterator
 from xml.sax.saxutils import quoteattr
@@ -101,8 +106,14 @@ def _write_vtp(path, poly) -> None:
             raise InputError("could not write the ParaView file", path=path, fix="check the output folder is writable")
 
 
-def _write_pvd(path, entries) -> None:
-    lines = ['<?xml version="1.0"?>', '<VTKFile type="Collection" version="0.1">', "  <Collection>"]
+#: Opens the comment in which a run's ``.pvd`` series name its files that are not frames.
+RUN_FILES = "fieldgen simulate run files:"
+
+
+def _write_pvd(path, entries, run_files=()) -> None:
+    """The series of ``entries`` (time, frame path); a comment names the run's ``run_files``."""
+    lines = ['<?xml version="1.0"?>', '<VTKFile type="Collection" version="0.1">',
+             f"  <!-- {RUN_FILES} {' '.join(run_files)} -->", "  <Collection>"]
     for t, name in entries:
         lines.append(f'    <DataSet timestep="{float(t)!r}" part="0" file={quoteattr(name)}/>')
     lines += ["  </Collection>", "</VTKFile>", ""]
@@ -173,7 +184,7 @@ def bodies_polydata(scene: Scene, states: list[RigidBodyState], surfaces):
     return posed_polydata(surfaces, [b.pose(s) for b, s in zip(scene.bodies, states)])
 
 
-#: Every file :func:`write_outputs` makes, by its path in DIR: the only files it removes.
+#: Every file :func:`write_outputs` makes, by its path in DIR: the only names it may remove.
 OWN_FILES = re.compile(r"(trajectories\.csv|tangential\.csv|bodies\.pvd|contact_surfaces\.pvd|view\.py"
                        r"|frames/(bodies|contact)_\d{6}\.vtp)")
 
@@ -187,9 +198,29 @@ def _files_in(folder: Path) -> list[str]:
     return found
 
 
+def _listed_by_run(out: Path) -> set[str]:
+    """The files the run in ``out`` named in its series (bodies.pvd, contact_surfaces.pvd): each
+    DataSet's frame and the files of the :data:`RUN_FILES` comment; nothing of a series that is
+    missing or is not such XML (the user's, a torn one)."""
+    listed: set[str] = set()
+    for series in ("bodies.pvd", "contact_surfaces.pvd"):
+        parser = ElementTree.XMLParser(target=ElementTree.TreeBuilder(insert_comments=True))
+        try:
+            root = ElementTree.parse(out / series, parser).getroot()
+        except (OSError, ElementTree.ParseError, ValueError):
+            continue
+        for node in root.iter():
+            if node.tag == "DataSet":
+                listed.add(node.get("file", ""))
+            elif node.tag is ElementTree.Comment and (node.text or "").strip().startswith(RUN_FILES):
+                listed.update(node.text.strip()[len(RUN_FILES):].split())
+    return listed
+
+
 def _move_into(stage: Path, out: Path) -> None:
     """Move the staged run into ``out``: the frames first, the series and script that name them
-    last, then remove what an older run left under :data:`OWN_FILES` that this run did not write."""
+    last, then remove the files the older run's series listed (:func:`_listed_by_run`, read
+    before they are replaced) that this run did not write, of the names in :data:`OWN_FILES`."""
     if not out.exists():
         os.replace(stage, out)          # one rename: the whole run appears at once
         return
@@ -198,11 +229,12 @@ def _move_into(stage: Path, out: Path) -> None:
     blocked = [name for name in written if (out / name).exists() and not (out / name).is_file()]
     if frames.is_symlink() or (frames.exists() and not frames.is_dir()) or blocked:
         raise OSError(f"{frames if not blocked else out / blocked[0]} is in the way of an output file")
+    older = _listed_by_run(out) - set(written)
     frames.mkdir(exist_ok=True)         # checked before any move: a blocked output leaves DIR as it was
     for name in sorted(written, key=lambda n: (not n.startswith("frames/"), n.endswith((".pvd", ".py")), n)):
         os.replace(stage / name, out / name)
-    for name in set(_files_in(out)) - set(written):
-        if OWN_FILES.fullmatch(name):
+    for name in sorted(older):
+        if OWN_FILES.fullmatch(name) and (out / name).is_file():
             os.remove(out / name)
 
 
@@ -261,8 +293,10 @@ def _write_run(stage: Path, out: Path, scene: Scene, result) -> None:
             name_c = f"frames/contact_{k:06d}.vtp"
             _write_vtp(stage / name_c, contact_polydata(result.surfaces[k]))
             contact_entries.append((t, name_c))
-    _write_pvd(stage / "bodies.pvd", body_entries)
-    _write_pvd(stage / "contact_surfaces.pvd", contact_entries)
+    run_files = ["trajectories.csv", *(["tangential.csv"] if getattr(result, "tangential", None) is not None
+                                       else []), "bodies.pvd", "contact_surfaces.pvd", "view.py"]
+    _write_pvd(stage / "bodies.pvd", body_entries, run_files)
+    _write_pvd(stage / "contact_surfaces.pvd", contact_entries, run_files)
     write_view_script(stage / "view.py", out / "contact_surfaces.pvd", out / "bodies.pvd",
                       [t for t, _ in contact_entries], [[s for _, _, s in frame] for frame in result.surfaces],
                       fallback_bounds=first_bounds if len(result.times) else None)
