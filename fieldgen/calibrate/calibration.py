@@ -254,8 +254,9 @@ def thinned_note(data: Data) -> list[str]:
     unit = data.units.split(",")[0]
     scale = LENGTH_UNITS[unit]
     return [f"{Path(data.source).name} has {data.rows_read} rows; the fit takes at most {MAX_DATA_ROWS} depths "
-            f"(each depth a contact query: a longer log takes hours), so it used the {int(data.fitted.sum())} rows nearest to "
-            f"{MAX_DATA_ROWS} depths spread evenly from {depths[0] / scale:g} to {depths[-1] / scale:g} {unit}"]
+            f"(each depth a contact query: a longer log takes hours), so it used {int(data.fitted.sum())} rows: those "
+            f"nearest to {MAX_DATA_ROWS} depths spread evenly from {depths[0] / scale:g} to {depths[-1] / scale:g} "
+            f"{unit}, and for any of those depths that shared a row, those nearest the middles of the widest gaps left"]
 
 
 def _check_fitted_stiffness(law: ModulusLaw, data: Data) -> None:

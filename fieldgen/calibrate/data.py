@@ -114,17 +114,42 @@ def read_data(path: str | os.PathLike, units: str | None = None) -> Data:
 
 
 def thinned(depth: np.ndarray, limit: int = MAX_DATA_ROWS) -> np.ndarray:
-    """The rows a fit takes of a loading curve (``depth`` increasing): all of them when at most
-    ``limit`` have a positive depth, else, of those, the row nearest to each of ``limit`` depths
-    spread evenly from the shallowest to the deepest (both kept; an instrument's log is dense
-    where it moved slowly, and the fit should weigh the curve, not the sampling)."""
+    """The rows a fit takes of a loading curve (``depth`` increasing), in depth order: all of them
+    when at most ``limit`` have a positive depth, else ``limit`` of those: the row nearest to each
+    of ``limit`` depths spread evenly from the shallowest to the deepest (both kept; an
+    instrument's log is dense where it moved slowly, and the fit should weigh the curve, not the
+    sampling), then, while fewer are kept (a log dense in places gives the same row to several
+    depths), the row nearest the middle of the widest gap between kept rows that has rows in it
+    (:func:`gaps_filled`). A row at depth 0 (first contact) is kept besides."""
     inside = np.flatnonzero(depth > 0)
     if len(inside) <= limit:
         return np.arange(len(depth))
-    wanted = np.linspace(depth[inside[0]], depth[inside[-1]], limit)
-    at = np.clip(np.searchsorted(depth[inside], wanted), 1, len(inside) - 1)
-    nearer_below = wanted - depth[inside[at - 1]] <= depth[inside[at]] - wanted
-    return np.unique(np.concatenate([np.flatnonzero(depth <= 0), inside[np.where(nearer_below, at - 1, at)]]))
+    d = depth[inside]
+    wanted = np.linspace(d[0], d[-1], limit)
+    at = np.clip(np.searchsorted(d, wanted), 1, len(d) - 1)
+    nearer_below = wanted - d[at - 1] <= d[at] - wanted
+    kept = gaps_filled(d, np.unique(np.where(nearer_below, at - 1, at)), limit)
+    return np.concatenate([np.flatnonzero(depth <= 0), inside[kept]])
+
+
+def gaps_filled(depth: np.ndarray, kept: np.ndarray, limit: int) -> np.ndarray:
+    """``kept`` (sorted indices into ``depth``, increasing; the first and last rows among them)
+    with rows added until there are ``limit`` or none is left: each time the row nearest the
+    middle of the widest gap in depth between consecutive kept rows that has a row between them
+    (of equally wide gaps the shallowest; of two rows equally near the middle the shallower)."""
+    kept = [int(i) for i in kept]
+    while len(kept) < limit:
+        below, above = np.array(kept[:-1], dtype=np.int64), np.array(kept[1:], dtype=np.int64)
+        width = np.where(above - below > 1, depth[above] - depth[below], -np.inf)
+        if not len(width) or width.max() == -np.inf:
+            break                                   # every row is kept
+        gap = int(np.argmax(width))
+        lo, hi = kept[gap], kept[gap + 1]
+        middle = 0.5 * (depth[lo] + depth[hi])
+        at = int(np.clip(np.searchsorted(depth, middle), lo + 1, hi - 1))   # the first row past the middle
+        nearer_below = at - 1 > lo and middle - depth[at - 1] <= depth[at] - middle
+        kept.insert(gap + 1, at - 1 if nearer_below else at)
+    return np.array(kept, dtype=np.int64)
 
 
 def check_header_units(raw: bytes, units_text: str, path: str) -> None:
