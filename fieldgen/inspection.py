@@ -189,8 +189,10 @@ def summarize(asset, path=None) -> dict:
         raise InputError(f"invalid asset, its metadata is wrong: {problems}", path=path,
                          fix="build the asset again with fieldgen build")
     points, tets = asset.points, asset.tets
-    angles = (asset.min_dihedral_angle if asset.min_dihedral_angle is not None
-              else min_dihedral_angles(points, tets))
+    with np.errstate(all="ignore"):      # coordinates that overflow: a non-finite summary, which inspect refuses
+        angles = (asset.min_dihedral_angle if asset.min_dihedral_angle is not None
+                  else min_dihedral_angles(points, tets))
+        volume = float(np.sum(tet_volumes(points, tets)))
     law = meta.get("law", {})
     return {
         "path": None if path is None else os.path.abspath(os.fspath(path)),
@@ -199,7 +201,7 @@ def summarize(asset, path=None) -> dict:
         "tets": int(len(tets)),
         "vertices": int(len(points)),
         "boundary_faces": int(len(boundary_faces_of(tets))),
-        "volume": float(np.sum(tet_volumes(points, tets))),
+        "volume": volume,
         "bounds": [points.min(axis=0).tolist(), points.max(axis=0).tolist()],
         "characteristic_length": meta.get("characteristic_length"),
         "dissipation": meta.get("dissipation"),

@@ -349,9 +349,14 @@ def _check_damping(o: BuildOptions) -> None:
 
 
 def _check_drake_vtk(o: BuildOptions) -> None:
+    """A FILE.vtk: Drake reads its suffix; a name that is the suffix alone (``.vtk``, a hidden
+    file) has none, and would be refused by the writer after the whole build."""
     if o.drake_vtk is not None and not str(o.drake_vtk).lower().endswith(".vtk"):
         raise OptionError(f"--drake-vtk {o.drake_vtk!r} does not end in .vtk (Drake reads compliant tet "
                           "meshes only from legacy .vtk files)", fix="name it FILE.vtk")
+    if o.drake_vtk is not None and Path(o.drake_vtk).suffix.lower() != ".vtk":
+        raise OptionError(f"--drake-vtk {o.drake_vtk!r} is named .vtk alone: a file of that name has no suffix "
+                          "for Drake to read", fix="name it FILE.vtk, e.g. part.vtk")
 
 
 def _check_selectors(o: BuildOptions) -> None:

@@ -104,8 +104,8 @@ def prepared_outputs(input_path: str, output_path, options: BuildOptions) -> str
     if not output_path.endswith(".vtu"):
         raise OptionError(f"output {output_path!r} does not end in .vtu", fix="name the asset FILE.vtu")
     prepare_output(output_path)                   # before the work, not after it
-    if options.drake_vtk is not None:
-        prepare_output(options.drake_vtk)
+    for drake in () if options.drake_vtk is None else (options.drake_vtk, Path(options.drake_vtk).with_suffix(".sdf")):
+        prepare_output(drake)                     # the Drake mesh, and its SDF file beside it
     return output_path
 
 

@@ -17,9 +17,11 @@ import numpy as np
 from fieldgen.errors import FieldgenError
 from fieldgen.io.asset import (CELL_ARRAYS, FIELD_NUMBERS, METADATA_ARRAY, POINT_ARRAYS, REQUIRED_METADATA,
                                SCHEMA, UNITS, VTK_TETRA, RawVtu)
+from fieldgen.material.damping import MAX_DISSIPATION
 from fieldgen.material.modulus import law_from_metadata
 from fieldgen.meshing.tetmesh import boundary_faces_of as boundary_faces
 from fieldgen.meshing.tetmesh import min_dihedral_angles, p1_gradients, tet_volumes
+from fieldgen.options import LARGEST_SIZE, MAX_TANGENTIAL_STIFFNESS
 
 GRADIENT_RTOL = 1e-6          # of max |grad p| (the contract)
 LENGTH_RTOL = 1e-6            # characteristic length and dissipation (the contract)
@@ -161,9 +163,10 @@ def check_metadata(s: CheckState) -> str:
 #: Metadata keys that hold objects, with the keys each must have; and those that hold numbers.
 METADATA_OBJECTS = {"law": ("kind", "modulus"), "friction": ("static", "dynamic"), "source": ("file", "sha256"),
                     "tool": ("name", "version"), "units": tuple(UNITS), "boundary": (), "mesh": (),
-                    "extent_solution": ()}
+                    "extent_solution": (), "tangential": ("stiffness", "damping")}
 METADATA_NUMBERS = (("characteristic_length",), ("dissipation",), ("max_interpolation_error",),
-                    ("layer_tolerance",), ("expansion_rate",), ("law", "modulus"))
+                    ("layer_tolerance",), ("expansion_rate",), ("law", "modulus"), ("tangential", "stiffness"),
+                    ("tangential", "damping"))
 
 
 def metadata_type_problems(meta: dict, *, strict: bool = True) -> list[str]:
@@ -191,7 +194,17 @@ def metadata_type_problems(meta: dict, *, strict: bool = True) -> list[str]:
             metadata_number(meta, *keys)
         except ValueError as error:
             problems.append(str(error))
+    warnings = meta.get("warnings", [])
+    if not (isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)):
+        problems.append(f"warnings is {_short(warnings)}, not a list of strings")
     return problems
+
+
+def _short(value) -> str:
+    """``repr(value)``, cut to 60 characters (an edited asset's value may be any size)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
 
 
 def check_schema(s: CheckState) -> str:
@@ -266,7 +279,8 @@ def check_cell_types(s: CheckState) -> str:
 
 
 def check_finite(s: CheckState) -> str:
-    """Points, every point/cell array and the field-data numbers are finite."""
+    """Points, every point/cell array and the field-data numbers are finite; no coordinate is
+    so large (above :data:`~fieldgen.options.LARGEST_SIZE`) that volumes overflow."""
     bad = []
     named = {"points": s.raw.points, **s.raw.point_data, **s.raw.cell_data,
              **{k: v for k, v in s.raw.field_data.items() if isinstance(v, np.ndarray)}}
@@ -274,6 +288,10 @@ def check_finite(s: CheckState) -> str:
         count = int(np.sum(~np.isfinite(np.asarray(values, dtype=np.float64))))
         if count:
             bad.append(f"{name}: {count} non-finite of {np.size(values)}")
+    points = np.asarray(s.raw.points, dtype=np.float64)
+    huge = int(np.sum(np.isfinite(points) & (np.abs(points) > LARGEST_SIZE)))
+    if huge:
+        bad.append(f"points: {huge} coordinates above {LARGEST_SIZE:g} m in size (volumes and areas overflow)")
     if bad:
         raise ValueError("; ".join(bad))
     s.finite_ok = True
@@ -380,6 +398,21 @@ def check_friction(s: CheckState) -> str:
     if dynamic > static:
         raise ValueError(f"friction dynamic {dynamic:g} exceeds static {static:g} (mu_dynamic <= mu_static)")
     return f"mu_static {static:g} >= mu_dynamic {dynamic:g}"
+
+
+def check_tangential(s: CheckState) -> str:
+    """The friction spring's K̄ (1/m) and C̄ (s/m), when the asset has them, are > 0 (D 6.2.3: the
+    compliant friction model divides by them) and within the bounds fieldgen build gives them."""
+    meta = s.need_metadata()
+    if "tangential" not in meta:
+        return "not given (the defaults apply)"
+    stiffness, damping = metadata_number(meta, "tangential", "stiffness"), metadata_number(meta, "tangential", "damping")
+    if stiffness <= 0 or damping <= 0:
+        raise ValueError(f"tangential stiffness {stiffness:g} 1/m and damping {damping:g} s/m must be > 0")
+    if stiffness > MAX_TANGENTIAL_STIFFNESS or damping > MAX_DISSIPATION:
+        raise ValueError(f"tangential stiffness {stiffness:g} 1/m and damping {damping:g} s/m must be at most "
+                         f"{MAX_TANGENTIAL_STIFFNESS:g} 1/m and {MAX_DISSIPATION:g} s/m (fieldgen build's bounds)")
+    return f"K̄ {stiffness:g} 1/m, C̄ {damping:g} s/m"
 
 
 def check_pressure_gradient(s: CheckState) -> str:
@@ -535,5 +568,5 @@ CHECKS: tuple[tuple[str, Callable[[CheckState], str]], ...] = (
     ("characteristic_length", check_characteristic_length), ("mesh_statistics", check_mesh_statistics),
     ("dissipation", check_dissipation), ("field_data", check_field_data),
     ("pressure_law", check_pressure_law), ("interpolation_error", check_interpolation_error),
-    ("friction", check_friction),
+    ("friction", check_friction), ("tangential", check_tangential),
 )

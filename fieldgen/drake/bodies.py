@@ -8,6 +8,7 @@ reused without it. A body's geometry is given in that body's frame, optionally p
 
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Mapping
 
 import numpy as np
 
-from fieldgen.errors import InputError, OptionError
+from fieldgen.errors import BuildError, InputError, OptionError
+from fieldgen.options import MAX_FRICTION
 from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry, load_body
 from fieldgen.runtime.contact.pose import cross3
 from fieldgen.runtime.dynamics.bodies import Scene, SceneBody
@@ -58,30 +60,102 @@ def read_geometry(path: str, units: str | None, friction: float | None) -> Compl
             raise OptionError(f"unknown units {units!r}", path=path, fix=f"use one of {', '.join(LENGTH_UNITS)}")
         body = load_body(path, units=units or "m")
     if friction is not None:
-        if not (np.isfinite(friction) and friction >= 0):
-            raise OptionError(f"friction {friction} is not a coefficient >= 0", path=path, fix="give e.g. 0.5")
-        body.mu_static = body.mu_dynamic = float(friction)
+        body.mu_static = body.mu_dynamic = checked_friction(friction, path)
     return body
+
+
+def checked_friction(friction, path: str) -> float:
+    """``friction`` as a float: a real number (not a bool, not text), finite, 0 to
+    :data:`~fieldgen.options.MAX_FRICTION` (the bound of build's ``--mu-*``, contact's ``--mu-a/-b``)."""
+    if isinstance(friction, bool) or not isinstance(friction, numbers.Real):
+        raise OptionError(f"friction {friction!r} is not a number", path=path, fix="give a coefficient, e.g. 0.5")
+    if not (np.isfinite(friction) and friction >= 0):
+        raise OptionError(f"friction {friction} is not a coefficient >= 0", path=path, fix="give e.g. 0.5")
+    if friction > MAX_FRICTION:
+        raise OptionError(f"friction {friction:g} is above {MAX_FRICTION:g}: no pair of solids grips so hard",
+                          path=path, fix="give a coefficient, e.g. 0.5 (rubber on glass is about 3)")
+    return float(friction)
+
+
+PLACEMENT_FIX = "give a pydrake RigidTransform, e.g. RigidTransform([0, 0, 0.01]), or its GetAsMatrix4()"
+
+
+def placement_matrix(name: str, placement, as_matrix) -> np.ndarray:
+    """The 4×4 ``X_BG`` of body ``name``'s ``placement``: finite, a rotation (orthonormal to 1e-6,
+    determinant +1) and a translation, last row 0 0 0 1. OptionError otherwise: a NaN or a scaled
+    matrix would place the mesh nowhere, or stretch it, without a word."""
+    try:
+        X = np.asarray(as_matrix(placement), dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise OptionError(f"body {name!r}: the placement {placement!r} is not a transform ({error})",
+                          fix=PLACEMENT_FIX) from None
+    if X.shape != (4, 4):
+        raise OptionError(f"body {name!r}: the placement is of shape {X.shape}, not a 4×4 transform",
+                          fix=PLACEMENT_FIX)
+    if not np.all(np.isfinite(X)):
+        raise OptionError(f"body {name!r}: the placement has numbers that are not finite", fix=PLACEMENT_FIX)
+    R = X[:3, :3]
+    if not (np.allclose(R.T @ R, np.eye(3), rtol=0, atol=1e-6) and np.linalg.det(R) > 0
+            and np.array_equal(X[3], [0.0, 0.0, 0.0, 1.0])):
+        raise OptionError(f"body {name!r}: the placement is not a rigid transform (its 3×3 block is not a "
+                          "rotation, or its last row is not 0 0 0 1): it would stretch or mirror the mesh",
+                          fix=PLACEMENT_FIX)
+    return X
+
+
+def _body_entry(name, value, as_matrix) -> tuple[str, np.ndarray]:
+    """(path, X_BG) of one entry of ``bodies``: a path, or a (path, placement) pair."""
+    if not isinstance(name, str):
+        raise OptionError(f"the body name {name!r} is not a string", fix='key the bodies by Drake body name, e.g. "ball"')
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise OptionError(f"body {name!r}: {value!r} is not a path or a (path, RigidTransform) pair",
+                              fix='give e.g. {"pad": ("pad.vtu", RigidTransform([0, 0, 0.01]))}')
+        path, X_BG = value[0], placement_matrix(name, value[1], as_matrix)
+    else:
+        path, X_BG = value, np.eye(4)
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        what = "an empty string" if isinstance(path, str) else repr(path)
+        raise OptionError(f"body {name!r}: {what} is not a path", fix='give a file path, e.g. "pad.vtu"')
+    return os.fspath(path), X_BG
+
+
+def _lookup(table, what: str) -> dict:
+    """``units`` or ``friction`` as a dict (None: empty); OptionError if it is no mapping."""
+    if table is None:
+        return {}
+    if not isinstance(table, Mapping):
+        example = '"mm"' if what == "units" else "0.5"
+        raise OptionError(f"{what} is a {type(table).__name__}, not a mapping of path or body name to value",
+                          fix=f'give e.g. {what}={{"ball.stl": {example}}}')
+    return {os.fspath(k) if isinstance(k, os.PathLike) else k: v for k, v in table.items()}
+
+
+def _check_keys(table: dict, what: str, bodies: list[tuple[str, str]]) -> None:
+    """Every key of ``units`` or ``friction`` names a body given or its file: one that names
+    neither (a misspelt name) would be ignored, the body left with the file's value."""
+    known = {name for name, _ in bodies} | {path for _, path in bodies}
+    for key in table:
+        if key not in known:
+            raise OptionError(f"{what} key {key!r} names none of the bodies given nor their files",
+                              fix=f"key {what} by one of {', '.join(repr(k) for k in sorted(map(str, known)))}")
 
 
 def handled_bodies(bodies: Mapping, units: Mapping | None, friction: Mapping | None, as_matrix) -> list[HandledBody]:
     """The :class:`HandledBody` of each entry of ``bodies`` (body name -> path, or (path,
     placement)); ``as_matrix`` turns a placement (e.g. a Drake ``RigidTransform``) into a 4×4
     array. ``units`` and ``friction`` are looked up by path, then by body name."""
-    units, friction = dict(units or {}), dict(friction or {})
+    if not isinstance(bodies, Mapping):
+        raise OptionError(f"bodies is a {type(bodies).__name__}, not a mapping of Drake body name to file",
+                          fix='give e.g. {"ball": "ball.stl", "world": "pad.vtu"}')
+    units, friction = _lookup(units, "units"), _lookup(friction, "friction")
+    entries = [(name, *_body_entry(name, value, as_matrix)) for name, value in bodies.items()]
+    for table, what in ((units, "units"), (friction, "friction")):
+        _check_keys(table, what, [(name, path) for name, path, _ in entries])
     out = []
-    for name, value in bodies.items():
-        if isinstance(value, (tuple, list)):
-            if len(value) != 2:
-                raise OptionError(f"body {name!r}: {value!r} is not a path or a (path, RigidTransform) pair",
-                                  fix='give e.g. {"pad": ("pad.vtu", RigidTransform([0, 0, 0.01]))}')
-            path, placement = value
-            X_BG = np.asarray(as_matrix(placement), dtype=np.float64).reshape(4, 4)
-        else:
-            path, X_BG = value, np.eye(4)
-        path = os.fspath(path)
+    for name, path, X_BG in entries:
         geometry = read_geometry(path, units.get(path, units.get(name)), friction.get(path, friction.get(name)))
-        out.append(HandledBody(str(name), path, geometry, X_BG))
+        out.append(HandledBody(name, path, geometry, X_BG))
     return out
 
 
@@ -96,6 +170,18 @@ def contact_scene(bodies: list[HandledBody], face_rule: str) -> Scene:
     and velocity come from Drake, its mass stays in Drake), so each state's position is the
     mesh origin G and each wrench's torque is about it."""
     return Scene([SceneBody(b.name, b.geometry, "kinematic") for b in bodies], face_rule=face_rule)
+
+
+def check_finite_states(names: list[str], X_WG: list[tuple[np.ndarray, np.ndarray]], V_WB: list[np.ndarray],
+                        time: float) -> None:
+    """BuildError naming the first body whose pose or velocity from Drake is not finite (the
+    plant's simulation diverged, or was given such a state): the runtime would read it as no
+    contact, a zero force that looks like an answer."""
+    for name, (p_WG, q_WG), V in zip(names, X_WG, V_WB):
+        if not (np.all(np.isfinite(p_WG)) and np.all(np.isfinite(q_WG)) and np.all(np.isfinite(V))):
+            raise BuildError(f"body {name!r} has a non-finite pose or velocity in the Drake plant at t = {time:.6g} s",
+                             fix="check the plant's initial state, masses and inertias, and keep time_step well "
+                                 "below the contact's period (a step too long diverges)")
 
 
 def geometry_states(X_WG: list[tuple[np.ndarray, np.ndarray]], V_WB: list[np.ndarray],

@@ -18,8 +18,8 @@ from typing import Mapping
 
 import numpy as np
 
-from fieldgen.drake.bodies import (HandledBody, body_wrenches, contact_scene, geometry_states, handled_bodies,
-                                   pressure_field_pairs)
+from fieldgen.drake.bodies import (HandledBody, body_wrenches, check_finite_states, contact_scene, geometry_states,
+                                   handled_bodies, pressure_field_pairs)
 from fieldgen.errors import InputError, OptionError
 from fieldgen.install import install_hint
 from fieldgen.runtime.contact.surface import FACE_RULES, ContactWarning
@@ -36,7 +36,7 @@ def pydrake_modules():
         from pydrake.geometry import CollisionFilterDeclaration, GeometrySet, SceneGraph
         from pydrake.math import RigidTransform
         from pydrake.multibody.math import SpatialForce, SpatialVelocity
-        from pydrake.multibody.plant import ExternallyAppliedSpatialForce
+        from pydrake.multibody.plant import ExternallyAppliedSpatialForce, MultibodyPlant
         from pydrake.systems.framework import LeafSystem
     except ImportError:
         raise OptionError("fieldgen.drake needs pydrake, which is not installed",
@@ -44,7 +44,8 @@ def pydrake_modules():
     return dict(AbstractValue=AbstractValue, CollisionFilterDeclaration=CollisionFilterDeclaration,
                 GeometrySet=GeometrySet, SceneGraph=SceneGraph, RigidTransform=RigidTransform,
                 SpatialForce=SpatialForce, SpatialVelocity=SpatialVelocity,
-                ExternallyAppliedSpatialForce=ExternallyAppliedSpatialForce, LeafSystem=LeafSystem)
+                ExternallyAppliedSpatialForce=ExternallyAppliedSpatialForce, LeafSystem=LeafSystem,
+                MultibodyPlant=MultibodyPlant)
 
 
 def _matrix(placement) -> np.ndarray:
@@ -115,6 +116,7 @@ def system_class():
                 X_WG.append((X.translation(), X.rotation().ToQuaternion().wxyz()))
                 V_WB.append(velocities[int(index)].get_coeffs())
                 p_WBo.append(X_WB.translation())
+            check_finite_states([b.name for b in self.bodies], X_WG, V_WB, context.get_time())
             seen = len(self.log.entries)
             with collecting(self.log):
                 set_time(context.get_time())
@@ -143,6 +145,31 @@ def system_class():
     return PressureFieldContact
 
 
+def check_plant(builder, plant) -> None:
+    """OptionError unless ``plant`` is a finalized ``MultibodyPlant`` added to ``builder`` whose
+    applied-spatial-force input is still free: Drake would end the whole process (not raise) on
+    a second connection to it, and a plant of another builder is found only at ``Connect``."""
+    d = pydrake_modules()
+    if not isinstance(plant, d["MultibodyPlant"]):
+        raise OptionError(f"plant ({type(plant).__name__}) is not a pydrake MultibodyPlant (of float)",
+                          fix="give the plant AddMultibodyPlantSceneGraph(builder, time_step) returned")
+    try:
+        systems = builder.GetSystems()
+    except RuntimeError:       # Build() was called: the builder takes no more systems
+        raise OptionError("the builder has already built its diagram", fix="call add_pressure_field_contact "
+                          "before builder.Build()") from None
+    if not any(system is plant for system in systems):
+        raise OptionError(f"the plant {plant.get_name()!r} is not a system of this builder",
+                          fix="give the DiagramBuilder the plant was added to")
+    if not plant.is_finalized():
+        raise OptionError("the plant is not finalized: its body poses and velocities are not yet ports",
+                          fix="call plant.Finalize() before add_pressure_field_contact")
+    if builder.IsConnectedOrExported(plant.get_applied_spatial_force_input_port()):
+        raise OptionError("the plant's applied_spatial_force input is already connected (by an earlier "
+                          "add_pressure_field_contact or another system); Drake takes one source for it",
+                          fix="call add_pressure_field_contact once per plant, with every body in one mapping")
+
+
 def add_pressure_field_contact(builder, plant, bodies: Mapping, units: Mapping | None = None, *,
                                friction: Mapping | None = None, face_rule: str = "all", scene_graph=None,
                                name: str = "fieldgen_pressure_field_contact"):
@@ -156,10 +183,7 @@ def add_pressure_field_contact(builder, plant, bodies: Mapping, units: Mapping |
     ``"all"`` or ``"drake"`` (docs/model.md §3.5). Returns the added system; its output is
     connected to ``plant.get_applied_spatial_force_input_port()``.
     """
-    pydrake_modules()
-    if not plant.is_finalized():
-        raise OptionError("the plant is not finalized: its body poses and velocities are not yet ports",
-                          fix="call plant.Finalize() before add_pressure_field_contact")
+    check_plant(builder, plant)
     if face_rule not in FACE_RULES:
         raise OptionError(f"face_rule {face_rule!r} is not one of {FACE_RULES}", fix='use "all" or "drake"')
     handled = handled_bodies(bodies, units, friction, _matrix)
