@@ -36,6 +36,29 @@ def _box(a, b, c):
     return np.asarray(box.vertices, dtype=np.float64), np.asarray(box.faces, dtype=np.int64)
 
 
+def _box_mesh(n: int = 4):
+    """A unit cube of n³ small cubes, each six tets (Kuhn's split), its faces free."""
+    from fieldgen.meshing.tetmesh import TetMesh
+
+    grid = np.stack(np.meshgrid(*[np.arange(n + 1)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
+    index = lambda i, j, k: (i * (n + 1) + j) * (n + 1) + k  # noqa: E731
+    paths = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
+    tets = []
+    for i, j, k in np.ndindex(n, n, n):
+        for path in paths:
+            corner = np.array([i, j, k])
+            chain = [index(*corner)]
+            for axis in path:
+                corner = corner.copy()
+                corner[axis] += 1
+                chain.append(index(*corner))
+            tets.append(chain)
+    points = grid / float(n)
+    tets = orient_positive(points, np.asarray(tets, dtype=np.int64))
+    faces = boundary_faces_of(tets)
+    return TetMesh(points, tets, faces, np.full(len(faces), FREE))
+
+
 A, B, C, T = 0.04, 0.03, 0.02, 0.004
 
 
@@ -385,3 +408,46 @@ def test_skin_mesh_in_a_spec_is_read_and_a_wrong_one_is_refused(tmp_path):
     assert read_metadata(tmp_path / "cut.vtu")["skin"]["mesh"] == "cut"
     assert "bands.toml: skin_mesh must be one of cut, band, got 'bands'" in result.output
     assert not (tmp_path / "bands.vtu").exists()
+
+
+def test_the_vertices_a_bisection_adds_are_found_in_the_tets_they_lie_in():
+    """Every vertex two bisection passes add lies in the tet of the first mesh that
+    ``descendants`` names, at its weights: rebuilt from the parent's corners, it is the vertex."""
+    from fieldgen.meshing import refine
+    from fieldgen.meshing.tetmesh import TetMesh
+    from fieldgen.skin.band import descendants
+
+    first = _box_mesh()
+    mesh = refine.bisected(first, np.arange(0, first.n_tets, 3))
+    mesh = refine.bisected(mesh, np.arange(0, mesh.n_tets, 5))
+    assert isinstance(mesh, TetMesh) and mesh.n_points > first.n_points
+    found = descendants(first, mesh)
+    assert found.n_first == first.n_points and np.all(found.parent >= 0)
+    assert found.weights.min() >= -1e-9 and np.allclose(found.weights.sum(axis=1), 1.0)
+    corners = first.points[first.tets[found.parent]]                      # (m, 4, 3)
+    rebuilt = np.einsum("ij,ijk->ik", found.weights, corners)
+    assert np.abs(rebuilt - mesh.points[first.n_points:]).max() < 1e-12
+
+
+@pytest.mark.slow
+def test_the_kept_band_is_aligned_again_and_the_layering_adds_less(tmp_path, monkeypatch):
+    """The sizing's last solution lies off the band's layers (they were slid onto an earlier
+    one's levels); sliding them again onto its own, with the vertices the refinement added, and
+    solving again leaves the estimate as it was and the layering less to add (measured on this
+    ball: 307k added without, 262k with)."""
+    import fieldgen.sizing.band as band_sizing
+
+    b, t = 0.05, 0.006
+    trimesh.creation.icosphere(subdivisions=4, radius=b).export(tmp_path / "ball.stl")
+    options = BuildOptions(skin=t, modulus=1e5, law="hyperbolic", k=0.8, skin_mesh="band")
+    build(tmp_path / "ball.stl", tmp_path / "realigned.vtu", options)
+    monkeypatch.setattr(band_sizing, "REALIGN_ROUNDS", 0)
+    build(tmp_path / "ball.stl", tmp_path / "once.vtu", options)
+    again, once = read_metadata(tmp_path / "realigned.vtu"), read_metadata(tmp_path / "once.vtu")
+    assert again["mesher"]["band"]["columns_realigned"] > 0 and "columns_realigned" not in once["mesher"]["band"]
+    assert again["mesh"]["tets_before_layering"] == once["mesh"]["tets_before_layering"]
+    assert again["mesh"]["tets_added_by_layering"] < 0.9 * once["mesh"]["tets_added_by_layering"]
+    for key in ("extent", "pressure", "characteristic_length"):
+        assert again["error_estimate"][key] <= 1.01 * once["error_estimate"][key] + 1e-6
+    assert again["max_interpolation_error"] <= again["layer_tolerance"]
+    assert validate_asset(tmp_path / "realigned.vtu").ok

@@ -247,6 +247,16 @@ class BandPass:
         columns moved (docs/model.md §2.4)."""
         return layer_band.aligned_columns(mesh, self.columns, extent, self.levels)
 
+    def realign(self, base: TetMesh, mesh: TetMesh, extent: np.ndarray,
+                found: layer_band.Descendants | None = None) -> tuple[TetMesh, int, layer_band.Descendants]:
+        """``mesh``, a refinement of the aligned ``base`` by splitting, with the band's layers slid
+        onto the levels of ``extent`` again and the vertices the refinement added moved with them
+        (:func:`fieldgen.skin.band.realigned`); how many columns moved, and where the added vertices
+        lie in ``base`` (``found``, when known already)."""
+        found = layer_band.descendants(base, mesh) if found is None else found
+        moved_mesh, moved = layer_band.realigned(mesh, self.columns, extent, self.levels, base.tets, found)
+        return moved_mesh, moved, found
+
 
 @dataclass(frozen=True)
 class BandMesher:

@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from fieldgen.errors import BuildError
 from fieldgen.io.vtk_data import distance_to_triangles, triangles
@@ -301,7 +302,8 @@ def aligned_columns(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targ
     the interior's round creases ``e`` falls faster than ``1 − s/T`` and the layers would straddle
     the law's levels. A column whose ``e`` does not fall monotonically stays; so does any whose
     move would turn a tet inside out (checked until none does). Returns the mesh and how many
-    columns moved. The mesh must be the band's before any refinement (its columns' ids)."""
+    columns moved. The mesh is the band's, or a refinement of it by splitting (which keeps its
+    vertices' numbers, so the columns' ids)."""
     points = np.array(mesh.points, dtype=np.float64)
     column_points = points[columns]                       # (k + 1, m, 3)
     values = np.asarray(extent, dtype=np.float64)[columns]
@@ -336,5 +338,71 @@ def aligned_columns(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targ
                    boundary_markers=mesh.boundary_markers), int(np.count_nonzero(keep))
 
 
+#: Candidate tets (nearest centroids) searched for a refined vertex's parent, widening in turn;
+#: and how far outside a tet (barycentric) a vertex on its face may be found.
+PARENT_CANDIDATES = (16, 64, 256, 1024)
+PARENT_SLACK = 1e-9
 
 
+@dataclass(frozen=True)
+class Descendants:
+    """Where the vertices a refinement by bisection added lie in the mesh it refined (``parent``:
+    that mesh's tet holding each, ``weights``: their barycentric coordinates there; -1 and 0 for
+    one not found), vertices ``n_first`` onwards."""
+
+    n_first: int
+    parent: np.ndarray           # (m,)
+    weights: np.ndarray          # (m, 4)
+
+
+def descendants(first: TetMesh, mesh: TetMesh) -> Descendants:
+    """The tets of ``first`` holding the vertices ``mesh`` (a refinement of ``first`` by splitting,
+    which keeps ``first``'s vertices and numbers) added to it, by their barycentric coordinates
+    among the tets of nearest centroids (:data:`PARENT_CANDIDATES`)."""
+    n_first = first.n_points
+    corners = np.asarray(first.points, dtype=np.float64)[np.asarray(first.tets)]       # (t, 4, 3)
+    query = np.asarray(mesh.points[n_first:], dtype=np.float64)
+    parent, weights = np.full(len(query), -1, dtype=np.int64), np.zeros((len(query), 4))
+    if not len(query):
+        return Descendants(n_first, parent, weights)
+    tree = cKDTree(corners.mean(axis=1))
+    for k in PARENT_CANDIDATES:
+        todo = np.flatnonzero(parent < 0)
+        if not len(todo):
+            break
+        k = min(k, len(corners))
+        candidates = tree.query(query[todo], k=k)[1].reshape(len(todo), k)
+        origin = corners[candidates, 0]
+        edges = np.stack([corners[candidates, j] - origin for j in (1, 2, 3)], axis=-1)   # (m, k, 3, 3)
+        flat = np.abs(np.linalg.det(edges)) <= 0.0
+        edges[flat] = np.eye(3)
+        local = np.linalg.solve(edges, (query[todo, None, :] - origin)[..., None])[..., 0]
+        lam = np.concatenate([1.0 - local.sum(axis=-1, keepdims=True), local], axis=-1)
+        inside = (lam.min(axis=-1) >= -PARENT_SLACK) & ~flat
+        hit = inside.any(axis=1)
+        pick = np.argmax(inside, axis=1)
+        parent[todo[hit]] = candidates[hit, pick[hit]]
+        weights[todo[hit]] = lam[hit, pick[hit]]
+    return Descendants(n_first, parent, weights)
+
+
+def realigned(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targets: np.ndarray,
+              first_tets: np.ndarray, found: Descendants) -> tuple[TetMesh, int]:
+    """``mesh`` (a refinement of the band's mesh by splitting, its added vertices ``found`` in that
+    mesh's ``first_tets``) with the columns slid onto the levels of its solved ``extent``
+    (:func:`aligned_columns`) and every added vertex moved by the columns' displacement
+    interpolated linearly in its parent tet, so that a vertex bisection put on a layer stays on
+    it; and how many columns moved. ``mesh`` itself where a tet would turn inside out, or a vertex
+    the refinement added was not found in a parent."""
+    slid, moved = aligned_columns(mesh, columns, extent, targets)
+    n_first = found.n_first
+    if not moved or np.any(found.parent < 0):
+        return mesh, 0
+    shift = np.zeros_like(mesh.points)
+    shift[:n_first] = slid.points[:n_first] - mesh.points[:n_first]
+    shift[n_first:] = np.einsum("ij,ijk->ik", found.weights, shift[:n_first][np.asarray(first_tets)[found.parent]])
+    points = mesh.points + shift
+    if np.any(tet_volumes(points, mesh.tets) <= 0.0):
+        return mesh, 0
+    return TetMesh(points=points, tets=mesh.tets, boundary_faces=mesh.boundary_faces,
+                   boundary_markers=mesh.boundary_markers), moved
