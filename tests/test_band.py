@@ -452,3 +452,66 @@ def test_the_kept_band_is_aligned_again_and_the_layering_adds_less(tmp_path, mon
         assert again["error_estimate"][key] <= 1.01 * once["error_estimate"][key] + 1e-6
     assert again["max_interpolation_error"] <= again["layer_tolerance"]
     assert validate_asset(tmp_path / "realigned.vtu").ok
+
+
+def test_realigning_a_refined_band_equals_refining_the_realigned_band():
+    """Moving the columns of a bisected mesh, the added vertices with them, gives the mesh that
+    bisecting the moved unrefined mesh the same way gives: the added vertices stay the
+    midpoints they were made as, so the layers bisection put them on."""
+    from fieldgen.meshing import refine
+    from fieldgen.meshing.tetmesh import TetMesh
+    from fieldgen.skin.band import aligned_columns, descendants, realigned
+
+    n = 4
+    base = _box_mesh(n)
+    # Columns along z, the extent falling along them but not at the heights' levels.
+    column = lambda i, j: [(i * (n + 1) + j) * (n + 1) + k for k in range(n + 1)]  # noqa: E731
+    columns = np.array([column(i, j) for i in range(n + 1) for j in range(n + 1)]).T
+    targets = 1.0 - np.arange(n + 1) / n
+    first, second = np.arange(0, base.n_tets, 3), None
+    mesh = refine.bisected(base, first)
+    second = np.arange(0, mesh.n_tets, 5)
+    mesh = refine.bisected(mesh, second)
+    x, z = mesh.points[:, 0], mesh.points[:, 2]
+    extent = 1.0 - z + 0.05 * np.sin(3.0 * x) * z * (1.0 - z)
+    moved_mesh, moved = realigned(mesh, columns, extent, targets, base, descendants(base, mesh))
+    assert moved > 0
+    slid, _ = aligned_columns(base, columns, extent[:base.n_points], targets)
+    again = refine.bisected(refine.bisected(TetMesh(slid.points, base.tets, base.boundary_faces,
+                                                    base.boundary_markers), first), second)
+    assert np.array_equal(again.tets, moved_mesh.tets)
+    assert np.abs(again.points - moved_mesh.points).max() < 1e-12
+    assert np.abs(moved_mesh.points - mesh.points).max() > 1e-3         # it did move
+
+
+def test_a_realigned_pass_replaces_the_kept_one_only_within_the_accuracy_it_met(monkeypatch):
+    """The kept pass aligned again is kept if its estimate meets the accuracy where the pass
+    met it, else if within REALIGN_SLACK of the pass's: never a pass that met the accuracy
+    replaced by one that does not (the asset would say both)."""
+    import fieldgen.sizing.band as band_sizing
+    from fieldgen.progress import Progress
+    from fieldgen.sizing.accuracy import SizingPass
+
+    class Mesher:          # the band: each round moves three columns
+        skin = type("Skin", (), {"outer_edge": 1.0})()
+
+        def realign(self, base, mesh, extent, found):
+            return "moved mesh", 3, "found"
+
+    solution = type("Solution", (), {"extent": None})()
+    monkeypatch.setattr(band_sizing.extent_solve, "solve_extent", lambda mesh: solution)
+    monkeypatch.setattr(band_sizing, "estimate_error", lambda mesh, extent, law: "estimate")
+    monkeypatch.setattr(band_sizing, "pass_record", lambda *args, **kwargs: {})
+    monkeypatch.setattr(band_sizing, "report_pass", lambda *args, **kwargs: None)
+    accuracy = 0.01
+    for before, after, kept in ((0.0099, 0.01005, False), (0.00995, 0.01004, False), (0.0099, 0.0098, True),
+                                (0.0099, 0.0100, True),
+                                (0.02, 0.0201, True), (0.02, 0.0203, False)):
+        monkeypatch.setattr(band_sizing, "worst_error", lambda estimate, worst=after: worst)
+        best = SizingPass(4, before, "kept mesh", None, 0, solution, "its estimate", {})
+        history = [{}] * 5
+        result, moved = band_sizing._realigned(best, Mesher(), "base", None, accuracy, Progress(enabled=False),
+                                               history)
+        assert (result.mesh == "moved mesh") is kept and (moved == 3) is kept, (before, after)
+        if kept:
+            assert result.index == 5 and history[5]["from_pass"] == 5 and result.worst == after

@@ -274,3 +274,26 @@ def test_a_diverged_drake_state_is_an_error_not_zero_force(inputs, drake):
     with pytest.raises(FieldgenError) as caught:
         simulator.AdvanceTo(0.01)
     assert "body 'ball' has a non-finite pose or velocity in the Drake plant at t = 0 s" in str(caught.value)
+
+
+def test_a_rotation_printed_to_five_digits_is_a_placement_and_is_made_exact():
+    """A rotation pasted from a log (five significant digits, about 1e-5 from orthonormal) is
+    taken and projected onto the nearest rotation; one 1e-3 off is refused with how far it is."""
+    from fieldgen.drake.bodies import placement_matrix
+    from fieldgen.errors import OptionError
+
+    angle = 0.7
+    c, s = np.cos(angle), np.sin(angle)
+    X = np.eye(4)
+    X[:3, :3] = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
+    X[:3, 3] = [0.01, 0.02, 0.03]
+    rounded = np.array([[float(f"{v:.5g}") for v in row] for row in X])
+    placed = placement_matrix("ball", rounded, np.asarray)
+    R = placed[:3, :3]
+    assert np.abs(R.T @ R - np.eye(3)).max() < 1e-14 and np.abs(R - X[:3, :3]).max() < 1e-4
+    assert np.array_equal(placed[:3, 3], rounded[:3, 3])
+    assert np.array_equal(placement_matrix("ball", X, np.asarray), X)          # an exact one as given
+    off = X.copy()
+    off[0, 0] *= 1.001
+    with pytest.raises(OptionError, match="from orthonormal"):
+        placement_matrix("ball", off, np.asarray)

@@ -77,13 +77,19 @@ def checked_friction(friction, path: str) -> float:
     return float(friction)
 
 
+#: How far a placement's 3×3 block may be from a rotation (max |RᵀR − I|): a matrix printed to five
+#: significant digits is within it; what passes is projected onto the nearest rotation.
+ROTATION_TOLERANCE = 1e-4
+#: Below this a rotation is taken as given (an exact one keeps its bits).
+ROUNDED = 1e-12
 PLACEMENT_FIX = "give a pydrake RigidTransform, e.g. RigidTransform([0, 0, 0.01]), or its GetAsMatrix4()"
 
 
 def placement_matrix(name: str, placement, as_matrix) -> np.ndarray:
-    """The 4×4 ``X_BG`` of body ``name``'s ``placement``: finite, a rotation (orthonormal to 1e-6,
-    determinant +1) and a translation, last row 0 0 0 1. OptionError otherwise: a NaN or a scaled
-    matrix would place the mesh nowhere, or stretch it, without a word."""
+    """The 4×4 ``X_BG`` of body ``name``'s ``placement``: finite, a rotation (orthonormal within
+    ``ROTATION_TOLERANCE``, determinant +1; projected onto the nearest rotation) and a translation,
+    last row 0 0 0 1. OptionError otherwise: a NaN or a scaled matrix would place the mesh nowhere,
+    or stretch it, without a word."""
     try:
         X = np.asarray(as_matrix(placement), dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -95,11 +101,16 @@ def placement_matrix(name: str, placement, as_matrix) -> np.ndarray:
     if not np.all(np.isfinite(X)):
         raise OptionError(f"body {name!r}: the placement has numbers that are not finite", fix=PLACEMENT_FIX)
     R = X[:3, :3]
-    if not (np.allclose(R.T @ R, np.eye(3), rtol=0, atol=1e-6) and np.linalg.det(R) > 0
-            and np.array_equal(X[3], [0.0, 0.0, 0.0, 1.0])):
-        raise OptionError(f"body {name!r}: the placement is not a rigid transform (its 3×3 block is not a "
-                          "rotation, or its last row is not 0 0 0 1): it would stretch or mirror the mesh",
-                          fix=PLACEMENT_FIX)
+    off = float(np.abs(R.T @ R - np.eye(3)).max())
+    if not (off <= ROTATION_TOLERANCE and np.linalg.det(R) > 0 and np.array_equal(X[3], [0.0, 0.0, 0.0, 1.0])):
+        raise OptionError(f"body {name!r}: the placement is not a rigid transform (its 3×3 block is {off:.2g} "
+                          f"from orthonormal, more than {ROTATION_TOLERANCE:g}, or mirrors, or its last row is not "
+                          "0 0 0 1): it would stretch or mirror the mesh",
+                          fix=PLACEMENT_FIX + " (RotationMatrix.ProjectToRotationMatrix makes a rounded one exact)")
+    if off > ROUNDED:                  # a rounded rotation: the nearest one (det +1 checked above)
+        u, _, vt = np.linalg.svd(R)
+        X = X.copy()
+        X[:3, :3] = u @ vt
     return X
 
 

@@ -26,8 +26,8 @@ AIM_BAND = 0.85
 BAND_PASSES = 6
 BAND_MAX_TETS = 400_000
 #: The kept pass's layers are slid onto its own solution's levels this many times (each solved
-#: again), and kept if the estimate is within REALIGN_SLACK x the pass's or the accuracy
-#: (docs/design/skin.md, "The layer band").
+#: again), and kept if its estimate meets the accuracy where the pass's did, else is within
+#: REALIGN_SLACK x the pass's (docs/design/skin.md, "The layer band").
 REALIGN_ROUNDS = 2
 REALIGN_SLACK = 1.01
 
@@ -105,10 +105,11 @@ def band_by_accuracy(mesher, law, accuracy: float, *, progress=None,
 def _realigned(best: SizingPass, first, base, law, accuracy: float, progress, history: list) -> tuple[SizingPass, int]:
     """The kept pass with the band's layers slid again onto the levels of its own solution
     (``REALIGN_ROUNDS`` times, solving after each) and estimated, and how many columns the last
-    round moved; the pass as it was if nothing moved or the estimate came out worse than
-    ``REALIGN_SLACK`` x the pass's (or the accuracy). The bisection after the first alignment
-    moves the solution off the layers (docs/design/contact-accuracy.md, "Where a skinned part's
-    added tets are"): the layering then cuts tets that cross a level by a hair."""
+    round moved; the pass as it was if nothing moved, or if the estimate came out above the
+    accuracy where the pass met it, or above ``REALIGN_SLACK`` x the pass's where it did not. The
+    bisection after the first alignment moves the solution off the layers
+    (docs/design/contact-accuracy.md, "Where a skinned part's added tets are"): the layering then
+    cuts tets that cross a level by a hair."""
     mesh, solution, found, moved = best.mesh, best.solution, None, 0
     for _ in range(REALIGN_ROUNDS):
         with progress.stage("band"):
@@ -123,9 +124,10 @@ def _realigned(best: SizingPass, first, base, law, accuracy: float, progress, hi
     with progress.stage("error estimate"):
         estimate = estimate_error(mesh, solution.extent, law)
     worst = worst_error(estimate)
-    if worst > max(REALIGN_SLACK * best.worst, accuracy):
+    # A pass that met the accuracy is replaced only by one that meets it too.
+    if worst > (accuracy if best.worst <= accuracy else REALIGN_SLACK * best.worst):
         return best, 0
     history.append({**pass_record(mesh, estimate, first.skin.outer_edge), "meshed_by": "band", "aligned": True,
-                    "realigned": True})
+                    "realigned": True, "from_pass": best.index + 1})
     report_pass(progress, len(history) - 1, mesh, estimate, accuracy)
     return SizingPass(len(history) - 1, worst, mesh, None, best.split, solution, estimate, best.parameters), moved

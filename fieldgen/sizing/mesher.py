@@ -254,7 +254,7 @@ class BandPass:
         (:func:`fieldgen.skin.band.realigned`); how many columns moved, and where the added vertices
         lie in ``base`` (``found``, when known already)."""
         found = layer_band.descendants(base, mesh) if found is None else found
-        moved_mesh, moved = layer_band.realigned(mesh, self.columns, extent, self.levels, base.tets, found)
+        moved_mesh, moved = layer_band.realigned(mesh, self.columns, extent, self.levels, base, found)
         return moved_mesh, moved, found
 
 

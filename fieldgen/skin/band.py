@@ -342,6 +342,8 @@ def aligned_columns(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targ
 #: and how far outside a tet (barycentric) a vertex on its face may be found.
 PARENT_CANDIDATES = (16, 64, 256, 1024)
 PARENT_SLACK = 1e-9
+#: Candidate tets examined at a time (bounds the search's temporaries: about 150 bytes each).
+PARENT_BATCH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -371,36 +373,49 @@ def descendants(first: TetMesh, mesh: TetMesh) -> Descendants:
         if not len(todo):
             break
         k = min(k, len(corners))
-        candidates = tree.query(query[todo], k=k)[1].reshape(len(todo), k)
-        origin = corners[candidates, 0]
-        edges = np.stack([corners[candidates, j] - origin for j in (1, 2, 3)], axis=-1)   # (m, k, 3, 3)
-        flat = np.abs(np.linalg.det(edges)) <= 0.0
-        edges[flat] = np.eye(3)
-        local = np.linalg.solve(edges, (query[todo, None, :] - origin)[..., None])[..., 0]
-        lam = np.concatenate([1.0 - local.sum(axis=-1, keepdims=True), local], axis=-1)
-        inside = (lam.min(axis=-1) >= -PARENT_SLACK) & ~flat
-        hit = inside.any(axis=1)
-        pick = np.argmax(inside, axis=1)
-        parent[todo[hit]] = candidates[hit, pick[hit]]
-        weights[todo[hit]] = lam[hit, pick[hit]]
+        rows = max(1, PARENT_BATCH // k)
+        for chunk in (todo[at:at + rows] for at in range(0, len(todo), rows)):
+            _find_parents(chunk, query, corners, tree.query(query[chunk], k=k)[1].reshape(len(chunk), k),
+                          parent, weights)
     return Descendants(n_first, parent, weights)
 
 
+def _find_parents(rows: np.ndarray, query: np.ndarray, corners: np.ndarray, candidates: np.ndarray,
+                  parent: np.ndarray, weights: np.ndarray) -> None:
+    """For each of the ``query`` points ``rows``, the first of its ``candidates`` tets holding it
+    (barycentric weights ``>= -PARENT_SLACK``) written into ``parent`` and ``weights``."""
+    origin = corners[candidates, 0]
+    edges = np.stack([corners[candidates, j] - origin for j in (1, 2, 3)], axis=-1)   # (m, k, 3, 3)
+    flat = np.abs(np.linalg.det(edges)) <= 0.0
+    edges[flat] = np.eye(3)
+    local = np.linalg.solve(edges, (query[rows, None, :] - origin)[..., None])[..., 0]
+    lam = np.concatenate([1.0 - local.sum(axis=-1, keepdims=True), local], axis=-1)
+    inside = (lam.min(axis=-1) >= -PARENT_SLACK) & ~flat
+    hit = inside.any(axis=1)
+    pick = np.argmax(inside, axis=1)
+    parent[rows[hit]] = candidates[hit, pick[hit]]
+    weights[rows[hit]] = lam[hit, pick[hit]]
+
+
 def realigned(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targets: np.ndarray,
-              first_tets: np.ndarray, found: Descendants) -> tuple[TetMesh, int]:
-    """``mesh`` (a refinement of the band's mesh by splitting, its added vertices ``found`` in that
-    mesh's ``first_tets``) with the columns slid onto the levels of its solved ``extent``
-    (:func:`aligned_columns`) and every added vertex moved by the columns' displacement
-    interpolated linearly in its parent tet, so that a vertex bisection put on a layer stays on
-    it; and how many columns moved. ``mesh`` itself where a tet would turn inside out, or a vertex
-    the refinement added was not found in a parent."""
-    slid, moved = aligned_columns(mesh, columns, extent, targets)
+              base: TetMesh, found: Descendants) -> tuple[TetMesh, int]:
+    """``mesh`` (a refinement by splitting of the band's aligned mesh ``base``, its added vertices
+    ``found`` in ``base``'s tets) with the columns slid onto the levels of its solved ``extent``
+    and every added vertex moved by the columns' displacement interpolated linearly in its parent
+    tet, so that a vertex bisection put on a layer stays on it; and how many columns moved. The
+    columns' limiter (:func:`aligned_columns`) checks ``base``'s tets at the mesh's positions:
+    each tet of the refinement is an affine image of part of one of them, so it stays positive
+    when they do. ``mesh`` itself where a tet would turn inside out all the same, or a vertex the
+    refinement added was not found in a parent."""
     n_first = found.n_first
+    coarse = TetMesh(points=mesh.points[:n_first], tets=base.tets, boundary_faces=base.boundary_faces,
+                     boundary_markers=base.boundary_markers)
+    slid, moved = aligned_columns(coarse, columns, np.asarray(extent)[:n_first], targets)
     if not moved or np.any(found.parent < 0):
         return mesh, 0
     shift = np.zeros_like(mesh.points)
-    shift[:n_first] = slid.points[:n_first] - mesh.points[:n_first]
-    shift[n_first:] = np.einsum("ij,ijk->ik", found.weights, shift[:n_first][np.asarray(first_tets)[found.parent]])
+    shift[:n_first] = slid.points - mesh.points[:n_first]
+    shift[n_first:] = np.einsum("ij,ijk->ik", found.weights, shift[:n_first][np.asarray(base.tets)[found.parent]])
     points = mesh.points + shift
     if np.any(tet_volumes(points, mesh.tets) <= 0.0):
         return mesh, 0

@@ -186,7 +186,7 @@ def bodies_polydata(scene: Scene, states: list[RigidBodyState], surfaces):
 
 #: Every file :func:`write_outputs` makes, by its path in DIR: the only names it may remove.
 OWN_FILES = re.compile(r"(trajectories\.csv|tangential\.csv|bodies\.pvd|contact_surfaces\.pvd|view\.py"
-                       r"|frames/(bodies|contact)_\d{6}\.vtp)")
+                       r"|frames/(bodies|contact)_[0-9]{6}\.vtp)")
 
 
 def _files_in(folder: Path) -> list[str]:
