@@ -24,9 +24,6 @@ SIZE_ALLOWED = {
         "one numba kernel following Drake's tet-tet query step by step; split, it would no longer read alongside it",
     ("fieldgen/runtime/contact/drake_tri_tet.py", "tri_tet_polygons"):
         "one numba kernel following Drake's triangle-tet query step by step",
-    ("fieldgen/runtime/contact/clip.py", "tri_tet_polygons"):
-        "one numba kernel, the hot loop of every triangle-tet query: each split tried, inlined helpers "
-        "included, cost 4-50% (docs/design/runtime.md)",
 }
 #: Underscore names of other packages that are documented public API.
 PRIVATE_ALLOWED = {

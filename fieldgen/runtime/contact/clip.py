@@ -398,20 +398,82 @@ def _winding(poly, nx, ny, nz):
 
 
 @nb.njit(cache=True)
+def _clip_triangle_by_tet(PT, TT, t_, PS, SF, f, sign, plane, poly, tmp):
+    """Rigid triangle ``f`` clipped by tet ``t_`` into ``poly``: its vertex count, 0 where they do
+    not overlap. The tet's four face planes (normal (b − a) × (c − a) of the face's vertices a,
+    b, c, kept in ``plane``) serve both the separation test (the triangle wholly outside one
+    plane) and Sutherland–Hodgman. Only for the pairs the slice of :func:`tri_tet_polygons` does
+    not take (a few in a hundred against a fine mesh), so the hot loop keeps its shape."""
+    for q in range(4):
+        ia = TT[t_, _FACES[q, 0]]
+        ib = TT[t_, _FACES[q, 1]]
+        ic = TT[t_, _FACES[q, 2]]
+        ax = PT[ia, 0]
+        ay = PT[ia, 1]
+        az = PT[ia, 2]
+        ux, uy, uz = PT[ib, 0] - ax, PT[ib, 1] - ay, PT[ib, 2] - az
+        vx, vy, vz = PT[ic, 0] - ax, PT[ic, 1] - ay, PT[ic, 2] - az
+        nx = uy * vz - uz * vy
+        ny = uz * vx - ux * vz
+        nz = ux * vy - uy * vx
+        plane[q, 0] = nx
+        plane[q, 1] = ny
+        plane[q, 2] = nz
+        plane[q, 3] = ax
+        plane[q, 4] = ay
+        plane[q, 5] = az
+        outside = True
+        for i in range(3):
+            v = SF[f, i]
+            if (PS[v, 0] - ax) * nx + (PS[v, 1] - ay) * ny + (PS[v, 2] - az) * nz <= 0.0:
+                outside = False
+                break
+        if outside:
+            return 0
+    for i in range(3):
+        v = SF[f, i]
+        for c in range(3):
+            poly[i, c] = PS[v, c]
+    n = 3
+    if sign < 0.0:   # keep counter-clockwise about the reported normal
+        for c in range(3):
+            tmpv = poly[1, c]
+            poly[1, c] = poly[2, c]
+            poly[2, c] = tmpv
+    for q in range(4):
+        nx = plane[q, 0]
+        ny = plane[q, 1]
+        nz = plane[q, 2]
+        ax = plane[q, 3]
+        ay = plane[q, 4]
+        az = plane[q, 5]
+        inside = 0
+        for i in range(n):
+            if (poly[i, 0] - ax) * nx + (poly[i, 1] - ay) * ny + (poly[i, 2] - az) * nz <= 0.0:
+                inside += 1
+        if inside == n:         # wholly inside this face: clipping would copy it as is
+            continue
+        if inside == 0:         # wholly outside: nothing left
+            return 0
+        n = _clip_halfspace(poly, n, tmp, nx, ny, nz, ax, ay, az)
+        for i in range(n):
+            poly[i, 0] = tmp[i, 0]
+            poly[i, 1] = tmp[i, 1]
+            poly[i, 2] = tmp[i, 2]
+    return n
+
+
+@nb.njit(cache=True)
 def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
     """Rigid triangles clipped by the compliant tets they overlap (D 5.0.2). ``pairs`` holds
     (tet, triangle); the normal is ``sign``·(triangle outward normal) and the pressure is the
-    tet's field interpolated. Drake's face rule has its own kernel
-    (:mod:`fieldgen.runtime.contact.drake_arithmetic`).
-
+    tet's field interpolated (Drake's face rule: :mod:`fieldgen.runtime.contact.drake_arithmetic`).
     Face rule ``"all"``: a tet wholly inside the prism over the triangle is sliced by the
     triangle's plane (:func:`_slice_inside_triangle`, the usual case for a large rigid face
-    against a fine mesh); other pairs are clipped. Clipping: the tet's four face planes
-    (normal (b − a) × (c − a) of the face's vertices a, b, c) serve both the separation test
-    (the triangle wholly outside one plane: no overlap) and Sutherland–Hodgman. Both give
+    against a fine mesh); other pairs are clipped (:func:`_clip_triangle_by_tet`). Both give
     triangle ∩ tet; they differ by round-off. Arrays are read by scalar index (no per-pair
-    views or allocations): this runs for every candidate pair of every step. One function on
-    purpose: split into numba helpers (inlined or called), this hot loop ran measurably slower
+    views or allocations): this runs for every candidate pair of every step. The slice stays in
+    the loop: split into numba helpers (inlined or called), the hot path ran measurably slower
     (docs/design/runtime.md). The output has room for every pair's largest polygon
     (``MAX_POLYGON`` vertices), so it is never grown inside the loop."""
     m = pairs.shape[0]
@@ -431,12 +493,9 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
         gx = g[t_, 0]
         gy = g[t_, 1]
         gz = g[t_, 2]
-        ux_ = unit_normals[f, 0]
-        uy_ = unit_normals[f, 1]
-        uz_ = unit_normals[f, 2]
-        nrx = sign * ux_
-        nry = sign * uy_
-        nrz = sign * uz_
+        nrx = sign * unit_normals[f, 0]
+        nry = sign * unit_normals[f, 1]
+        nrz = sign * unit_normals[f, 2]
         if not planes_done[f]:
             _triangle_planes(PS, SF, unit_normals, f, planes)
             planes_done[f] = True
@@ -445,67 +504,7 @@ def tri_tet_polygons(pairs, PT, TT, PS, SF, unit_normals, sign, p, g):
             continue
         n_slice = n
         if n < 0:
-            separated = False
-            for q in range(4):
-                ia = TT[t_, _FACES[q, 0]]
-                ib = TT[t_, _FACES[q, 1]]
-                ic = TT[t_, _FACES[q, 2]]
-                ax = PT[ia, 0]
-                ay = PT[ia, 1]
-                az = PT[ia, 2]
-                ux, uy, uz = PT[ib, 0] - ax, PT[ib, 1] - ay, PT[ib, 2] - az
-                vx, vy, vz = PT[ic, 0] - ax, PT[ic, 1] - ay, PT[ic, 2] - az
-                nx = uy * vz - uz * vy
-                ny = uz * vx - ux * vz
-                nz = ux * vy - uy * vx
-                plane[q, 0] = nx
-                plane[q, 1] = ny
-                plane[q, 2] = nz
-                plane[q, 3] = ax
-                plane[q, 4] = ay
-                plane[q, 5] = az
-                outside = True
-                for i in range(3):
-                    v = SF[f, i]
-                    if (PS[v, 0] - ax) * nx + (PS[v, 1] - ay) * ny + (PS[v, 2] - az) * nz <= 0.0:
-                        outside = False
-                        break
-                if outside:
-                    separated = True
-                    break
-            if separated:
-                continue
-            for i in range(3):
-                v = SF[f, i]
-                for c in range(3):
-                    poly[i, c] = PS[v, c]
-            n = 3
-            if sign < 0.0:   # keep counter-clockwise about the reported normal
-                for c in range(3):
-                    tmpv = poly[1, c]
-                    poly[1, c] = poly[2, c]
-                    poly[2, c] = tmpv
-            for q in range(4):
-                nx = plane[q, 0]
-                ny = plane[q, 1]
-                nz = plane[q, 2]
-                ax = plane[q, 3]
-                ay = plane[q, 4]
-                az = plane[q, 5]
-                inside = 0
-                for i in range(n):
-                    if (poly[i, 0] - ax) * nx + (poly[i, 1] - ay) * ny + (poly[i, 2] - az) * nz <= 0.0:
-                        inside += 1
-                if inside == n:         # wholly inside this face: clipping would copy it as is
-                    continue
-                if inside == 0:         # wholly outside: nothing left
-                    n = 0
-                    break
-                n = _clip_halfspace(poly, n, tmp, nx, ny, nz, ax, ay, az)
-                for i in range(n):
-                    poly[i, 0] = tmp[i, 0]
-                    poly[i, 1] = tmp[i, 1]
-                    poly[i, 2] = tmp[i, 2]
+            n = _clip_triangle_by_tet(PT, TT, t_, PS, SF, f, sign, plane, poly, tmp)
         if n < 3:
             continue
         # a slice is walked either way round: measure it about the normal it winds around
