@@ -20,6 +20,7 @@ import numpy as np
 
 from fieldgen.calibrate.part import PreparedPart
 from fieldgen.material.modulus import ModulusLaw
+from fieldgen.meshing.tetmesh import tet_barycentric
 
 #: Symmetric 6-point rule on a triangle (degree 4): barycentric points and weights (sum 1).
 _A, _B = 0.445948490915965, 0.091576213509771
@@ -140,20 +141,11 @@ def surface_points(surface, points: np.ndarray, tets: np.ndarray, extent: np.nda
     q = (RULE_POINTS[None, :, 0, None] * a[:, None] + RULE_POINTS[None, :, 1, None] * b[:, None]
          + RULE_POINTS[None, :, 2, None] * c[:, None])                       # (tri, 6, 3)
     tet = surface.element_a[face]
-    lam = barycentric(points, tets[tet], q)                                  # (tri, 6, 4)
+    lam = tet_barycentric(points[tets[tet]], q)                              # (tri, 6, 4)
     e = np.einsum("tqk,tk->tq", lam, extent[tets[tet]])
     along = -(surface.normals[face] @ np.asarray(direction, dtype=np.float64))
     w = (area * along)[:, None] * RULE_WEIGHTS[None, :]
     return e.ravel(), w.ravel()
-
-
-def barycentric(points: np.ndarray, tet_vertices: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Barycentric coordinates (…, 4) of points q (t, m, 3) in tets (t, 4) of ``points``."""
-    p = points[tet_vertices]                                   # (t, 4, 3)
-    T = np.stack([p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]], axis=2)   # (t, 3, 3)
-    rhs = np.transpose(q - p[:, None, 0], (0, 2, 1))            # (t, 3, m)
-    lam = np.transpose(np.linalg.solve(T, rhs), (0, 2, 1))      # (t, m, 3)
-    return np.concatenate([1.0 - lam.sum(axis=2, keepdims=True), lam], axis=2)
 
 
 def force_model(press, prepared: PreparedPart, depths: np.ndarray) -> ForceModel:

@@ -119,6 +119,35 @@ def p1_gradients(points: np.ndarray, tets: np.ndarray, values: np.ndarray,
         return grad / det[:, None, None]
 
 
+def tet_barycentric(corners: np.ndarray, query: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
+    """Barycentric coordinates (..., m, 4) of points ``query`` (..., m, 3) in the tets whose
+    corners are ``corners`` (..., 4, 3); the leading axes broadcast (one tet against many points,
+    or each point against its own tet with m = 1). With ``index`` (an integer array), the tets are
+    ``corners[index]``: the same weights without a gathered copy of their corners (96 bytes a tet,
+    a large batch's largest temporary).
+
+    With edges e_k = p_k - p_0, the last three weights solve [e_1 e_2 e_3] λ = q - p_0 (one LU
+    solve per tet, all of its m points as right-hand sides); the first is 1 minus their sum. The
+    weights reconstruct the point (Σ λ_i p_i = q) and sum to 1, to rounding; a point outside the
+    tet has a negative weight. A degenerate tet (its edge matrix's determinant 0, also when the
+    determinant underflows) gives NaN weights for every point, never an error."""
+    corners = np.asarray(corners, dtype=np.float64)
+    if index is None:
+        origin = corners[..., :1, :]                                            # (..., 1, 3)
+        edges = corners[..., 1:, :] - origin
+    else:
+        origin, edges = corners[index, :1], corners[index, 1:]                  # gathered copies
+        edges -= origin
+    edges = np.swapaxes(edges, -1, -2)                             # (..., 3, 3), columns e_1 e_2 e_3
+    flat = np.abs(np.linalg.det(edges)) <= 0.0
+    edges[flat] = np.eye(3)
+    local = np.linalg.solve(edges, np.swapaxes(np.asarray(query, dtype=np.float64) - origin, -1, -2))
+    del edges, origin                                # the callers' batches are large: free them early
+    local = np.swapaxes(local, -1, -2)                                          # (..., m, 3)
+    local[np.broadcast_to(flat[..., None], local.shape[:-1])] = np.nan
+    return np.concatenate([1.0 - local.sum(axis=-1, keepdims=True), local], axis=-1)
+
+
 def min_dihedral_angles(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
     """Smallest interior dihedral angle of each tet, in degrees.
 

@@ -36,7 +36,8 @@ from scipy.spatial import cKDTree
 from fieldgen.errors import BuildError
 from fieldgen.io.vtk_data import distance_to_triangles, triangles
 from fieldgen.meshing import tetgen
-from fieldgen.meshing.tetmesh import RIGID, TetMesh, boundary_faces_of, find_faces, orient_positive, tet_volumes
+from fieldgen.meshing.tetmesh import (RIGID, TetMesh, boundary_faces_of, find_faces, orient_positive,
+                                      tet_barycentric, tet_volumes)
 from fieldgen.skin.cut import SkinResult
 from fieldgen.skin.interior import EDGE, self_intersecting
 from fieldgen.surface.topology import signed_volume
@@ -384,13 +385,8 @@ def _find_parents(rows: np.ndarray, query: np.ndarray, corners: np.ndarray, cand
                   parent: np.ndarray, weights: np.ndarray) -> None:
     """For each of the ``query`` points ``rows``, the first of its ``candidates`` tets holding it
     (barycentric weights ``>= -PARENT_SLACK``) written into ``parent`` and ``weights``."""
-    origin = corners[candidates, 0]
-    edges = np.stack([corners[candidates, j] - origin for j in (1, 2, 3)], axis=-1)   # (m, k, 3, 3)
-    flat = np.abs(np.linalg.det(edges)) <= 0.0
-    edges[flat] = np.eye(3)
-    local = np.linalg.solve(edges, (query[rows, None, :] - origin)[..., None])[..., 0]
-    lam = np.concatenate([1.0 - local.sum(axis=-1, keepdims=True), local], axis=-1)
-    inside = (lam.min(axis=-1) >= -PARENT_SLACK) & ~flat
+    lam = tet_barycentric(corners, query[rows, None, None, :], candidates)[..., 0, :]   # (m, k, 4)
+    inside = lam.min(axis=-1) >= -PARENT_SLACK                 # False for a flat tet's NaN weights
     hit = inside.any(axis=1)
     pick = np.argmax(inside, axis=1)
     parent[rows[hit]] = candidates[hit, pick[hit]]
