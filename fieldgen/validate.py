@@ -14,7 +14,7 @@ import numpy as np
 
 from fieldgen.errors import FieldgenError, InputError
 from fieldgen.io.asset import read_vtu
-from fieldgen.validate_checks import CHECKS, BuiltGeometry, CheckSkipped, CheckState
+from fieldgen.validate_checks import CHECKS, BuiltGeometry, CheckSkipped, CheckState, NotFinite
 from fieldgen.validate_checks import DOCUMENTED_METADATA  # noqa: F401 — kept importable from here
 
 
@@ -70,10 +70,14 @@ def validate_asset(path, *, built: BuiltGeometry | None = None) -> ValidationRep
     state = CheckState(path=str(path), raw=raw, built=built)
     for name, check in CHECKS:
         try:
-            with np.errstate(all="ignore"):      # an overflow or NaN is the check's failure, not a warning
+            # numpy's overflow notes are no message for a user (a hostile asset would print
+            # screenfuls); what overflowed, each check measures with `finite` and fails by name.
+            with np.errstate(all="ignore"):
                 report.checks.append(Check(name, True, check(state)))
         except CheckSkipped as reason:
             report.checks.append(Check(name, False, f"not checked: {reason}"))
+        except NotFinite as error:
+            report.checks.append(Check(name, False, f"{name} fails on what it measured: {error}"))
         except Exception as error:  # noqa: BLE001 — every failure becomes a failed check
             detail = str(error) if isinstance(error, ValueError) else \
                 f"{type(error).__name__}: {error}"

@@ -1,8 +1,9 @@
 """The checks :func:`fieldgen.validate.validate_asset` runs on an asset, in order (``CHECKS``),
 and what they share: the raw file and what earlier checks established (:class:`CheckState`).
 
-Each check returns what it found, raises ValueError naming what is wrong, or
-:class:`CheckSkipped` when something it needs failed earlier (docs/model.md §2; D 5.0.1, 5.1, 5.2.1).
+Each check returns what it found, raises ValueError naming what is wrong (:class:`NotFinite` when
+what it measured is NaN or infinite), or :class:`CheckSkipped` when something it needs failed
+earlier (docs/model.md §2; D 5.0.1, 5.1, 5.2.1).
 """
 
 from __future__ import annotations
@@ -58,6 +59,21 @@ class BuiltGeometry:
 
 class CheckSkipped(Exception):
     """A check cannot run because something it needs failed earlier."""
+
+
+class NotFinite(ValueError):
+    """What a check measured is NaN or infinite (the asset's numbers overflow float64, or a 0/0):
+    the check fails on it, where a comparison with NaN or inf could pass (docs/model.md §2)."""
+
+
+def finite(values, what: str) -> np.ndarray:
+    """``values`` as float64 when every one is finite; else :class:`NotFinite` counting them."""
+    values = np.asarray(values, dtype=np.float64)
+    bad = int(np.count_nonzero(~np.isfinite(values)))
+    if bad:
+        raise NotFinite(f"{what} is NaN or infinite ({bad} of {values.size} values; the asset's numbers "
+                        "overflow float64)")
+    return values
 
 
 @dataclass
@@ -302,14 +318,14 @@ def check_volumes(s: CheckState) -> str:
     """Every tet has positive (VTK-orientation) volume and is not flat to within rounding:
     ``6V/l³ >= FLAT_TET`` (``l`` its longest edge; a regular tet has 1/√2)."""
     tets = s.need_tets()
-    volumes = s.cached("volumes", lambda: tet_volumes(s.raw.points, tets))
+    volumes = finite(s.cached("volumes", lambda: tet_volumes(s.raw.points, tets)), "the tets' volumes")
     bad = np.flatnonzero(~(volumes > 0))
     if bad.size:
         worst = bad[np.argmin(volumes[bad])]
         raise ValueError(f"{bad.size} of {len(tets)} tets have volume <= 0 (smallest {volumes[worst]:.3g} m³ at tet {worst})")
     corners = np.asarray(s.raw.points, dtype=np.float64)[tets]
     edges = corners[:, [1, 2, 3, 2, 3, 3]] - corners[:, [0, 0, 0, 1, 1, 2]]
-    shape = 6.0 * volumes / np.einsum("tek,tek->te", edges, edges).max(axis=1) ** 1.5
+    shape = finite(6.0 * volumes / np.einsum("tek,tek->te", edges, edges).max(axis=1) ** 1.5, "6V/l³ of the tets")
     flat = np.flatnonzero(~(shape >= FLAT_TET))
     if flat.size:
         worst = flat[np.argmin(shape[flat])]
@@ -419,7 +435,7 @@ def check_pressure_gradient(s: CheckState) -> str:
     """Stored gradient = gradient of the linear interpolant of the vertex pressures (D 5.0.1)."""
     s.need_arrays()
     tets = s.need_tets()
-    expected = s.gradients()[0]
+    expected = finite(s.gradients()[0], "the gradient of the vertex pressures")
     stored = s.array("pressure_gradient")
     scale = float(np.max(np.linalg.norm(expected, axis=1)))
     error = np.linalg.norm(stored - expected, axis=1)
@@ -436,7 +452,7 @@ def check_min_dihedral_angle(s: CheckState) -> str:
     """Stored min_dihedral_angle matches the geometry (degrees)."""
     s.need_arrays()
     tets = s.need_tets()
-    expected = s.dihedral_angles()
+    expected = finite(s.dihedral_angles(), "the tets' smallest dihedral angles")
     error = np.abs(s.array("min_dihedral_angle") - expected)
     bad = np.flatnonzero(~(error <= ANGLE_ATOL))
     if bad.size:
@@ -453,11 +469,11 @@ def check_characteristic_length(s: CheckState) -> str:
     meta = s.need_metadata()
     stored = metadata_number(meta, "characteristic_length")
     volumes = s.volumes if s.volumes is not None else tet_volumes(s.raw.points, tets)
-    gradient = s.gradients()[1]
-    weight = float(np.sum(np.linalg.norm(gradient, axis=1) * np.abs(volumes)))
+    gradient = finite(s.gradients()[1], "the gradient of the extent")
+    weight = float(finite(np.sum(np.linalg.norm(gradient, axis=1) * np.abs(volumes)), "∫|∇e| dV"))
     if weight <= 0:
         raise ValueError("∫|∇e| dV is 0 (constant extent): L is undefined")
-    length = float(np.sum(np.abs(volumes))) / weight
+    length = float(finite(np.sum(np.abs(volumes)) / weight, "V/∫|∇e| dV"))
     if not math.isclose(stored, length, rel_tol=LENGTH_RTOL, abs_tol=0.0):
         raise ValueError(f"metadata characteristic_length {stored:.9g} m differs from "
                          f"V/∫|∇e|dV = {length:.9g} m (relative {abs(stored - length) / length:.3g},"
@@ -476,7 +492,8 @@ def check_mesh_statistics(s: CheckState) -> str:
               "n_boundary_faces": len(s.boundary_faces())}
     problems = [f"{key} is {mesh.get(key)!r}, the file has {value}"
                 for key, value in actual.items() if mesh.get(key) != value]
-    volume = float(np.sum(s.volumes if s.volumes is not None else tet_volumes(s.raw.points, tets)))
+    volume = float(finite(np.sum(s.volumes if s.volumes is not None else tet_volumes(s.raw.points, tets)),
+                          "the mesh's volume"))
     stored_volume = metadata_number(meta, "mesh", "volume")
     if not math.isclose(stored_volume, volume, rel_tol=1e-9, abs_tol=0.0):
         problems.append(f"volume is {stored_volume:.9g} m³, the mesh has {volume:.9g} m³")
@@ -544,7 +561,7 @@ def check_pressure_law(s: CheckState) -> str:
     except FieldgenError as error:
         raise ValueError(f"the law cannot be used: {error.defect}") from None
     e, p = s.array("extent"), s.array("pressure")
-    expected = np.asarray(law.pressure(e) if hasattr(law, "pressure") else law(e), dtype=float)
+    expected = finite(law.pressure(e) if hasattr(law, "pressure") else law(e), "the law's pressure at the extents")
     scale = float(np.max(np.abs(expected))) if expected.size else 0.0
     error = np.abs(p - expected)
     tolerance = LAW_RTOL * scale

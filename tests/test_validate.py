@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import meshio
@@ -450,3 +451,26 @@ def test_a_tet_flat_to_within_rounding_is_named_and_a_thin_one_is_not(tmp_path):
     thin = sliver_slab(1e-3 * SIZE[2] / 2)
     report = validate_asset(written(tmp_path, thin, "thin.vtu"))
     assert report.ok, [c for c in report.checks if not c.ok]
+
+
+def test_a_recomputed_gradient_that_overflows_fails_its_check_by_name(tmp_path, capfd):
+    """Pressures up to 1e308 Pa on the slab (every stored number finite): the P1 gradient, M0/h,
+    is past float64's largest. Before, pressure_gradient passed as "max deviation inf Pa/m
+    (tolerance inf)"; now it fails naming itself and what overflowed, and numpy prints nothing."""
+    m0 = 1e308
+    assert m0 > np.finfo(np.float64).max * SIZE[2]             # the exact gradient, m0/h, overflows float64
+    asset = slab_asset()
+    asset.pressure = m0 * asset.extent
+    asset.metadata["law"]["modulus"] = m0
+    asset.pressure_gradient = np.tile([0.0, 0.0, -m0], (len(asset.tets), 1))
+    path = written(tmp_path, asset)
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = validate_asset(path)
+    assert failed(report) == {"pressure_gradient"}, [c for c in report.checks if not c.ok]
+    assert _detail(report, "pressure_gradient").startswith(
+        "pressure_gradient fails on what it measured: the gradient of the vertex pressures is NaN or infinite")
+    assert "  pressure_gradient: pressure_gradient fails on what it measured" in "\n".join(report.text_lines())
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
+    assert capfd.readouterr().err == ""
