@@ -411,6 +411,35 @@ def test_skin_mesh_in_a_spec_is_read_and_a_wrong_one_is_refused(tmp_path):
     assert not (tmp_path / "bands.vtu").exists()
 
 
+def test_a_vertex_in_a_large_tet_beside_many_small_ones_is_found():
+    """A large flat tet over 3,000 small ones: the 1,024 centroids nearest a vertex just inside
+    the large tet are all the small tets' (below it), so only the complete search finds it;
+    the weights are the ones it was made from."""
+    from fieldgen.meshing.tetmesh import TetMesh
+    from fieldgen.skin.band import PARENT_CANDIDATES, descendants
+
+    big = np.array([[0.0, 0.0, 0.0], [10.0, 0.0, 0.0], [0.0, 10.0, 0.0], [0.0, 0.0, 0.2]])
+    rng = np.random.default_rng(3)
+    unit = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]) * 1e-3
+    offsets = np.column_stack([1.0 + 0.05 * rng.random(3000), 1.0 + 0.05 * rng.random(3000),
+                               -0.002 - 0.02 * rng.random(3000)])           # all below z = 0
+    small = (offsets[:, None, :] + unit[None]).reshape(-1, 3)
+    points = np.vstack([big, small])
+    tets = np.arange(len(points)).reshape(-1, 4)
+    first = TetMesh(points=points, tets=tets, boundary_faces=np.zeros((0, 3), np.int64),
+                    boundary_markers=np.zeros(0, np.int64))
+    truth = np.array([0.7, 0.1, 0.1, 0.1])
+    vertex = truth @ big                                                  # (1.0, 1.0, 0.02)
+    centroids = points[tets].mean(axis=1)
+    nearest = np.argsort(np.linalg.norm(centroids - vertex, axis=1))[:PARENT_CANDIDATES[-1]]
+    assert 0 not in nearest                                               # the case is the one meant
+    mesh = TetMesh(points=np.vstack([points, vertex]), tets=tets, boundary_faces=first.boundary_faces,
+                   boundary_markers=first.boundary_markers)
+    found = descendants(first, mesh)
+    assert found.parent.tolist() == [0]
+    assert np.allclose(found.weights[0], truth, atol=1e-12)
+
+
 def test_the_vertices_a_bisection_adds_are_found_in_the_tets_they_lie_in():
     """Every vertex two bisection passes add lies in the tet of the first mesh that
     ``descendants`` names, at its weights: rebuilt from the parent's corners, it is the vertex."""

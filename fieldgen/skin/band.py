@@ -340,11 +340,17 @@ def aligned_columns(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targ
 
 
 #: Candidate tets (nearest centroids) searched for a refined vertex's parent, widening in turn;
-#: and how far outside a tet (barycentric) a vertex on its face may be found.
+#: then every tet whose circumscribing ball about its centroid holds the vertex (a complete
+#: search: a large tet among many small ones can be missed by the nearest centroids). A vertex on a
+#: face may lie outside its tet by PARENT_SLACK (barycentric); where round-off puts it farther out
+#: of every candidate (a flat tet), the candidate it is least outside of, within PARENT_NEAR.
 PARENT_CANDIDATES = (16, 64, 256, 1024)
 PARENT_SLACK = 1e-9
+PARENT_NEAR = 1e-6
 #: Candidate tets examined at a time (bounds the search's temporaries: about 150 bytes each).
 PARENT_BATCH = 1 << 20
+#: Vertices searched at a time in the complete search.
+BALL_ROWS = 4096
 
 
 @dataclass(frozen=True)
@@ -360,15 +366,17 @@ class Descendants:
 
 def descendants(first: TetMesh, mesh: TetMesh) -> Descendants:
     """The tets of ``first`` holding the vertices ``mesh`` (a refinement of ``first`` by splitting,
-    which keeps ``first``'s vertices and numbers) added to it, by their barycentric coordinates
-    among the tets of nearest centroids (:data:`PARENT_CANDIDATES`)."""
+    which keeps ``first``'s vertices and numbers) added to it, by their barycentric coordinates:
+    among the tets of nearest centroids (:data:`PARENT_CANDIDATES`), then among all whose
+    centroid is within their own circumradius about it of the vertex."""
     n_first = first.n_points
     corners = np.asarray(first.points, dtype=np.float64)[np.asarray(first.tets)]       # (t, 4, 3)
     query = np.asarray(mesh.points[n_first:], dtype=np.float64)
     parent, weights = np.full(len(query), -1, dtype=np.int64), np.zeros((len(query), 4))
     if not len(query):
         return Descendants(n_first, parent, weights)
-    tree = cKDTree(corners.mean(axis=1))
+    centroids = corners.mean(axis=1)
+    tree = cKDTree(centroids)
     for k in PARENT_CANDIDATES:
         todo = np.flatnonzero(parent < 0)
         if not len(todo):
@@ -378,7 +386,48 @@ def descendants(first: TetMesh, mesh: TetMesh) -> Descendants:
         for chunk in (todo[at:at + rows] for at in range(0, len(todo), rows)):
             _find_parents(chunk, query, corners, tree.query(query[chunk], k=k)[1].reshape(len(chunk), k),
                           parent, weights)
+    todo = np.flatnonzero(parent < 0)
+    if len(todo):
+        _search_balls(todo, query, corners, centroids, parent, weights)
     return Descendants(n_first, parent, weights)
+
+
+def _search_balls(todo: np.ndarray, query: np.ndarray, corners: np.ndarray, centroids: np.ndarray,
+                  parent: np.ndarray, weights: np.ndarray) -> None:
+    """:func:`descendants`' complete search for the ``todo`` vertices: a tet holds a point only if
+    the point is within the tet's largest centroid-to-corner distance of its centroid. The tets
+    are searched by classes of that radius (within a factor 2), so a few large tets do not make
+    every vertex a candidate of every small one."""
+    radius = np.sqrt(np.max(np.sum((corners - centroids[:, None]) ** 2, axis=-1), axis=1)) * (1.0 + 1e-9)
+    size_class = np.floor(np.log2(radius)).astype(np.int64)
+    for value in np.unique(size_class):
+        members = np.flatnonzero(size_class == value)
+        tree = cKDTree(centroids[members])
+        for at in range(0, len(todo), BALL_ROWS):
+            chunk = todo[at:at + BALL_ROWS]
+            chunk = chunk[parent[chunk] < 0]
+            if not len(chunk):
+                continue
+            balls = tree.query_ball_point(query[chunk], r=float(radius[members].max()))
+            row = np.repeat(chunk, [len(found) for found in balls])
+            tet = members[np.fromiter((t for found in balls for t in found), dtype=np.int64, count=len(row))]
+            near = np.sum((centroids[tet] - query[row]) ** 2, axis=-1) <= radius[tet] ** 2
+            _nearest_holder(row[near], tet[near], query, corners, parent, weights)
+
+
+def _nearest_holder(row: np.ndarray, tet: np.ndarray, query: np.ndarray, corners: np.ndarray,
+                    parent: np.ndarray, weights: np.ndarray) -> None:
+    """For each vertex ``row`` among the candidate pairs (``row``, ``tet``), the candidate it is
+    least outside of (the first among equals), taken where that is within ``PARENT_NEAR``."""
+    for at in range(0, len(row), PARENT_BATCH):
+        r, t = row[at:at + PARENT_BATCH], tet[at:at + PARENT_BATCH]
+        lam = tet_barycentric(corners, query[r, None, :], t)[:, 0, :]                  # (c, 4)
+        least = np.nan_to_num(lam.min(axis=-1), nan=-np.inf)
+        order = np.lexsort((least, r))                    # by vertex, then by how far inside
+        pick = order[np.flatnonzero(np.r_[r[order][1:] != r[order][:-1], True])]
+        better = (least[pick] >= -PARENT_NEAR) & (parent[r[pick]] < 0)
+        parent[r[pick][better]] = t[pick][better]
+        weights[r[pick][better]] = lam[pick][better]
 
 
 def _find_parents(rows: np.ndarray, query: np.ndarray, corners: np.ndarray, candidates: np.ndarray,
