@@ -65,6 +65,9 @@ ATTEMPTS = 2
 PATCH_DEVIATION = 0.1
 PATCH_AREA = 5000.0
 PATCH_HAUSD = (0.75, 0.5)
+#: How a result's problem starts when it is farther from the input than the tolerance: only that
+#: failure makes the patches try the next, smaller Hausdorff parameter.
+TOO_FAR = "the measured Hausdorff distance"
 PATCH_RIDGE_ANGLE = 30.0
 #: A border between patches is given to MMGS as a ridge where their normals (a planar patch's
 #: mean one) differ by more than this (degrees): MMGS's tangent along a ridge is the cross product
@@ -256,6 +259,10 @@ def _remeshed(surface: Surface, labels: np.ndarray, table, tolerance: float, rob
                              tolerance, robust, PATCH_LEFT_COST, problems)
         if kept is not None:
             return kept
+        if not problems[-1].startswith(TOO_FAR):
+            # A smaller Hausdorff parameter buys distance only: MMGS's triangles get finer and no
+            # fewer of them narrow (docs/design/surface_tolerance.md, "Planar patches").
+            break
     # Threads and curved CAD faces, where MMGS keeps micron ridges or crosses itself: the moves
     # alone, held to the patches' bar (docs/design/surface_tolerance.md, "Threads"); judged
     # already unless their narrow triangles barred them. A needle's collapse is bounded against
@@ -284,7 +291,7 @@ def _first_within(surface: Surface, results, table, tolerance: float, robust: bo
             measured = hausdorff_distance(surface.vertices, surface.faces, vertices, faces)
             if measured <= tolerance:
                 return _kept(surface, vertices, faces, table[refs], measured, mmg, tolerance)
-            problem = f"the measured Hausdorff distance {measured:.3g} m exceeds it"
+            problem = f"{TOO_FAR} {measured:.3g} m exceeds it"
         problems.append(problem)
     return None
 
