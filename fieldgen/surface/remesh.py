@@ -65,9 +65,6 @@ ATTEMPTS = 2
 PATCH_DEVIATION = 0.1
 PATCH_AREA = 5000.0
 PATCH_HAUSD = (0.75, 0.5)
-#: How a result's problem starts when it is farther from the input than the tolerance: only that
-#: failure makes the patches try the next, smaller Hausdorff parameter.
-TOO_FAR = "the measured Hausdorff distance"
 PATCH_RIDGE_ANGLE = 30.0
 #: A border between patches is given to MMGS as a ridge where their normals (a planar patch's
 #: mean one) differ by more than this (degrees): MMGS's tangent along a ridge is the cross product
@@ -243,9 +240,13 @@ def _remeshed(surface: Surface, labels: np.ndarray, table, tolerance: float, rob
     for attempt in range(1, attempts + 1):
         hausd, ridge = tolerance * 0.5**attempt, RIDGE_ANGLE * 2.0**(1 - attempt)
         try:
-            results.append((mmgs_remesh(*cleaned, hausd, tolerance, ridge), (hausd, ridge)))
+            result = mmgs_remesh(*cleaned, hausd, tolerance, ridge)
         except RuntimeError as error:
             problems.append(f"MMGS failed ({error})")
+            continue
+        results.append((result, (hausd, ridge)))
+        if _slivers_left(result[0], result[1], tolerance):
+            break          # a smaller hausd and ridge angle keep more narrow triangles, not fewer
     kept = _first_within(surface, results, table, tolerance, robust, LEFT_COST, problems)
     if kept is not None or robust or not patches:
         return kept
@@ -259,9 +260,9 @@ def _remeshed(surface: Surface, labels: np.ndarray, table, tolerance: float, rob
                              tolerance, robust, PATCH_LEFT_COST, problems)
         if kept is not None:
             return kept
-        if not problems[-1].startswith(TOO_FAR):
-            # A smaller Hausdorff parameter buys distance only: MMGS's triangles get finer and no
-            # fewer of them narrow (docs/design/surface_tolerance.md, "Planar patches").
+        if _slivers_left(patched[0], patched[1], tolerance, PATCH_LEFT_COST):
+            # A smaller Hausdorff parameter buys distance, not fewer narrow triangles: MMGS's
+            # triangles only get finer (docs/design/surface_tolerance.md, "Planar patches").
             break
     # Threads and curved CAD faces, where MMGS keeps micron ridges or crosses itself: the moves
     # alone, held to the patches' bar (docs/design/surface_tolerance.md, "Threads"); judged
@@ -291,7 +292,7 @@ def _first_within(surface: Surface, results, table, tolerance: float, robust: bo
             measured = hausdorff_distance(surface.vertices, surface.faces, vertices, faces)
             if measured <= tolerance:
                 return _kept(surface, vertices, faces, table[refs], measured, mmg, tolerance)
-            problem = f"{TOO_FAR} {measured:.3g} m exceeds it"
+            problem = f"the measured Hausdorff distance {measured:.3g} m exceeds it"
         problems.append(problem)
     return None
 
