@@ -440,6 +440,59 @@ def test_a_vertex_in_a_large_tet_beside_many_small_ones_is_found():
     assert np.allclose(found.weights[0], truth, atol=1e-12)
 
 
+def test_the_complete_parent_search_keeps_its_candidate_pairs_bounded(monkeypatch):
+    """The complete search takes its (vertex, tet) candidate pairs about PARENT_BATCH at a time
+    (a vertex with more is a batch of its own), and gives up, leaving the vertices unfound, on a
+    class of tets whose balls would make more than MAX_BALL_PAIRS pairs (a fan of slivers all
+    overlapping each other: 4,751 vertices x 10k tets took 81 s and 371 MB, unbatched 1.2 GiB)."""
+    import fieldgen.skin.band as band_module
+    from fieldgen.meshing.tetmesh import TetMesh
+
+    monkeypatch.setattr(band_module, "PARENT_BATCH", 6)
+    groups = list(band_module._pair_batches(np.arange(6), np.array([3, 3, 3, 10, 2, 2])))
+    assert [g.tolist() for g in groups] == [[0, 1], [2], [3], [4, 5]]
+    # A fan of flat tets over a grid, all their balls holding the apex's edge midpoints.
+    n = 12
+    g = np.linspace(0.0, 1.0, n + 1)
+    grid = np.column_stack([np.repeat(g, n + 1), np.tile(g, n + 1), np.zeros((n + 1) ** 2)])
+    cells = np.array([[i * (n + 1) + j, (i + 1) * (n + 1) + j, i * (n + 1) + j + 1, (i + 1) * (n + 1) + j + 1]
+                      for i in range(n) for j in range(n)])
+    triangles = np.vstack([cells[:, [0, 1, 2]], cells[:, [1, 3, 2]]])
+    apex = len(grid)
+    points = np.vstack([grid, [[0.5, 0.5, 1.0]]])
+    tets = np.column_stack([triangles, np.full(len(triangles), apex)])
+    inner = np.flatnonzero((grid[:, 0] > 0) & (grid[:, 0] < 1) & (grid[:, 1] > 0) & (grid[:, 1] < 1))
+    added = 0.5 * (grid[inner] + points[apex])
+    first = TetMesh(points=points, tets=tets, boundary_faces=np.zeros((0, 3), np.int64),
+                    boundary_markers=np.zeros(0, np.int64))
+    mesh = TetMesh(points=np.vstack([points, added]), tets=tets, boundary_faces=first.boundary_faces,
+                   boundary_markers=first.boundary_markers)
+    monkeypatch.setattr(band_module, "PARENT_BATCH", 1 << 20)
+    monkeypatch.setattr(band_module, "PARENT_CANDIDATES", (1,))
+    found = band_module.descendants(first, mesh)
+    assert np.all(found.parent >= 0)
+    rebuilt = np.einsum("ij,ijk->ik", found.weights, points[tets[found.parent]])
+    assert np.abs(rebuilt - added).max() < 1e-12
+    monkeypatch.setattr(band_module, "MAX_BALL_PAIRS", 100)
+    given_up = band_module.descendants(first, mesh)
+    assert np.any(given_up.parent < 0) and np.all(given_up.weights[given_up.parent < 0] == 0.0)
+
+
+def test_the_complete_search_takes_the_candidate_least_outside_over_all_classes(monkeypatch):
+    """A vertex just outside a small tet (by 5e-7) and inside a large one: the large one, though
+    its class is searched after the small one's; and among equal candidates the first."""
+    import fieldgen.skin.band as band_module
+
+    big = np.array([[0.0, 0.0, 0.0], [8.0, 0.0, 0.0], [0.0, 8.0, 0.0], [0.0, 0.0, 8.0]])
+    small = np.array([[1.0, 1.0, 1.0 + 5e-7], [2.0, 1.0, 1.0 + 5e-7], [1.0, 2.0, 1.0 + 5e-7], [1.0, 1.0, 2.0]])
+    corners = np.stack([small, big, big])                 # the small class first; two equal big ones
+    vertex = np.array([[1.2, 1.2, 1.0]])
+    parent, weights = np.full(1, -1), np.zeros((1, 4))
+    band_module._search_balls(np.array([0]), vertex, corners, corners.mean(axis=1), parent, weights)
+    assert parent.tolist() == [1]
+    assert np.allclose(weights[0] @ big, vertex[0], atol=1e-12) and weights.min() >= 0.0
+
+
 def test_the_vertices_a_bisection_adds_are_found_in_the_tets_they_lie_in():
     """Every vertex two bisection passes add lies in the tet of the first mesh that
     ``descendants`` names, at its weights: rebuilt from the parent's corners, it is the vertex."""

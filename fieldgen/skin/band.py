@@ -340,7 +340,7 @@ def aligned_columns(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targ
 
 
 #: Candidate tets (nearest centroids) searched for a refined vertex's parent, widening in turn;
-#: then every tet whose circumscribing ball about its centroid holds the vertex (a complete
+#: then every tet whose ball about its centroid through its farthest corner holds the vertex (a complete
 #: search: a large tet among many small ones can be missed by the nearest centroids). A vertex on a
 #: face may lie outside its tet by PARENT_SLACK (barycentric); where round-off puts it farther out
 #: of every candidate (a flat tet), the candidate it is least outside of, within PARENT_NEAR.
@@ -349,8 +349,9 @@ PARENT_SLACK = 1e-9
 PARENT_NEAR = 1e-6
 #: Candidate tets examined at a time (bounds the search's temporaries: about 150 bytes each).
 PARENT_BATCH = 1 << 20
-#: Vertices searched at a time in the complete search.
-BALL_ROWS = 4096
+#: The complete search gives up on a class of tets whose balls would make more candidate pairs
+#: than this (about 15 s of work): its vertices stay unfound and the layers are not aligned again.
+MAX_BALL_PAIRS = 1 << 23
 
 
 @dataclass(frozen=True)
@@ -368,7 +369,7 @@ def descendants(first: TetMesh, mesh: TetMesh) -> Descendants:
     """The tets of ``first`` holding the vertices ``mesh`` (a refinement of ``first`` by splitting,
     which keeps ``first``'s vertices and numbers) added to it, by their barycentric coordinates:
     among the tets of nearest centroids (:data:`PARENT_CANDIDATES`), then among all whose
-    centroid is within their own circumradius about it of the vertex."""
+    centroid is within their own radius (largest centroid-to-corner distance) of the vertex."""
     n_first = first.n_points
     corners = np.asarray(first.points, dtype=np.float64)[np.asarray(first.tets)]       # (t, 4, 3)
     query = np.asarray(mesh.points[n_first:], dtype=np.float64)
@@ -395,39 +396,60 @@ def descendants(first: TetMesh, mesh: TetMesh) -> Descendants:
 def _search_balls(todo: np.ndarray, query: np.ndarray, corners: np.ndarray, centroids: np.ndarray,
                   parent: np.ndarray, weights: np.ndarray) -> None:
     """:func:`descendants`' complete search for the ``todo`` vertices: a tet holds a point only if
-    the point is within the tet's largest centroid-to-corner distance of its centroid. The tets
-    are searched by classes of that radius (within a factor 2), so a few large tets do not make
-    every vertex a candidate of every small one."""
-    radius = np.sqrt(np.max(np.sum((corners - centroids[:, None]) ** 2, axis=-1), axis=1)) * (1.0 + 1e-9)
+    the point is within the tet's largest centroid-to-corner distance (its radius) of its
+    centroid. The tets are searched by classes of radius (within a factor 2), so a few large tets
+    do not make every vertex a candidate of every small one, and the candidate pairs are taken
+    about ``PARENT_BATCH`` at a time. Each vertex keeps the candidate it is least outside of over
+    all classes (the first found among equals), if within ``PARENT_NEAR``."""
+    radius = np.sqrt(np.max(np.sum((corners - centroids[:, None]) ** 2, axis=-1), axis=1))
+    radius = np.maximum(radius, np.finfo(np.float64).tiny) * (1.0 + 1e-9)
     size_class = np.floor(np.log2(radius)).astype(np.int64)
+    best = np.full(len(query), -np.inf)
     for value in np.unique(size_class):
         members = np.flatnonzero(size_class == value)
-        tree = cKDTree(centroids[members])
-        for at in range(0, len(todo), BALL_ROWS):
-            chunk = todo[at:at + BALL_ROWS]
-            chunk = chunk[parent[chunk] < 0]
-            if not len(chunk):
-                continue
-            balls = tree.query_ball_point(query[chunk], r=float(radius[members].max()))
-            row = np.repeat(chunk, [len(found) for found in balls])
+        tree, reach = cKDTree(centroids[members]), float(radius[members].max())
+        left = todo[best[todo] < -PARENT_SLACK]            # those inside a tet already are done
+        counts = tree.query_ball_point(query[left], r=reach, return_length=True)
+        if counts.sum() > MAX_BALL_PAIRS:
+            break                # tets overlapping everywhere (a fan of slivers): left unfound
+        for rows in _pair_batches(left, counts):
+            balls = tree.query_ball_point(query[rows], r=reach)
+            row = np.repeat(rows, [len(found) for found in balls])
             tet = members[np.fromiter((t for found in balls for t in found), dtype=np.int64, count=len(row))]
             near = np.sum((centroids[tet] - query[row]) ** 2, axis=-1) <= radius[tet] ** 2
-            _nearest_holder(row[near], tet[near], query, corners, parent, weights)
+            _least_outside(row[near], tet[near], query, corners, best, parent, weights)
+    unfound = todo[best[todo] < -PARENT_NEAR]
+    parent[unfound], weights[unfound] = -1, 0.0
 
 
-def _nearest_holder(row: np.ndarray, tet: np.ndarray, query: np.ndarray, corners: np.ndarray,
-                    parent: np.ndarray, weights: np.ndarray) -> None:
+def _pair_batches(rows: np.ndarray, counts: np.ndarray):
+    """``rows`` in consecutive groups of about ``PARENT_BATCH`` candidate pairs (``counts`` per
+    row; a row with more is a group of its own)."""
+    ends = np.cumsum(counts)
+    start = 0
+    while start < len(rows):
+        base = ends[start - 1] if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + PARENT_BATCH, side="right")))
+        yield rows[start:stop]
+        start = stop
+
+
+def _least_outside(row: np.ndarray, tet: np.ndarray, query: np.ndarray, corners: np.ndarray, best: np.ndarray,
+                   parent: np.ndarray, weights: np.ndarray) -> None:
     """For each vertex ``row`` among the candidate pairs (``row``, ``tet``), the candidate it is
-    least outside of (the first among equals), taken where that is within ``PARENT_NEAR``."""
+    least outside of (its smallest barycentric weight the largest; the first among equals), kept
+    in ``parent`` and ``weights`` where it beats the vertex's ``best`` so far."""
     for at in range(0, len(row), PARENT_BATCH):
         r, t = row[at:at + PARENT_BATCH], tet[at:at + PARENT_BATCH]
         lam = tet_barycentric(corners, query[r, None, :], t)[:, 0, :]                  # (c, 4)
         least = np.nan_to_num(lam.min(axis=-1), nan=-np.inf)
-        order = np.lexsort((least, r))                    # by vertex, then by how far inside
-        pick = order[np.flatnonzero(np.r_[r[order][1:] != r[order][:-1], True])]
-        better = (least[pick] >= -PARENT_NEAR) & (parent[r[pick]] < 0)
-        parent[r[pick][better]] = t[pick][better]
-        weights[r[pick][better]] = lam[pick][better]
+        order = np.lexsort((-least, r))              # by vertex, then the least outside first
+        pick = order[np.flatnonzero(np.r_[True, r[order][1:] != r[order][:-1]])]
+        better = least[pick] > best[r[pick]]
+        pick = pick[better]
+        best[r[pick]] = least[pick]
+        parent[r[pick]] = t[pick]
+        weights[r[pick]] = lam[pick]
 
 
 def _find_parents(rows: np.ndarray, query: np.ndarray, corners: np.ndarray, candidates: np.ndarray,
