@@ -13,7 +13,7 @@ import pytest
 from vtkmodules import vtkIOXML
 from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
-from fieldgen.io.asset import Asset, write_asset
+from fieldgen.io.asset import Asset, read_asset, write_asset
 from fieldgen.meshing.tetmesh import orient_positive, p1_gradients
 from fieldgen.validate import CHECKS, Check, ValidationReport, validate_asset
 sys.path.insert(0, str(Path(__file__).parent))   # the slab builders live in test_asset.py
@@ -474,3 +474,24 @@ def test_a_recomputed_gradient_that_overflows_fails_its_check_by_name(tmp_path, 
     assert "  pressure_gradient: pressure_gradient fails on what it measured" in "\n".join(report.text_lines())
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
     assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("consistent", [True, False])
+def test_a_gradient_whose_norm_would_overflow_is_still_checked(tmp_path, consistent):
+    """Pressures and gradients of about 1e160 (each finite, their squares not): the slab's valid
+    asset scaled by 1e160 still passes, and with its stored gradient zeroed fails the deviation
+    (before, both passed as "max deviation inf Pa/m (tolerance inf)")."""
+    factor = 1e160
+    asset = slab_asset()
+    plain = written(tmp_path, asset, "plain.vtu")
+    assert validate_asset(plain).ok
+    asset.pressure_gradient = read_asset(plain).pressure_gradient       # as the writer computed it
+    asset.pressure = factor * asset.pressure
+    asset.metadata["law"]["modulus"] = factor * asset.metadata["law"]["modulus"]
+    asset.pressure_gradient = factor * asset.pressure_gradient if consistent else 0.0 * asset.pressure_gradient
+    report = validate_asset(written(tmp_path, asset, "scaled.vtu"))
+    if consistent:
+        assert "pressure_gradient" not in failed(report), _detail(report, "pressure_gradient")
+    else:
+        assert "pressure_gradient" in failed(report)
+        assert "have a pressure_gradient off by more than" in _detail(report, "pressure_gradient")
