@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 from fieldgen.meshing.tetmesh import tet_barycentric
 
@@ -75,3 +76,16 @@ def test_a_flat_tet_gives_nan_weights_and_no_warning_and_leaves_the_others_alone
     assert np.isnan(lam[[2, 4]]).all() and np.isfinite(lam[[0, 1, 3, 5]]).all()
     np.testing.assert_allclose(lam[[0, 1, 3, 5]], _volume_weights(corners[[0, 1, 3, 5]], q[[0, 1, 3, 5]]),
                                atol=1e-9)
+
+
+@pytest.mark.parametrize("index", [2, np.int64(2), np.array(2), np.array([2, 0])])
+def test_the_callers_corners_are_never_written(index):
+    """With ``index`` a scalar (basic indexing gives a view) as with an array, the corners passed
+    in are unchanged and the weights are those of the tets gathered first."""
+    rng = np.random.default_rng(11)
+    corners = rng.random((3, 4, 3))
+    before = corners.copy()
+    query = rng.random((2, 3)) if np.ndim(index) == 0 else rng.random((2, 1, 3))
+    lam = tet_barycentric(corners, query, index)
+    assert np.array_equal(corners, before)
+    assert np.array_equal(lam, tet_barycentric(corners[index], query))

@@ -136,8 +136,9 @@ def tet_barycentric(corners: np.ndarray, query: np.ndarray, index: np.ndarray | 
         origin = corners[..., :1, :]                                            # (..., 1, 3)
         edges = corners[..., 1:, :] - origin
     else:
-        origin, edges = corners[index, :1], corners[index, 1:]                  # gathered copies
-        edges -= origin
+        gathered = np.take(corners, np.asarray(index, dtype=np.intp), axis=0)  # a copy, whatever the index
+        origin, edges = gathered[..., :1, :], gathered[..., 1:, :]
+        edges -= origin                                   # in the copy: the caller's corners stay
     edges = np.swapaxes(edges, -1, -2)                             # (..., 3, 3), columns e_1 e_2 e_3
     flat = np.abs(np.linalg.det(edges)) <= 0.0
     edges[flat] = np.eye(3)
