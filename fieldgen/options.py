@@ -23,7 +23,7 @@ from fieldgen.material.damping import MAX_DISSIPATION
 from fieldgen.material.levels import LayerTolerance, default_layer_tolerance
 from fieldgen.material.modulus import MAX_TABLE_PRESSURE, MIN_MODULUS
 from fieldgen.paths import special_file
-from fieldgen.tables import check_keys, not_utf8
+from fieldgen.tables import TomlValueError, check_keys, not_utf8, parse_toml
 from fieldgen.units import length_scale
 
 if sys.version_info >= (3, 11):
@@ -177,6 +177,9 @@ MAX_TANGENTIAL_STIFFNESS = 1e10
 #: The thinnest skin (m, after --units): meshed at half its thickness, its tets would pass the
 #: 2e7 a build holds (docs/design/limits.md) on any part over 0.14 mm across.
 MIN_SKIN = 1e-6
+#: More threads than any machine has cores (fTetWild's binding takes a 32-bit count, and a
+#: larger one failed only after the surface was read, as a mesher error).
+MAX_THREADS = 4096
 #: No speed reaches the speed of light (m/s); no spin moves a point 1 µm off its axis faster.
 SPEED_OF_LIGHT = 299_792_458.0
 MAX_SPIN = SPEED_OF_LIGHT / 1e-6
@@ -263,6 +266,9 @@ def _check_kinds(o: BuildOptions) -> None:
                           fix="give e.g. --accuracy 0.01 for 1%")
     if o.threads is not None and (isinstance(o.threads, bool) or not isinstance(o.threads, int) or o.threads < 0):
         raise OptionError(f"--threads must be a whole number >= 0, got {o.threads!r}",
+                          fix="give e.g. --threads 2 (0 = every core)")
+    if o.threads is not None and o.threads > MAX_THREADS:
+        raise OptionError(f"--threads {o.threads} is more than any machine has cores (above {MAX_THREADS})",
                           fix="give e.g. --threads 2 (0 = every core)")
     if not isinstance(o.estimate, bool):
         raise OptionError(f"--estimate must be true or false, got {o.estimate!r}", fix="write estimate = true")
@@ -475,12 +481,15 @@ def checked_in_layers(options: BuildOptions, layers) -> BuildOptions:
 
 
 def check_path_value(key: str, value: Any, origin: str, fix: str) -> None:
-    """Refuse (OptionError) a path key of a spec or manifest that is no string, or an empty one
-    (which would name the file's own folder)."""
+    """Refuse (OptionError) a path key of a spec or manifest that is no string, an empty one
+    (which would name the file's own folder) or one holding a NUL character."""
     if not isinstance(value, str):
         raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=origin, fix=fix)
     if not value.strip():
         raise OptionError(f"option {key!r} is an empty string, not a path", path=origin, fix=fix)
+    if "\0" in value:                    # os calls raise ValueError on it; the command line cannot pass one
+        raise OptionError(f"option {key!r} = {value!r} holds a NUL character (\\u0000), which no file name can",
+                          path=origin, fix=fix)
 
 
 def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
@@ -509,7 +518,9 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
         return value
     if key in ("units", "law", "skin_mesh", "compression"):
         if value is not None and not isinstance(value, str):
-            raise OptionError(f"option {key!r} must be a string, got {value!r}", path=origin, fix='write e.g. units = "mm"')
+            example = {"units": "mm", "law": "linear", "skin_mesh": "band", "compression": "zlib"}[key]
+            raise OptionError(f"option {key!r} must be a string, got {value!r}", path=origin,
+                              fix=f'write e.g. {key} = "{example}"')
         return value
     # numbers
     if value is None:
@@ -534,10 +545,10 @@ def read_spec(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
         raise InputError(f"is {kind}, not a spec file", path=str(path), fix="give the spec's .toml file to --spec")
     try:
         with open(path, "rb") as handle:
-            data = tomllib.loads(handle.read().decode("utf-8-sig"))     # a byte-order mark is allowed
+            data = parse_toml(handle.read().decode("utf-8-sig"))     # a byte-order mark is allowed
     except FileNotFoundError:
         raise InputError("spec file not found", path=str(path), fix="check the path given to --spec") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, TomlValueError) as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(path), fix="fix the syntax of the spec file") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{not_utf8(exc)}, so not a TOML spec", path=str(path),

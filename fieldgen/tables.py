@@ -11,13 +11,19 @@ from __future__ import annotations
 import codecs
 import difflib
 import re
+import sys
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from fieldgen.errors import FieldgenError, InputError, OptionError
 from fieldgen.paths import special_file
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 def nearest_key(key: str, allowed: Iterable[str]) -> str | None:
@@ -41,6 +47,50 @@ def check_keys(table: Mapping, allowed: Iterable[str], *, path=None, where: str 
         prefix = f"{where}: " if where else ""
         raise error(f"{prefix}unknown {noun} {key!r}", path=path,
                     fix=f"{hint} {noun}s here: {', '.join(sorted(allowed))}")
+
+
+#: TOML's integers are 64-bit: the TOML spec makes one it cannot hold losslessly an error.
+TOML_INTEGERS = (-2**63, 2**63 - 1)
+
+
+class TomlValueError(ValueError):
+    """A TOML file whose syntax tomllib reads but whose values cannot be: an integer outside TOML's
+    64 bits, arrays or inline tables nested deeper than the reader recurses."""
+
+
+def _large_integer(value: Any, key: str) -> str | None:
+    """The dotted key (``[n]`` for an array's item) of the first integer in ``value`` outside
+    :data:`TOML_INTEGERS`, else None."""
+    if isinstance(value, dict):
+        items = ((f"{key}.{k}" if key else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{key}[{n}]", v) for n, v in enumerate(value))
+    else:
+        low, high = TOML_INTEGERS
+        outside = isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high
+        return key if outside else None
+    return next((found for k, v in items if (found := _large_integer(v, k)) is not None), None)
+
+
+def parse_toml(text: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, the way every TOML file fieldgen reads (specs, manifests, scenes) is
+    parsed. tomllib takes an integer of any length, so a slip of 400 digits would become no float
+    past every check (and one past 4300 digits fails inside tomllib), and it recurses once per
+    nested array: TomlValueError says which, with tomllib's own TOMLDecodeError for bad syntax."""
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise TomlValueError("arrays or inline tables nested deeper than a TOML reader follows") from None
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError:                    # int() refuses a literal of more than 4300 digits
+        data = None
+    key = None if data is None else _large_integer(data, "")
+    if data is None or key is not None:
+        what = "an integer of thousands of digits is" if data is None else f"{key} is an integer"
+        raise TomlValueError(f"{what} outside TOML's 64-bit range (±{TOML_INTEGERS[1]:.2g}); write a large "
+                             "number with an exponent, e.g. 1e5")
+    return data
 
 
 _SPLIT = re.compile(r"[,;\s]+")

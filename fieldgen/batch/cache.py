@@ -162,6 +162,9 @@ def cache_state(output: str, key: str, description: dict[str, Any] | None = None
     """:func:`stale_reason` and the asset's metadata (empty when it has none), read once."""
     if not os.path.exists(output):
         return "missing", {}
+    kind = special_file(output)
+    if kind is not None:                         # opening a pipe to read it would wait for ever
+        return f"not a readable asset: it is {kind}", {}
     try:
         with open(output, "rb") as handle:       # complete: the XML closes (cheap tail check)
             handle.seek(max(0, os.path.getsize(output) - 64))

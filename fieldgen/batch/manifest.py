@@ -17,7 +17,7 @@ from fieldgen.errors import FieldgenError, OptionError
 from fieldgen.options import (BuildOptions, check_path_value, checked_in_layers, options_from_mapping,
                               options_from_spec)
 from fieldgen.paths import special_file
-from fieldgen.tables import check_keys, not_utf8
+from fieldgen.tables import TomlValueError, check_keys, not_utf8, parse_toml
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,12 +61,12 @@ def _load_toml(where: str) -> dict[str, Any]:
         raise ManifestError(f"is {kind}, not a manifest", path=where, fix="give the manifest's .toml file")
     try:
         with open(where, "rb") as handle:
-            return tomllib.loads(handle.read().decode("utf-8-sig"))     # a byte-order mark is allowed
+            return parse_toml(handle.read().decode("utf-8-sig"))     # a byte-order mark is allowed
     except FileNotFoundError:
         raise ManifestError("manifest not found", path=where, fix="check the path given to fieldgen batch") from None
     except IsADirectoryError:
         raise ManifestError("is a folder, not a manifest", path=where, fix="give the manifest's .toml file") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, TomlValueError) as exc:
         raise ManifestError(f"not valid TOML ({exc})", path=where, fix="fix the manifest's syntax") from None
     except UnicodeDecodeError as exc:
         raise ManifestError(f"{not_utf8(exc)}, so not a TOML manifest", path=where,
@@ -125,6 +125,10 @@ def _item_options(where: str, folder: Path, label: str, entry: dict, defaults: t
     try:
         if "spec" in entry:
             spec = _join(folder, entry["spec"])
+            kind = special_file(spec)
+            if kind is not None:          # there, but no file: "not found" would send the user looking for it
+                raise ManifestError(f"{label}: spec {spec} is {kind}, not a spec file", path=where,
+                                    fix="give the item's spec .toml file (relative to the manifest)")
             if not os.path.isfile(spec):
                 raise ManifestError(f"{label}: spec file {spec} not found", path=where,
                                     fix="check the item's `spec` path (relative to the manifest)")
@@ -145,7 +149,7 @@ def _item_options(where: str, folder: Path, label: str, entry: dict, defaults: t
 def _read_item(where: str, folder: Path, index: int, entry: dict, defaults: tuple[BuildOptions, list],
                output_dir: str | os.PathLike | None) -> BatchItem:
     label = f"[[asset]] {index}"
-    if isinstance(entry.get("input"), str) and entry["input"].strip():
+    if isinstance(entry.get("input"), str) and entry["input"].strip() and "\0" not in entry["input"]:
         label += f" ({entry['input']})"
     for key in (key for key in ITEM_KEYS if key in entry):
         try:

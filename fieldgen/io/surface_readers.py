@@ -505,6 +505,8 @@ def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangl
     path = str(path)
     if data is None:
         data = read_bytes(path)
+    if not data:          # no triangles, as an empty OBJ or STL reads: other readers fail with their own words
+        return _no_triangles(0)
     suffix = Path(path).suffix.lower()
     reader = reader_for(suffix)
     try:

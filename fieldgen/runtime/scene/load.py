@@ -58,7 +58,7 @@ from fieldgen.runtime.dynamics.rigid_body import MassProperties, RigidBodyState,
 from fieldgen.runtime.dynamics.rigid_contact import convex_hull_body
 from fieldgen.runtime.scene import primitives as prim
 from fieldgen.runtime.scene.schema import SceneError, check_scene_table
-from fieldgen.tables import not_utf8
+from fieldgen.tables import TomlValueError, not_utf8, parse_toml
 from fieldgen.validate import require_valid, validate_asset
 
 
@@ -266,10 +266,10 @@ def load_scene(path, *, cache_dir: str | os.PathLike | None = None,
     if not path.is_file():
         raise SceneError("scene file not found", path=path, fix="check the path")
     try:
-        data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))     # a byte-order mark is allowed
+        data = parse_toml(path.read_bytes().decode("utf-8-sig"))     # a byte-order mark is allowed
     except UnicodeDecodeError as exc:
         raise SceneError(f"{not_utf8(exc)}, so not a TOML scene", path=path, fix="save the scene as UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, TomlValueError) as exc:
         raise SceneError(f"not valid TOML ({exc})", path=path, fix="fix the TOML syntax") from None
     check_scene_table(data, path=path)      # unknown keys, types, ranges: SceneError (usage)
     bodies = data.get("body", [])
