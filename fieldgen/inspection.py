@@ -18,7 +18,7 @@ from fieldgen.errors import InputError
 from fieldgen.io.asset import atomic_output
 from fieldgen.io.paraview import asset_script, write_script
 from fieldgen.meshing.tetmesh import boundary_faces_of, min_dihedral_angles, tet_volumes
-from fieldgen.validate_checks import metadata_type_problems
+from fieldgen.validate_checks import metadata_type_problems, short_repr
 
 AXES = "xyz"
 #: Percentiles of the min dihedral angle reported by :func:`summarize` (key -> percent).
@@ -216,8 +216,7 @@ def _shown_value_problems(meta: dict) -> list[str]:
             holder = holder.get(key) if isinstance(holder, dict) else None
         if not isinstance(holder, dict) or keys[-1] not in holder or test(holder[keys[-1]]):
             continue
-        text = repr(holder[keys[-1]])
-        problems.append(f"{'.'.join(keys)} is {text if len(text) <= 60 else text[:57] + '...'}, not {what}")
+        problems.append(f"{'.'.join(keys)} is {short_repr(holder[keys[-1]])}, not {what}")
     return problems
 
 

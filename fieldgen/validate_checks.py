@@ -212,11 +212,11 @@ def metadata_type_problems(meta: dict, *, strict: bool = True) -> list[str]:
             problems.append(str(error))
     warnings = meta.get("warnings", [])
     if not (isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)):
-        problems.append(f"warnings is {_short(warnings)}, not a list of strings")
+        problems.append(f"warnings is {short_repr(warnings)}, not a list of strings")
     return problems
 
 
-def _short(value) -> str:
+def short_repr(value) -> str:
     """``repr(value)``, cut to 60 characters (an edited asset's value may be any size)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -122,9 +122,10 @@ def p1_gradients(points: np.ndarray, tets: np.ndarray, values: np.ndarray,
 def tet_barycentric(corners: np.ndarray, query: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
     """Barycentric coordinates (..., m, 4) of points ``query`` (..., m, 3) in the tets whose
     corners are ``corners`` (..., 4, 3); the leading axes broadcast (one tet against many points,
-    or each point against its own tet with m = 1). With ``index`` (an integer array), the tets are
-    ``corners[index]``: the same weights without a gathered copy of their corners (96 bytes a tet,
-    a large batch's largest temporary).
+    or each point against its own tet with m = 1). With ``index`` (integers), the tets are
+    ``corners[index]``, gathered here into one copy that is also the edges' workspace (96 bytes a
+    tet, a large batch's largest temporary): the caller holds no copy of its own, and its
+    ``corners`` are never written.
 
     With edges e_k = p_k - p_0, the last three weights solve [e_1 e_2 e_3] λ = q - p_0 (one LU
     solve per tet, all of its m points as right-hand sides); the first is 1 minus their sum. The
