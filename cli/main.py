@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from fieldgen import __version__
+from fieldgen.threads import one_blas_thread
 
 from .batch import batch_command
 from .build import build_command
@@ -34,8 +35,8 @@ class FieldgenGroup(click.Group):
         return name, command, rest
 
     def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
+        try:     # every command's numerics on one BLAS thread: the same output on any machine
+            return one_blas_thread(super().invoke)(ctx)
         except click.ClickException as exc:
             echo_json_failure(exc.format_message(), exc.exit_code, ctx)
             raise

@@ -28,12 +28,10 @@ from fieldgen.fe.estimate import estimate_error
 from fieldgen.io.asset import Asset, atomic_output, prepare_output, write_asset
 from fieldgen.io.drake_vtk import drake_warnings, write_drake_files
 from fieldgen.material.tangential import DEFAULT_TANGENTIAL_DAMPING, DEFAULT_TANGENTIAL_STIFFNESS
-from fieldgen.material import layering
-from fieldgen.material import modulus
+from fieldgen.material import layering, modulus
 from fieldgen.material.damping import characteristic_length, dissipation_from_expansion_rate
 from fieldgen.meshing import ftetwild
-from fieldgen.meshing.statistics import mesh_counts as asset_mesh_statistics
-from fieldgen.meshing.statistics import mesh_statistics
+from fieldgen.meshing.statistics import mesh_counts as asset_mesh_statistics, mesh_statistics
 from fieldgen.meshing.tetgen import MeshingOptions
 from fieldgen.meshing.tetmesh import (FREE, INSULATED, RIGID, boundary_faces_of, min_dihedral_angles, p1_geometry,
                                       p1_gradients, tet_volumes)
@@ -52,11 +50,13 @@ from fieldgen.stages import Damping, ExtentField, LayeredField, MeshedPart, Mesh
 from fieldgen.surface.selectors import assign_conditions, parse_selector
 from fieldgen.surface.remesh import tets_per_cost, tolerated_surface
 from fieldgen.surface.stage import UNIT_SCALE, check_core_inside, load_surface
+from fieldgen.threads import one_blas_thread
 from fieldgen.validate import BuiltGeometry, validate_asset
 
 
 # ------------------------------------------------------------------ the build
 
+@one_blas_thread
 def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
           options: BuildOptions | None = None, *, progress: Progress | None = None,
           extra_metadata: Mapping[str, Any] | None = None, meshed: MeshedPart | None = None,

@@ -52,6 +52,7 @@ from fieldgen.pipeline import build, make_law
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.geometries import CompliantGeometry
 from fieldgen.runtime.contact.surface import PassThroughWarning
+from fieldgen.threads import one_blas_thread
 from fieldgen.units import LENGTH_UNITS
 
 #: Defect-correction rounds against the layered mesh (nonlinear laws).
@@ -272,6 +273,7 @@ def _check_fitted_stiffness(law: ModulusLaw, data: Data) -> None:
                              "the part are the ones measured")
 
 
+@one_blas_thread
 def calibrate(input_path: str, output_path: str, options, *, indenter_text: str, direction, at=None,
               data: Data, law_kind: str | None = None, targets: bool = False, knots=None,
               smoothness: float = DEFAULT_SMOOTHNESS, layer_tolerance: float | None = None,
