@@ -35,6 +35,7 @@ import numpy as np
 
 from fieldgen import __version__
 from fieldgen.errors import BuildError, InputError
+from fieldgen.io.vtu_cells import check_cell_offsets
 from fieldgen.io.vtu_sizes import check_declared_sizes
 from fieldgen.meshing.statistics import mesh_counts
 from fieldgen.meshing.tetmesh import min_dihedral_angles, p1_gradients
@@ -464,6 +465,7 @@ def read_vtu(path) -> RawVtu:
     reader.SetFileName(where)
     reader.UpdateInformation()          # the XML alone: what it declares is checked before vtk allocates it
     check_declared_sizes(reader, where)
+    check_cell_offsets(reader, where)    # and the cells' offsets, which size the connectivity
     reader.Update()
     grid = reader.GetOutput()
     if errors.messages or reader.GetErrorCode():
