@@ -18,7 +18,7 @@ from fieldgen.errors import InputError
 from fieldgen.io.asset import atomic_output
 from fieldgen.io.paraview import asset_script, write_script
 from fieldgen.meshing.tetmesh import boundary_faces_of, min_dihedral_angles, tet_volumes
-from fieldgen.validate_checks import metadata_type_problems, short_repr
+from fieldgen.validate_metadata import metadata_type_problems
 
 AXES = "xyz"
 #: Percentiles of the min dihedral angle reported by :func:`summarize` (key -> percent).
@@ -178,54 +178,12 @@ def quality_percentiles(min_dihedral_angle: np.ndarray) -> dict[str, float]:
     return {key: float(np.percentile(angles, q)) for key, q in QUALITY_PERCENTILES.items()}
 
 
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _strings(value) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-#: The nested metadata values the summary's lines compute with or lay out, each with a test and
-#: what it must be; a key that is absent is not looked at (the summary leaves its line out).
-SHOWN_VALUES = (
-    (("law", "extent"), lambda v: isinstance(v, list), "a list of extents"),
-    (("boundary", "faces"), lambda v: isinstance(v, dict), "an object of face counts"),
-    (("boundary", "core"), lambda v: v is None or isinstance(v, dict), "an object"),
-    (("boundary", "bonded"), _strings, "a list of selector strings"),
-    (("boundary", "insulated"), _strings, "a list of selector strings"),
-    (("skin",), lambda v: isinstance(v, dict), "an object"),
-    (("skin", "thickness"), lambda v: v is None or _number(v), "a number"),
-    (("skin", "skin_volume_fraction"), _number, "a number"),
-    (("skin", "cut_depth"), lambda v: isinstance(v, list) and len(v) == 2 and all(map(_number, v)), "two numbers"),
-    (("skin", "rounding"), lambda v: v is None or _number(v), "a number"),
-    (("skin", "cut_vertices_held"), _number, "a number"),
-    (("error_estimate",), lambda v: isinstance(v, dict), "an object"),
-    *((("error_estimate", key), _number, "a number") for key in ("extent", "pressure", "characteristic_length")),
-    (("error_estimate", "accuracy"), lambda v: v is None or _number(v), "a number"),
-)
-
-
-def _shown_value_problems(meta: dict) -> list[str]:
-    """What is wrong with the nested metadata values the summary shows (:data:`SHOWN_VALUES`; an
-    edited asset: ``"skin": [1]``, a word for a count), beside ``metadata_type_problems``."""
-    problems = []
-    for keys, test, what in SHOWN_VALUES:
-        holder = meta
-        for key in keys[:-1]:
-            holder = holder.get(key) if isinstance(holder, dict) else None
-        if not isinstance(holder, dict) or keys[-1] not in holder or test(holder[keys[-1]]):
-            continue
-        problems.append(f"{'.'.join(keys)} is {short_repr(holder[keys[-1]])}, not {what}")
-    return problems
-
-
 def summarize(asset, path=None) -> dict:
     """The numbers a person checks first; arrays give counts/ranges, metadata gives L, χ, law.
     InputError naming ``path`` and the key when a metadata key it shows has the wrong type (an
     edited asset: ``"law": null``, a word for a number), as ``fieldgen validate``'s schema check."""
     meta = asset.metadata
-    problems = metadata_type_problems(meta, strict=False) + _shown_value_problems(meta)
+    problems = metadata_type_problems(meta, strict=False)
     if problems:
         problems = "; ".join(problem.removeprefix("metadata ") for problem in problems)
         raise InputError(f"invalid asset, its metadata is wrong: {problems}", path=path,

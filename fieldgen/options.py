@@ -420,6 +420,8 @@ CHECKS: tuple[Callable[[BuildOptions], None], ...] = (
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(BuildOptions))
 PATH_OPTIONS = ("core", "table", "drake_vtk")
+#: Those that name a file read (a folder there is refused by its key).
+READ_PATH_OPTIONS = ("core", "table")
 LIST_OPTIONS = ("bonded", "insulated")
 #: The origins of options given as flags, not written in a file (the command line, the library's default).
 COMMAND_LINE = "command line"
@@ -454,7 +456,7 @@ def checked_from(options: BuildOptions, spec: str | os.PathLike | None, flags: I
         keys = [key for key in OPTION_NAMES if getattr(options, key) != getattr(BuildOptions(), key)]
     given = [] if spec is None else [(str(spec), [key for key in keys if key not in set(flags)])]
     try:
-        return checked_in_layers(options, given)
+        return checked_in_layers(options, given, flags)
     except OptionError as error:
         if spec is None or error.path is not None or options.modulus is not None \
                 or "needs a modulus" not in error.defect:
@@ -463,11 +465,13 @@ def checked_from(options: BuildOptions, spec: str | os.PathLike | None, flags: I
                           fix="add modulus = M0 in Pa to the spec (e.g. modulus = 1e5), or give --modulus") from None
 
 
-def checked_in_layers(options: BuildOptions, layers) -> BuildOptions:
+def checked_in_layers(options: BuildOptions, layers, flags: Iterable[str] = ()) -> BuildOptions:
     """``options.checked()``, where ``options`` were laid together from ``layers``, (where, keys)
     pairs from the lowest precedence to the highest (a manifest's [defaults], an item's spec, the
-    item): an OptionError about an option names the last layer that set it, and the key as
-    written there rather than its flag. A key no layer set (a flag) keeps the error as it is."""
+    item), then ``flags``, the keys given on the command line (none for a manifest): an
+    OptionError about an option names the last layer that set it, and every option it names as
+    the key written in a file (``table and modulus/k both given``) rather than its flag, but for
+    the ``flags``. A key no layer set (a flag) keeps the error as it is."""
     try:
         return options.checked()
     except OptionError as error:
@@ -476,8 +480,13 @@ def checked_in_layers(options: BuildOptions, layers) -> BuildOptions:
         source = next((where for where, keys in reversed(list(layers)) if key in set(keys)), None)
         if source is None or error.path is not None or key not in OPTION_NAMES:
             raise
-        defect = error.defect.replace(f"--{named.group(1)}", key, 1) if named.group(1) else error.defect
-        raise OptionError(defect, path=source, fix=error.fix) from None
+        typed = set(flags)
+
+        def as_key(flag: re.Match) -> str:
+            name = flag.group(1).replace("-", "_")
+            return name if name in OPTION_NAMES and name not in typed else flag.group(0)
+
+        raise OptionError(re.sub(r"--([a-z][a-z-]*)", as_key, error.defect), path=source, fix=error.fix) from None
 
 
 def check_path_value(key: str, value: Any, origin: str, fix: str) -> None:
@@ -489,6 +498,14 @@ def check_path_value(key: str, value: Any, origin: str, fix: str) -> None:
         raise OptionError(f"option {key!r} is an empty string, not a path", path=origin, fix=fix)
     if "\0" in value:                    # os calls raise ValueError on it; the command line cannot pass one
         raise OptionError(f"option {key!r} = {value!r} holds a NUL character (\\u0000), which no file name can",
+                          path=origin, fix=fix)
+
+
+def check_not_folder(key: str, value: str, resolved: str, origin: str, fix: str) -> None:
+    """Refuse (OptionError) a path key of a spec or manifest naming a folder (``input = "."``)
+    where a file is read: named by its key and value, not by the bare folder it resolves to."""
+    if os.path.isdir(resolved):
+        raise OptionError(f"option {key!r} = {value!r} is a folder ({os.path.abspath(resolved)}), not a file",
                           path=origin, fix=fix)
 
 
@@ -505,7 +522,11 @@ def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
         if value is None:
             return None
         check_path_value(key, value, origin, f'write {key} = "FILE" (quoted, relative to this file)')
-        return str(Path(base_dir) / value) if base_dir is not None and not os.path.isabs(value) else value
+        resolved = str(Path(base_dir) / value) if base_dir is not None and not os.path.isabs(value) else value
+        if key in READ_PATH_OPTIONS:
+            check_not_folder(key, value, resolved, origin, f'write {key} = "FILE": the {key} file itself, relative '
+                                                           'to this file')
+        return resolved
     if key in ("robust", "estimate"):
         if not isinstance(value, bool):
             raise OptionError(f"option {key!r} must be true or false, got {value!r}", path=origin,
@@ -566,6 +587,9 @@ def options_from_spec(path: str | os.PathLike, base: BuildOptions | None = None)
         if value is not None:
             check_path_value(key, value, str(path), f'write {key} = "..." (relative to the spec)')
             extra[key] = str(folder / value) if not os.path.isabs(value) else value
+            if key == "input":
+                check_not_folder(key, value, extra[key], str(path),
+                                 'write input = "part.stl": the surface mesh file itself, relative to the spec')
     options = options_from_mapping(data, base_dir=folder, origin=str(path), base=base)
     return options, extra.get("input"), extra.get("output")
 

@@ -71,6 +71,12 @@ def _keys(identity: tuple) -> list:
     return [("path", identity[0])] + ([("inode", identity[1])] if identity[1] is not None else [])
 
 
+def same_file(first, second) -> bool:
+    """Whether the paths ``first`` and ``second`` name one file (one resolved path, or one inode:
+    a link, another spelling)."""
+    return bool(set(_keys(_identity(first))) & set(_keys(_identity(second))))
+
+
 def check_distinct(outputs, inputs=()) -> None:
     """Refuse (OptionError, exit 2) an output that is an input, or two outputs that are one file.
 

@@ -15,7 +15,7 @@ import numpy as np
 from fieldgen.errors import FieldgenError, InputError
 from fieldgen.io.asset import read_vtu
 from fieldgen.validate_checks import CHECKS, BuiltGeometry, CheckSkipped, CheckState, NotFinite
-from fieldgen.validate_checks import DOCUMENTED_METADATA  # noqa: F401 — kept importable from here
+from fieldgen.validate_metadata import DOCUMENTED_METADATA  # noqa: F401 — kept importable from here
 
 
 @dataclass

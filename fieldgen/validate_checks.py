@@ -16,22 +16,18 @@ from typing import Callable
 import numpy as np
 
 from fieldgen.errors import FieldgenError
-from fieldgen.io.asset import (CELL_ARRAYS, FIELD_NUMBERS, METADATA_ARRAY, POINT_ARRAYS, REQUIRED_METADATA,
-                               SCHEMA, UNITS, VTK_TETRA, RawVtu)
+from fieldgen.io.asset import (CELL_ARRAYS, FIELD_NUMBERS, METADATA_ARRAY, POINT_ARRAYS, SCHEMA,
+                               UNITS, VTK_TETRA, RawVtu)
 from fieldgen.material.damping import MAX_DISSIPATION
 from fieldgen.material.modulus import law_from_metadata
 from fieldgen.meshing.tetmesh import boundary_faces_of as boundary_faces
 from fieldgen.meshing.tetmesh import min_dihedral_angles, p1_gradients, tet_volumes
 from fieldgen.options import LARGEST_SIZE, MAX_TANGENTIAL_STIFFNESS
+from fieldgen.validate_metadata import CheckSkipped, metadata_number, schema_problems
 
 GRADIENT_RTOL = 1e-6          # of max |grad p| (the contract)
 LENGTH_RTOL = 1e-6            # characteristic length and dissipation (the contract)
 ANGLE_ATOL = 1e-6             # degrees
-#: Every metadata key the README's asset-format section lists (``expansion_rate`` is optional:
-#: only when the dissipation comes from an expansion rate).
-DOCUMENTED_METADATA = ("schema", "units", "law", "characteristic_length", "dissipation", "friction",
-                       "boundary", "extent_solution", "layer_tolerance", "max_interpolation_error",
-                       "mesh", "source", "tool", "deterministic")
 LAW_RTOL = 1e-9               # of max pressure: the builder applies the same law to the same e
 #: The least 6V/l³ of a tet (volume V, longest edge l; regular: 1/√2; the demo's layered assets: 4e-7): below,
 #: it is flat to within rounding (~1e4 float64 epsilons of l³): its P1 gradients and forces are noise.
@@ -55,10 +51,6 @@ class BuiltGeometry:
     min_dihedral_angle: np.ndarray  # min_dihedral_angles(points, tets)
     gradients: np.ndarray           # p1_gradients(points, tets, column_stack([pressure, extent]))
     boundary_faces: np.ndarray | None = None   # boundary_faces_of(tets)
-
-
-class CheckSkipped(Exception):
-    """A check cannot run because something it needs failed earlier."""
 
 
 class NotFinite(ValueError):
@@ -145,17 +137,6 @@ class CheckState:
         return np.asarray(data[name], dtype=np.float64)
 
 
-def metadata_number(meta: dict, *keys) -> float:
-    value = meta
-    for key in keys:
-        if not isinstance(value, dict) or key not in value:
-            raise CheckSkipped(f"needs metadata {'.'.join(keys)}")
-        value = value[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"metadata {'.'.join(keys)} is {value!r}, not a finite number")
-    return float(value)
-
-
 # --------------------------------------------------------------------------- checks
 
 def check_metadata(s: CheckState) -> str:
@@ -176,72 +157,11 @@ def check_metadata(s: CheckState) -> str:
     return f"{len(text[0])} characters of JSON"
 
 
-#: Metadata keys that hold objects, with the keys each must have; and those that hold numbers.
-METADATA_OBJECTS = {"law": ("kind", "modulus"), "friction": ("static", "dynamic"), "source": ("file", "sha256"),
-                    "tool": ("name", "version"), "units": tuple(UNITS), "boundary": (), "mesh": (),
-                    "extent_solution": (), "tangential": ("stiffness", "damping")}
-METADATA_NUMBERS = (("characteristic_length",), ("dissipation",), ("max_interpolation_error",),
-                    ("layer_tolerance",), ("expansion_rate",), ("law", "modulus"), ("tangential", "stiffness"),
-                    ("tangential", "damping"))
-
-
-def metadata_type_problems(meta: dict, *, strict: bool = True) -> list[str]:
-    """What is wrong with the metadata keys that are there: an object that is not one (or lacks
-    its keys), a number that is not a finite number. Missing keys are not looked at (the schema
-    check lists them). Not ``strict`` (``fieldgen inspect``'s summary): only what the summary
-    cannot show; a null or non-finite number (shown as null) and an object's missing keys pass."""
-    problems = []
-    for key, inner in METADATA_OBJECTS.items():
-        if key not in meta:
-            continue
-        if not isinstance(meta[key], dict):
-            problems.append(f"{key} is not an object")
-            continue
-        absent = [name for name in inner if name not in meta[key]]
-        if absent and strict:
-            problems.append(f"{key} lacks {', '.join(absent)}")
-    for keys in METADATA_NUMBERS:
-        holder = meta if len(keys) == 1 else meta.get(keys[0])
-        if not isinstance(holder, dict) or keys[-1] not in holder:
-            continue
-        if not strict and (holder[keys[-1]] is None or isinstance(holder[keys[-1]], float)):
-            continue
-        try:
-            metadata_number(meta, *keys)
-        except ValueError as error:
-            problems.append(str(error))
-    warnings = meta.get("warnings", [])
-    if not (isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)):
-        problems.append(f"warnings is {short_repr(warnings)}, not a list of strings")
-    return problems
-
-
-def short_repr(value) -> str:
-    """``repr(value)``, cut to 60 characters (an edited asset's value may be any size)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-
 def check_schema(s: CheckState) -> str:
-    """Schema name, required keys and their shapes, and units for every array."""
+    """Schema name, required keys and their shapes, nested too, and units for every array
+    (:func:`fieldgen.validate_metadata.schema_problems`, whose shapes ``fieldgen inspect`` refuses)."""
     meta = s.need_metadata()
-    if meta.get("schema") != SCHEMA:
-        raise ValueError(f"schema is {meta.get('schema')!r}, expected {SCHEMA!r}")
-    required = list(dict.fromkeys([*REQUIRED_METADATA, *DOCUMENTED_METADATA]))
-    missing = [key for key in required if key not in meta]
-    if missing:
-        raise ValueError(f"{len(missing)} required key(s) missing: {', '.join(missing)}")
-    problems = metadata_type_problems(meta)
-    if not isinstance(meta["deterministic"], bool):
-        problems.append(f"deterministic is {meta['deterministic']!r}, not true or false")
-    if isinstance(meta.get("tool"), dict) and meta["tool"].get("name") != "fieldgen":
-        problems.append(f"tool.name is {meta['tool'].get('name')!r}")
-    if isinstance(meta.get("units"), dict):
-        wrong = [f"{name}: {meta['units'][name]!r} (expected {unit!r})"
-                 for name, unit in UNITS.items() if meta["units"].get(name, unit) != unit]
-        if wrong:
-            problems.append("units " + "; ".join(wrong))
+    problems = schema_problems(meta)
     if problems:
         raise ValueError("; ".join(problems))
     return f"schema {SCHEMA}, {len(meta)} keys"

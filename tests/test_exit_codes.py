@@ -262,7 +262,7 @@ def test_options_that_would_be_ignored_are_refused_from_a_spec_and_a_manifest(tm
     manifest.write_text(f'[[asset]]\ninput = "{BALL.as_posix()}"\noutput = "out/ball.vtu"\nmodulus = 1e5\n'
                         'threads = 2\n')
     result = CliRunner().invoke(main, ["batch", str(manifest), "-q"])
-    assert result.exit_code == 2 and "): threads given without --robust" in result.stderr, result.output   # as written
+    assert result.exit_code == 2 and "): threads given without robust" in result.stderr, result.output   # keys as written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ball.toml", "m.toml"]
 
 

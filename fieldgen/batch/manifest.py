@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from fieldgen.errors import FieldgenError, OptionError
-from fieldgen.options import (BuildOptions, check_path_value, checked_in_layers, options_from_mapping,
-                              options_from_spec)
+from fieldgen.options import (BuildOptions, check_not_folder, check_path_value, checked_in_layers,
+                              options_from_mapping, options_from_spec)
 from fieldgen.paths import special_file
 from fieldgen.tables import TomlValueError, check_keys, not_utf8, parse_toml
 
@@ -154,6 +154,9 @@ def _read_item(where: str, folder: Path, index: int, entry: dict, defaults: tupl
     for key in (key for key in ITEM_KEYS if key in entry):
         try:
             check_path_value(key, entry[key], where, f'write {key} = "..."')
+            if key == "input":
+                check_not_folder(key, entry[key], _join(folder, entry[key]), where,
+                                 'write input = "part.stl": the surface mesh file itself, relative to the manifest')
         except OptionError as exc:
             raise ManifestError(f"{label}: {exc.defect}", path=where, fix=exc.fix) from None
     options, spec_input, spec_output = _item_options(where, folder, label, entry, defaults)

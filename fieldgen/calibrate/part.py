@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from fieldgen.errors import BuildError
 from fieldgen.fe.extent import solve_extent
 from fieldgen.material.modulus import linear_law
+from fieldgen.meshing.tetmesh import tet_volumes
 from fieldgen.pipeline import make_law, mesh_part
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.geometries import CompliantGeometry
@@ -48,11 +50,24 @@ def prepare_part(input_path: str, options, progress: Progress | None = None) -> 
     differences do not come between the fit and the asset."""
     progress = progress or Progress(enabled=False)
     meshed = mesh_part(input_path, options, law=sizing_law(options), progress=progress)
+    check_no_flat_tets(meshed.mesh, input_path)
     if meshed.solution is None:
         with progress.stage("extent"):
             meshed = dataclasses.replace(meshed, solution=solve_extent(meshed.mesh))
     return PreparedPart(meshed.mesh, meshed.solution.extent, UNIT_SCALE[options.units],
                         dict(progress.stage_seconds), meshed)
+
+
+def check_no_flat_tets(mesh, path) -> None:
+    """BuildError naming ``path`` when a tet of the mesh the fit integrates over has no volume:
+    its surface quadrature's barycentric weights (:func:`fieldgen.meshing.tetmesh.tet_barycentric`)
+    would be NaN, and the NaN would run through every force of the fit."""
+    flat = np.flatnonzero(~(tet_volumes(mesh.points, mesh.tets) > 0.0))        # NaN volumes too
+    if len(flat):
+        where = np.round(mesh.points[mesh.tets[flat[0]]].mean(axis=0), 6).tolist()
+        raise BuildError(f"the mesh of the part has {len(flat)} tet(s) of zero volume (e.g. tet {int(flat[0])} "
+                         f"at {where} m), on which the calibration's force quadrature is undefined",
+                         path=str(path), fix="mesh with another edge length (--edge-length) or with --robust")
 
 
 def geometry_body(mesh, extent: np.ndarray) -> CompliantGeometry:

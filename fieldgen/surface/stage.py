@@ -22,6 +22,7 @@ import numpy as np
 from fieldgen.errors import InputError, OptionError
 from fieldgen.install import extra_installed, install_hint
 from fieldgen.io.surface_readers import SURFACE_FORMATS, read_bytes, read_triangles, size_warnings
+from fieldgen.paths import same_file
 from fieldgen.surface.defects import describe, surface_defects
 from fieldgen.surface.intersections import intersecting_face_pairs
 from fieldgen.surface.repair import repair_surface
@@ -162,6 +163,11 @@ def check_core_inside(outer: Surface, core: Surface) -> None:
     """
     fix = ("Give a core surface that lies wholly inside the outer surface with material "
            "all around it (check both use the same units and origin)")
+    if same_file(core.path, outer.path):
+        raise OptionError(f"the core {core.path} is the input surface itself: a core is a second surface, inside "
+                          "the part, carved out as its rigid interior", path=outer.path,
+                          fix="give the core its own surface file (core = \"...\", or --core), or drop "
+                              "the core for a part compliant throughout")
     vertices = np.concatenate([outer.vertices, core.vertices])
     core_faces = core.faces + len(outer.vertices)
     crossing = intersecting_face_pairs(vertices, outer.faces, core_faces)
