@@ -25,6 +25,7 @@ from fieldgen import __version__
 from fieldgen.errors import FieldgenError, OptionError
 from fieldgen.fe import extent as extent_solve
 from fieldgen.fe.estimate import estimate_error
+from fieldgen.heap import kept_heap
 from fieldgen.io.asset import Asset, atomic_output, prepare_output, write_asset
 from fieldgen.io.drake_vtk import drake_warnings, write_drake_files
 from fieldgen.material.tangential import DEFAULT_TANGENTIAL_DAMPING, DEFAULT_TANGENTIAL_STIFFNESS
@@ -37,8 +38,7 @@ from fieldgen.meshing.tetmesh import (FREE, INSULATED, RIGID, boundary_faces_of,
                                       p1_gradients, tet_volumes)
 from fieldgen.options import BuildOptions
 from fieldgen.progress import Progress
-from fieldgen.sizing import accuracy as sizing
-from fieldgen.sizing import tray
+from fieldgen.sizing import accuracy as sizing, tray
 from fieldgen.sizing.band import band_by_accuracy
 from fieldgen.sizing.mesher import BandMesher, PartToMesh, RobustMesher, TetGenMesher
 from fieldgen.sizing.plate import plate_axis
@@ -57,6 +57,7 @@ from fieldgen.validate import BuiltGeometry, validate_asset
 # ------------------------------------------------------------------ the build
 
 @one_blas_thread
+@kept_heap
 def build(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
           options: BuildOptions | None = None, *, progress: Progress | None = None,
           extra_metadata: Mapping[str, Any] | None = None, meshed: MeshedPart | None = None,
@@ -573,8 +574,7 @@ def build_result(output_path: str, options: BuildOptions, law, meshed: MeshedPar
         volume=float(quality.stats.get("volume", 0.0)), pressure_max=float(np.max(result.pressure)),
         repairs=list(meshed.surface.repairs), warnings=list(metadata["warnings"]),
         extra={"layer_levels": int(len(result.levels)), "tets_added_by_layering": int(result.tets_added),
-               "law": law.kind,
-               "deterministic": not options.robust,
+               "law": law.kind, "deterministic": not options.robust,
                **({"error_estimate": metadata["error_estimate"]} if extent.estimate is not None else {}),
                **({"sizing": sizing_report} if sizing_report is not None else {}),
                **({"skin_volume_fraction": float(meshed.skin.volume_fraction)} if meshed.skin is not None else {}),

@@ -45,6 +45,7 @@ from fieldgen.calibrate.uncertainty import Determined, determine, law_parameters
 from fieldgen.calibrate.report import (CalibrationResult, calibration_record, jsonable, residual_summary,
                                        write_plot)
 from fieldgen.errors import InputError, OptionError
+from fieldgen.heap import kept_heap
 from fieldgen.material.layering import LayeringResult, layer
 from fieldgen.material.levels import LayerTolerance, relative_down_to
 from fieldgen.material.modulus import MAX_TABLE_PRESSURE, ModulusLaw, is_linear, linear_law
@@ -274,6 +275,7 @@ def _check_fitted_stiffness(law: ModulusLaw, data: Data) -> None:
 
 
 @one_blas_thread
+@kept_heap
 def calibrate(input_path: str, output_path: str, options, *, indenter_text: str, direction, at=None,
               data: Data, law_kind: str | None = None, targets: bool = False, knots=None,
               smoothness: float = DEFAULT_SMOOTHNESS, layer_tolerance: float | None = None,
