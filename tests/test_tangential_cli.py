@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from fieldgen.options import BuildOptions
 from fieldgen.pipeline import _tangential_metadata
 from fieldgen.cli.main import main
-from fieldgen.errors import InputError, OptionError
+from fieldgen.errors import OptionError
 from fieldgen.meshing.tetmesh import box_grid
 from fieldgen.runtime.contact.geometries import DEFAULT_TANGENTIAL_DAMPING, CompliantGeometry
 from fieldgen.runtime.scene.primitives import rigid_box
@@ -60,8 +60,8 @@ def test_scene_overrides_per_body(tmp_path):
     assert scene.body("slab").geometry.tangential_damping == 20.0
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace("tangential_stiffness = 1e3", "tangential_stiffness = -5"))
-    with pytest.raises(InputError, match="tangential_stiffness must be a positive number"):
-        load_scene(bad)
+    with pytest.raises(OptionError, match="tangential_stiffness = -5 is not a number > 0 and <= 1e"):
+        load_scene(bad)                 # a scene value out of range: exit 2 (docs/cli.md, simulate)
 
 
 def test_cli_refuses_compliant_friction_with_the_velocity_integrator(tmp_path):

@@ -228,7 +228,23 @@ def dask_requirements(scheduler: str | None):
         raise OptionError("--executor dask needs --scheduler tcp://HOST:PORT",
                           fix="start a cluster (dask scheduler; dask worker tcp://HOST:8786) "
                               "or use --executor local on one machine")
+    _check_address(distributed, scheduler)
     return distributed
+
+
+def _check_address(distributed, scheduler: str) -> None:
+    """OptionError for a ``--scheduler`` that is no address a Dask client connects to (no port,
+    an unknown scheme such as http://): Dask's client raised a ValueError from inside its event
+    loop, and waited 40 s more to close itself, instead of saying so."""
+    try:
+        _, port = distributed.comm.addressing.get_address_host_port(scheduler)
+        problem = None if 0 < int(port) < 65536 else f"port {port} is outside 1..65535"
+    except ValueError as error:
+        problem = str(error)
+    if problem is not None:
+        raise OptionError(f"--scheduler {scheduler!r} is not a Dask scheduler address ({problem})",
+                          fix="give the scheduler's address as tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786 "
+                              "(dask scheduler prints it)")
 
 
 def check_worker_versions(client: dict[str, str], workers: dict[str, dict[str, str]]) -> None:

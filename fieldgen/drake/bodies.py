@@ -19,7 +19,7 @@ import numpy as np
 from fieldgen.errors import BuildError, InputError, OptionError
 from fieldgen.options import MAX_FRICTION
 from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry, load_body
-from fieldgen.runtime.contact.pose import cross3
+from fieldgen.runtime.contact.pose import cross3, nearest_rigid, rigid_problem
 from fieldgen.runtime.dynamics.bodies import Scene, SceneBody
 from fieldgen.runtime.dynamics.contact_wrenches import contact_wrenches
 from fieldgen.runtime.dynamics.rigid_body import RigidBodyState
@@ -77,17 +77,12 @@ def checked_friction(friction, path: str) -> float:
     return float(friction)
 
 
-#: How far a placement's 3×3 block may be from a rotation (max |RᵀR − I|): a matrix printed to five
-#: significant digits is within it; what passes is projected onto the nearest rotation.
-ROTATION_TOLERANCE = 1e-4
-#: Below this a rotation is taken as given (an exact one keeps its bits).
-ROUNDED = 1e-12
 PLACEMENT_FIX = "give a pydrake RigidTransform, e.g. RigidTransform([0, 0, 0.01]), or its GetAsMatrix4()"
 
 
 def placement_matrix(name: str, placement, as_matrix) -> np.ndarray:
     """The 4×4 ``X_BG`` of body ``name``'s ``placement``: finite, a rotation (orthonormal within
-    ``ROTATION_TOLERANCE``, determinant +1; projected onto the nearest rotation) and a translation,
+    ``pose.ROTATION_TOLERANCE``, determinant +1; projected onto the nearest rotation) and a translation,
     last row 0 0 0 1. OptionError otherwise: a NaN or a scaled matrix would place the mesh nowhere,
     or stretch it, without a word."""
     try:
@@ -98,20 +93,11 @@ def placement_matrix(name: str, placement, as_matrix) -> np.ndarray:
     if X.shape != (4, 4):
         raise OptionError(f"body {name!r}: the placement is of shape {X.shape}, not a 4×4 transform",
                           fix=PLACEMENT_FIX)
-    if not np.all(np.isfinite(X)):
-        raise OptionError(f"body {name!r}: the placement has numbers that are not finite", fix=PLACEMENT_FIX)
-    R = X[:3, :3]
-    off = float(np.abs(R.T @ R - np.eye(3)).max())
-    if not (off <= ROTATION_TOLERANCE and np.linalg.det(R) > 0 and np.array_equal(X[3], [0.0, 0.0, 0.0, 1.0])):
-        raise OptionError(f"body {name!r}: the placement is not a rigid transform (its 3×3 block is {off:.2g} "
-                          f"from orthonormal, more than {ROTATION_TOLERANCE:g}, or mirrors, or its last row is not "
-                          "0 0 0 1): it would stretch or mirror the mesh",
-                          fix=PLACEMENT_FIX + " (RotationMatrix.ProjectToRotationMatrix makes a rounded one exact)")
-    if off > ROUNDED:                  # a rounded rotation: the nearest one (det +1 checked above)
-        u, _, vt = np.linalg.svd(R)
-        X = X.copy()
-        X[:3, :3] = u @ vt
-    return X
+    problem = rigid_problem(X)
+    if problem is not None:
+        hint = "" if problem.startswith("has") else " (RotationMatrix.ProjectToRotationMatrix makes a rounded one exact)"
+        raise OptionError(f"body {name!r}: the placement {problem}", fix=PLACEMENT_FIX + hint)
+    return nearest_rigid(X)         # a rounded rotation: the nearest one (det +1 checked)
 
 
 def _body_entry(name, value, as_matrix) -> tuple[str, np.ndarray]:

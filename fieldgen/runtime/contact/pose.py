@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
 
+#: The farthest a body may be placed from the origin, m (a scene's positions, ``contact``'s poses):
+#: doubles there are 1.2e-7 m apart, finer than any contact needs; at 1e17 m they are 16 m apart, and
+#: two bodies a centimetre apart would be placed metres off, their force wrong without a word.
+MAX_POSITION = 1e9
+
 
 def rotation_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """R = Rz(yaw)·Ry(pitch)·Rx(roll), angles in degrees (fixed X-Y-Z axes)."""
@@ -86,6 +91,50 @@ def as_matrix(pose) -> np.ndarray:
     if m.shape != (4, 4):
         raise ValueError(f"a pose must be a Pose or a 4x4 homogeneous matrix, got shape {m.shape}")
     return m
+
+
+#: How far a pose's 3×3 block may be from a rotation (max |RᵀR − I|): a matrix printed to five
+#: significant digits is within it; what passes is projected onto the nearest rotation.
+ROTATION_TOLERANCE = 1e-4
+#: Below this a rotation is taken as given (an exact one keeps its bits).
+ROUNDED = 1e-12
+
+
+def rigid_problem(X: np.ndarray) -> str | None:
+    """What keeps the 4×4 ``X`` from placing a body (numbers not finite; a 3×3 block more than
+    :data:`ROTATION_TOLERANCE` from orthonormal, or mirroring; a last row not 0 0 0 1), else None."""
+    if not np.all(np.isfinite(X)):
+        return "has numbers that are not finite"
+    R = X[:3, :3]
+    off = float(np.abs(R.T @ R - np.eye(3)).max())
+    if off <= ROTATION_TOLERANCE and np.linalg.det(R) > 0 and np.array_equal(X[3], [0.0, 0.0, 0.0, 1.0]):
+        return None
+    return (f"is not a rigid transform (its 3×3 block is {off:.2g} from orthonormal, more than "
+            f"{ROTATION_TOLERANCE:g}, or mirrors, or its last row is not 0 0 0 1): it would stretch or mirror the mesh")
+
+
+def nearest_rigid(X: np.ndarray) -> np.ndarray:
+    """``X`` (passed by :func:`rigid_problem`) with a rounded rotation replaced by the nearest one;
+    an exact one (within :data:`ROUNDED`) keeps its bits."""
+    R = X[:3, :3]
+    if float(np.abs(R.T @ R - np.eye(3)).max()) <= ROUNDED:
+        return X
+    u, _, vt = np.linalg.svd(R)
+    X = X.copy()
+    X[:3, :3] = u @ vt
+    return X
+
+
+def rigid_matrix(pose, what: str) -> np.ndarray:
+    """:func:`as_matrix` of a pose a query is given, ValueError naming ``what`` unless it places a
+    body (:func:`rigid_problem`): a NaN or a scaled matrix would place it nowhere, or stretch it,
+    and the query would answer zero force without a word."""
+    X = as_matrix(pose)
+    problem = rigid_problem(X)
+    if problem is not None:
+        raise ValueError(f"{what} {problem}; give a Pose (Pose.from_xyz_rpy(x, y, z, roll, pitch, yaw)) or a 4x4 "
+                         "rigid transform")
+    return nearest_rigid(X)
 
 
 def transform_points(pose, points: np.ndarray) -> np.ndarray:

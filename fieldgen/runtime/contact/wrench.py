@@ -30,7 +30,7 @@ import numpy as np
 
 from fieldgen.runtime.contact.geometries import CompliantGeometry
 from fieldgen.runtime.contact.surface import ContactSurface, compute_contact_surface
-from fieldgen.runtime.contact.pose import SpatialVelocity, as_matrix, as_spatial_velocity, cross3
+from fieldgen.runtime.contact.pose import SpatialVelocity, as_matrix, as_spatial_velocity, cross3, rigid_matrix
 
 DEFAULT_STICTION_VELOCITY = 1e-4
 
@@ -144,6 +144,7 @@ def contact(body_a, X_WA, body_b, X_WB, *, V_WA: SpatialVelocity | None = None, 
     in :func:`compute_wrench` (keyword only). ``face_rule``: ``"all"`` (every polygon) or
     ``"drake"`` (Drake's 5π/8 filters), see :func:`fieldgen.runtime.contact.surface.compute_contact_surface`."""
     as_spatial_velocity(V_WA, "V_WA"), as_spatial_velocity(V_WB, "V_WB")   # refuse before the query
+    X_WA, X_WB = rigid_matrix(X_WA, "X_WA"), rigid_matrix(X_WB, "X_WB")
     surface = compute_contact_surface(body_a, X_WA, body_b, X_WB, representation, face_rule=face_rule)
     return surface, compute_wrench(surface, body_a, body_b, V_WA=V_WA, V_WB=V_WB, stiction_velocity=stiction_velocity)
 

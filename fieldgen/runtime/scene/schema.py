@@ -11,8 +11,11 @@ as written, before any work.
 The allowed keys are the ones the loader reads (``scene.load_scene``, the CLI's
 ``[simulate]`` settings), so a key that would be ignored is never accepted. Keys read by
 other modules of the runtime are listed here too (``[simulate]`` ``friction`` and
-``face_rule``; per body ``tangential_stiffness``, ``tangential_damping``): their values are
-checked for type here and for meaning where they are used.
+``face_rule``): their values are checked for type here and for meaning where they are used. A
+body's friction spring (``tangential_stiffness``, ``tangential_damping``) is bounded as ``fieldgen
+build``'s; its ``mu_dynamic`` may not exceed its ``mu_static``, a kinematic body's ``motion`` is no
+faster than its ``velocity`` may be, and a kinematic body with a ``motion`` takes no ``velocity``
+(the motion sets its twist).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import numpy as np
 from fieldgen.errors import OptionError
 from fieldgen.material.damping import MAX_DISSIPATION
 from fieldgen.material.modulus import MAX_TABLE_PRESSURE, MIN_MODULUS
-from fieldgen.options import MAX_FRICTION, MAX_SPIN, SPEED_OF_LIGHT
+from fieldgen.options import MAX_FRICTION, MAX_SPIN, MAX_TANGENTIAL_STIFFNESS, SPEED_OF_LIGHT, check_velocity
+from fieldgen.runtime.contact.pose import MAX_POSITION
 from fieldgen.runtime.dynamics.bodies import KINDS
 from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS
 from fieldgen.tables import check_keys
@@ -206,14 +210,15 @@ BODY = {
     "name": name, "kind": string(KINDS), "geometry": table,
     "mass": number(MASS_RANGE[0], maximum=MASS_RANGE[1]), "density": number(0, strict=True, maximum=MAX_DENSITY), "inertia": inertia,
     "centre_of_mass": vector(3, within=(-SHAPE_LENGTHS[1], SHAPE_LENGTHS[1])),
-    "position": vector(3, within=(-SHAPE_LENGTHS[1], SHAPE_LENGTHS[1])), "rpy": vector(3),
+    "position": vector(3, within=(-MAX_POSITION, MAX_POSITION)), "rpy": vector(3),
     "quaternion": vector(4, nonzero=True),
     "velocity": vector(3, within=(-SPEED_OF_LIGHT, SPEED_OF_LIGHT)),
     "angular_velocity": vector(3, within=(-MAX_SPIN, MAX_SPIN)),
     "mu_static": FRICTION_COEFFICIENT, "mu_dynamic": FRICTION_COEFFICIENT, "dissipation": DISSIPATION,
     "wrench": schedule("fx, fy, fz, tx, ty, tz"), "motion": schedule("vx, vy, vz, wx, wy, wz"),
     "convex": boolean,
-    "tangential_stiffness": None, "tangential_damping": None,     # checked where read (tangential)
+    "tangential_stiffness": number(0, strict=True, maximum=MAX_TANGENTIAL_STIFFNESS),   # K̄, 1/m (D 6.2.3)
+    "tangential_damping": number(0, strict=True, maximum=MAX_DISSIPATION),              # C̄, s/m
 }
 #: body keys that only a given kind reads
 ONLY_FOR = {"mass": "dynamic", "density": "dynamic", "inertia": "dynamic", "centre_of_mass": "dynamic",
@@ -312,6 +317,30 @@ def geometry_variant(geometry: dict, *, path=None, where: str = "geometry") -> s
     return shape
 
 
+def _check_motion_and_friction(body: dict, label: str, *, path) -> None:
+    """A kinematic body's ``motion`` twists bounded as ``velocity`` is, and no ``velocity`` beside
+    it (ignored: the motion sets the twist, zero before its first row); ``mu_dynamic`` at most
+    ``mu_static`` where a table gives both (as ``fieldgen build`` refuses)."""
+    if "motion" in body:
+        rows = body["motion"] if isinstance(body["motion"][0], list) else [[0.0, *body["motion"]]]
+        for row in rows:
+            try:
+                check_velocity(row[1:4], row[4:7], f"{label}: motion row {row}")
+            except OptionError as error:
+                raise SceneError(error.defect, path=path, fix="give the rows [t, vx, vy, vz, wx, wy, wz] in s, "
+                                                              "m/s and rad/s") from None
+        for key in ("velocity", "angular_velocity"):     # motion is read for kinematic bodies only
+            if key in body:
+                raise SceneError(f"{label}: a kinematic body with a motion moves as its rows say (at rest before "
+                                 f"the first), so {key} would be ignored", path=path,
+                                 fix=f"remove {key}, or put it in the motion's first row [0, vx, vy, vz, wx, wy, wz]")
+    for where, table in (("", body), (" geometry", body.get("geometry", {}))):
+        static, dynamic = table.get("mu_static"), table.get("mu_dynamic")
+        if static is not None and dynamic is not None and dynamic > static:
+            raise SceneError(f"{label}{where}: mu_dynamic = {dynamic:g} exceeds mu_static = {static:g}", path=path,
+                             fix="kinetic friction cannot exceed static friction; swap or lower them")
+
+
 def check_scene_table(data: dict, *, path=None) -> None:
     """Refuse (:class:`SceneError`) a scene file's parsed TOML whose keys, types or values are
     not the ones the loader reads; see the module docstring."""
@@ -355,6 +384,7 @@ def check_scene_table(data: dict, *, path=None) -> None:
         _check_file_type(body["geometry"], variant, path=path, where=where)
         if variant == "slab":
             _check_slab_size(body["geometry"], path=path, where=f"{where} (slab)")
+        _check_motion_and_friction(body, label, path=path)
         if "dissipation" in body and variant in RIGID_GEOMETRIES:
             raise SceneError(f"{label}: dissipation is a property of compliant geometry and this body is rigid "
                              f"({variant})", path=path, fix="remove it, or give it to the compliant body")
