@@ -61,9 +61,9 @@ def inputs(tmp_path_factory) -> Path:
     return folder
 
 
-def rewritten(src: Path, dst: Path, encoding: str, last_offset: int | None = None) -> Path:
+def rewritten(src: Path, dst: Path, encoding: str, last_offset: int | None = None, wide: bool = False) -> Path:
     """The asset ``src`` written by vtk in ``encoding``, its last cell offset ``last_offset``
-    (the connectivity unchanged)."""
+    (the connectivity unchanged); ``wide``: 64-bit array headers, as fieldgen writes."""
     reader = vtkXMLUnstructuredGridReader()
     reader.SetFileName(str(src))
     reader.Update()
@@ -83,6 +83,8 @@ def rewritten(src: Path, dst: Path, encoding: str, last_offset: int | None = Non
     getattr(writer, f"SetDataModeTo{mode}")()
     writer.SetEncodeAppendedData(encoded)
     getattr(writer, f"SetCompressorTypeTo{compressor}")()
+    if wide:
+        writer.SetHeaderTypeToUInt64()
     assert writer.Write() == 1
     return dst
 
@@ -139,7 +141,7 @@ def _block_header(src: Path, dst: Path, word: int, value: int) -> Path:
     return write(dst, bytes(data))
 
 
-@pytest.mark.parametrize("word, words", [(0, f"declares {FAR:,} blocks"), (3, f"declares blocks of 32,768 bytes ({FAR:,} compressed)")],
+@pytest.mark.parametrize("word, words", [(0, f"declares {FAR:,} blocks"), (3, f"declares 1 block of 32,768 bytes (8,064 in all, {FAR:,} compressed)")],
                          ids=["block count", "compressed size"])
 def test_a_compressed_block_header_past_the_file_is_refused(inputs, tmp_path, word, words):
     """Before: vtk allocated the blocks the header declares and ended the process (SIGABRT)."""
@@ -248,3 +250,40 @@ OPTION_CASES = [
 def test_spec_and_manifest_keys_are_named_as_written(files, tmp_path, monkeypatch, args, code, words):
     result = _refused(files, tmp_path, monkeypatch, args, code, words.replace("{i}", str(files)))
     assert "--modulus" not in result.stderr and "--k" not in result.stderr
+
+
+def _appended_start(data: bytes, name: str) -> int:
+    """Where array ``name``'s appended data starts (its header first)."""
+    offset = int(re.search(rb'Name="%s"[^>]*offset="(\d+)"' % name.encode(), data).group(1))
+    return data.index(b"_", data.index(b"<AppendedData")) + 1 + offset
+
+
+def test_an_uncompressed_connectivity_declaring_more_bytes_than_the_file_is_refused(inputs, tmp_path):
+    """Offsets reaching 1e11 and the raw connectivity's own header raised to 8e11 bytes to match:
+    the values it holds are counted by the file's bytes, not its header (before: SIGABRT)."""
+    hostile = rewritten(inputs / "none.vtu", tmp_path / "hostile.vtu", "raw appended", last_offset=FAR, wide=True)
+    data = bytearray(hostile.read_bytes())
+    assert b'header_type="UInt64"' in data
+    struct.pack_into("<Q", data, _appended_start(bytes(data), "connectivity"), 8 * FAR)
+    write(hostile, bytes(data))
+    refused(fieldgen(["inspect", hostile], tmp_path), "hostile.vtu: its cell offsets reach 100,000,000,000")
+
+
+def test_compressed_blocks_adding_up_past_the_file_are_refused(inputs, tmp_path):
+    """A zlib connectivity replaced by 10,000 blocks of 100 MB, one byte each compressed: each block
+    fits the file's bound, their sum does not (before: SIGABRT)."""
+    hostile = rewritten(inputs / "zlib.vtu", tmp_path / "hostile.vtu", "zlib raw appended", last_offset=FAR, wide=True)
+    data = hostile.read_bytes()
+    body_start = data.index(b"_", data.index(b"<AppendedData")) + 1
+    end = data.index(b"</AppendedData>")
+    body = data[body_start:end].rstrip()
+    blocks, size = 10_000, 10 ** 8
+    header = "<Q" if b'header_type="UInt64"' in data else "<I"
+    fake = struct.pack(header[0] + 3 * header[1], blocks, size, size) + \
+        struct.pack(header[0] + f"{blocks}" + header[1], *([1] * blocks)) + b"\0" * blocks
+    crafted = data[:body_start] + body + fake + b"\n  " + data[end:]
+    crafted = re.sub(rb'(Name="connectivity"[^>]*offset=")(\d+)(")',
+                     lambda m: m.group(1) + str(len(body)).encode() + m.group(3), crafted)
+    write(hostile, crafted)
+    refused(fieldgen(["inspect", hostile], tmp_path),
+            "the header of its compressed array 'connectivity' declares 10,000 blocks of 100,000,000 bytes")

@@ -148,10 +148,11 @@ def _blocks(layout: _Layout, binary: _Binary, name: str) -> tuple[int, int, int,
     if binary.encoded:                             # the header is encoded alone: its characters end here
         binary.head, binary.split = (3 + count) * word, 4 * math.ceil((3 + count) * word / 3)
     packed = int(sizes.sum())
-    if (sizes < 0).any() or packed > layout.size or max(size, last) > layout.per_byte * layout.size:
-        raise InputError(f"the header of its compressed array {name!r} declares blocks of {max(size, last):,} bytes "
-                         f"({packed:,} compressed), more than its {layout.size:,} bytes can hold: the "
-                         "data is damaged", path=layout.path, fix=FIX)
+    total = 0 if count == 0 else (count - 1) * size + (last or size)
+    if (sizes < 0).any() or packed > layout.size or max(size, last, total) > layout.per_byte * layout.size:
+        raise InputError(f"the header of its compressed array {name!r} declares {count:,} block{'s' if count != 1 else ''} of "
+                         f"{max(size, last):,} bytes ({total:,} in all, {packed:,} compressed), more than its "
+                         f"{layout.size:,} bytes can hold: the data is damaged", path=layout.path, fix=FIX)
     return count, size, last, sizes
 
 
@@ -179,7 +180,9 @@ class _Array:
         else:
             self.blocks, self.data = None, word
             self.bytes = int(binary.words(0, 1, layout.header)[0])
-        self.count = self.bytes // np.dtype(self.dtype).itemsize
+        # Its header's word, not the bytes there: at most what the file's bytes can hold (a hostile
+        # header declaring 8e11 bytes in a few kilobytes would pass the offsets that vtk allocates by).
+        self.count = min(self.bytes, layout.per_byte * layout.size) // np.dtype(self.dtype).itemsize
 
     def values(self, first: int, last: int) -> np.ndarray:
         """Values ``first`` to ``last - 1`` (within :attr:`count`)."""
