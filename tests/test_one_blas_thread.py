@@ -90,3 +90,29 @@ def test_a_cad_part_builds_to_the_same_bytes_with_one_and_two_blas_threads(tmp_p
         assert proc.returncode == 0, proc.stderr
         blobs.append(out.read_bytes())
     assert blobs[0] == blobs[1]
+
+
+ISOLATED = """
+import json
+from threadpoolctl import threadpool_info
+from fieldgen.threads import one_blas_thread
+
+@one_blas_thread
+def command():
+    import scipy.linalg  # noqa: F401  (loads scipy's own OpenBLAS, as a command's imports do)
+    return sorted({(pool["prefix"], pool["num_threads"]) for pool in threadpool_info() if pool["user_api"] == "blas"})
+
+print(json.dumps(command()))
+"""
+
+
+def test_a_blas_a_command_loads_later_runs_on_one_thread_too():
+    """In a fresh process only numpy's OpenBLAS is loaded when a command starts; scipy's is loaded
+    by the command's own imports and was left at one thread per core."""
+    import json
+
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2")
+    done = subprocess.run([sys.executable, "-c", ISOLATED], cwd=ROOT, env=env, capture_output=True, text=True,
+                          check=True)
+    pools = json.loads(done.stdout)
+    assert pools and all(threads == 1 for _, threads in pools), pools
