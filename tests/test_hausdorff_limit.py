@@ -35,6 +35,19 @@ def test_a_limit_returns_a_first_measure_above_it_and_the_whole_measure_within_i
     assert 1e-4 < first <= full and bounds == []          # returned before the bounds were made
 
 
+def test_a_limit_equal_to_the_first_measure_measures_the_rest(monkeypatch):
+    """The first stride's largest distance is only a lower bound: at a limit equal to it the
+    whole measure is made (returned early, a candidate whose farthest point lies outside the
+    first stride would pass a tolerance it does not meet)."""
+    box = trimesh.creation.box(extents=(0.01, 0.01, 0.01))
+    bumped = box.vertices.copy()
+    bumped[1] += np.sign(bumped[1]) * 1e-3          # not sample 0: outside the first stride
+    full = hausdorff_distance(box.vertices, box.faces, bumped, box.faces)
+    first = hausdorff_distance(box.vertices, box.faces, bumped, box.faces, limit=0.0)
+    assert 0.0 < first < full
+    assert hausdorff_distance(box.vertices, box.faces, bumped, box.faces, limit=first) == full
+
+
 def _first_within(tmp_path, bump: float, tolerance: float, monkeypatch, sound: bool = True):
     """``_first_within`` on a 10 mm cube and, as the candidate, the cube with a corner pulled out by
     ``bump``; the closed-and-unintersected check reports ``sound``. (kept, problems, checks made)."""

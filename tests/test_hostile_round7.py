@@ -173,7 +173,7 @@ def test_calibrate_refuses_a_mesh_with_a_tet_of_zero_volume(inputs, tmp_path, mo
                                            "-o", str(tmp_path / "out.vtu")])
     assert result.exit_code == 1, result.output
     assert isinstance(result.exception, SystemExit), result.exception
-    assert "cube.obj: the mesh of the part has 1 tet(s) of zero volume (e.g. tet 0 at" in result.stderr, result.output
+    assert "cube.obj: the mesh of the part has 1 tet(s) of zero or negative volume (e.g. tet 0 at" in result.stderr, result.output
     assert not (tmp_path / "out.vtu").exists()
 
 
@@ -222,6 +222,8 @@ def files(inputs) -> Path:
     write(folder / "folder_core.toml", f'core = "."\n{SPEC}')
     write(folder / "core_input.toml", f'core = "cube.obj"\n{SPEC}')
     write(folder / "core_both.toml", f'input = "cube.obj"\ncore = "./cube.obj"\n{SPEC}')
+    write(folder / "cube_copy.obj", (folder / "cube.obj").read_bytes())
+    write(folder / "core_copy.toml", f'core = "cube_copy.obj"\n{SPEC}')
     return folder
 
 
@@ -243,6 +245,8 @@ OPTION_CASES = [
      "cube.obj: the core {i}/cube.obj is the input surface itself"),
     ("spec core the spec's input", ["build", "--spec", "{i}/core_both.toml", "-o", "{o}/x.vtu"], 2,
      "the core {i}/cube.obj is the input surface itself"),
+    ("spec core a copy of the input", ["build", "{i}/cube.obj", "--spec", "{i}/core_copy.toml", "-o", "{o}/x.vtu"], 2,
+     "the core {i}/cube_copy.obj is the input surface itself"),
 ]
 
 

@@ -65,7 +65,7 @@ def check_no_flat_tets(mesh, path) -> None:
     flat = np.flatnonzero(~(tet_volumes(mesh.points, mesh.tets) > 0.0))        # NaN volumes too
     if len(flat):
         where = np.round(mesh.points[mesh.tets[flat[0]]].mean(axis=0), 6).tolist()
-        raise BuildError(f"the mesh of the part has {len(flat)} tet(s) of zero volume (e.g. tet {int(flat[0])} "
+        raise BuildError(f"the mesh of the part has {len(flat)} tet(s) of zero or negative volume (e.g. tet {int(flat[0])} "
                          f"at {where} m), on which the calibration's force quadrature is undefined",
                          path=str(path), fix="mesh with another edge length (--edge-length) or with --robust")
 

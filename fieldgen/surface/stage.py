@@ -163,8 +163,9 @@ def check_core_inside(outer: Surface, core: Surface) -> None:
     """
     fix = ("Give a core surface that lies wholly inside the outer surface with material "
            "all around it (check both use the same units and origin)")
-    if same_file(core.path, outer.path):
-        raise OptionError(f"the core {core.path} is the input surface itself: a core is a second surface, inside "
+    if same_file(core.path, outer.path) or core.sha256 == outer.sha256:     # a link, or a copy
+        raise OptionError(f"the core {core.path} is the input surface itself (that file, or a copy of it): "
+                          "a core is a second surface, inside "
                           "the part, carved out as its rigid interior", path=outer.path,
                           fix="give the core its own surface file (core = \"...\", or --core), or drop "
                               "the core for a part compliant throughout")
