@@ -22,6 +22,8 @@ from fieldgen.io.asset import COMPRESSIONS, DEFAULT_COMPRESSION
 from fieldgen.material.damping import MAX_DISSIPATION
 from fieldgen.material.levels import LayerTolerance, default_layer_tolerance
 from fieldgen.material.modulus import MAX_TABLE_PRESSURE, MIN_MODULUS
+from fieldgen.option_kinds import (check_not_folder, check_option_type, check_path_value, coerce_option, is_count,
+                                   is_number)
 from fieldgen.paths import special_file
 from fieldgen.tables import TomlValueError, check_keys, not_utf8, parse_toml
 from fieldgen.units import length_scale
@@ -130,6 +132,14 @@ class BuildOptions:
 # Each takes the options and raises OptionError naming the flag; ``CHECKS`` runs them in order,
 # so the first defect found is the one reported.
 
+def _check_types(o: BuildOptions) -> None:
+    """Each option is of its kind (:data:`fieldgen.option_kinds.KINDS`), as a library user may
+    build ``BuildOptions`` with any value: a number, not text or a bool; a tuple of selectors,
+    not one string; a path; True or False; a whole number of threads."""
+    for field in dataclasses.fields(o):
+        check_option_type(field.name, getattr(o, field.name), optional=field.default is None)
+
+
 def _check_units(o: BuildOptions) -> None:
     length_scale(o.units, what="--units")
 
@@ -190,7 +200,7 @@ def check_modulus_bounds(modulus: float | None, *, flag: str = "--modulus", path
     (:data:`~fieldgen.material.modulus.MAX_TABLE_PRESSURE`), for ``flag`` or, in the file
     ``path``, its key as written there (``modulus = ...``). Non-numbers are left to the positivity
     checks."""
-    if not (isinstance(modulus, (int, float)) and math.isfinite(modulus)) or modulus <= 0:
+    if not (is_number(modulus) and math.isfinite(modulus)) or modulus <= 0:
         return
     given = f"{flag} {modulus:g}" if path is None else f"{flag.lstrip('-').replace('-', '_')} = {modulus:g}"
     if modulus > MAX_TABLE_PRESSURE:
@@ -252,7 +262,7 @@ def _check_positive(o: BuildOptions) -> None:
         if value is not None and not (math.isfinite(value) and value > 0):
             raise OptionError(f"--{name.replace('_', '-')} must be a positive number, got {value}",
                               fix="give a finite value greater than zero")
-        if value is not None and name in ("max_volume", "edge_length", "skin") and value > LARGEST_SIZE:
+        if value is not None and name in ("max_volume", "edge_length", "skin") and float(value) > LARGEST_SIZE:
             raise OptionError(f"--{name.replace('_', '-')} {value:g} is too large to compute with (above "
                               f"{LARGEST_SIZE:g})", fix="give it in the input's units (--units), smaller than the part")
 
@@ -260,11 +270,10 @@ def _check_positive(o: BuildOptions) -> None:
 def _check_kinds(o: BuildOptions) -> None:
     """The accuracy is a relative error, threads a whole number, estimate a flag."""
     if o.accuracy is not None and not (
-            isinstance(o.accuracy, (int, float)) and not isinstance(o.accuracy, bool)
-            and math.isfinite(o.accuracy) and 0 < o.accuracy <= 0.5):
+            is_number(o.accuracy) and math.isfinite(o.accuracy) and 0 < o.accuracy <= 0.5):
         raise OptionError(f"--accuracy must be a relative error in (0, 0.5], got {o.accuracy}",
                           fix="give e.g. --accuracy 0.01 for 1%")
-    if o.threads is not None and (isinstance(o.threads, bool) or not isinstance(o.threads, int) or o.threads < 0):
+    if o.threads is not None and (not is_count(o.threads) or o.threads < 0):
         raise OptionError(f"--threads must be a whole number >= 0, got {o.threads!r}",
                           fix="give e.g. --threads 2 (0 = every core)")
     if o.threads is not None and o.threads > MAX_THREADS:
@@ -400,29 +409,24 @@ def _check_compression(o: BuildOptions) -> None:
 def _check_surface_tolerance(o: BuildOptions) -> None:
     """The surface tolerance (docs/model.md §2.11) is a length >= 0 (0 keeps the input's triangles)."""
     value = o.surface_tolerance
-    if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                  and math.isfinite(value) and value >= 0):
+    if value is not None and not (is_number(value) and math.isfinite(value) and value >= 0):
         raise OptionError(f"--surface-tolerance must be a length >= 0 in the input's units, got {value}",
                           fix="give e.g. --surface-tolerance 0.05 (with --units mm: 50 µm), 0 to keep the "
                               "input's triangles, or leave it out for the default (0.1% of the part's diagonal)")
-    if value is not None and value > LARGEST_SIZE:       # its square overflows in the remesher's patch areas
+    if value is not None and float(value) > LARGEST_SIZE:       # its square overflows in the remesher's patch areas
         raise OptionError(f"--surface-tolerance {value:g} is too large to compute with (above {LARGEST_SIZE:g})",
                           fix="give it in the input's units (--units), smaller than the part")
 
 
 #: What :meth:`BuildOptions.checked` checks, in order (the first defect found is reported).
 CHECKS: tuple[Callable[[BuildOptions], None], ...] = (
-    _check_units, _check_law, _check_positive, _check_kinds, _check_accuracy_used, _check_meshing, _check_compression,
-    _check_interior, _check_damping, _check_drake_vtk, _check_selectors, _check_friction,
+    _check_types, _check_units, _check_law, _check_positive, _check_kinds, _check_accuracy_used, _check_meshing,
+    _check_compression, _check_interior, _check_damping, _check_drake_vtk, _check_selectors, _check_friction,
     _check_surface_tolerance, _check_magnitudes,
 )
 
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(BuildOptions))
-PATH_OPTIONS = ("core", "table", "drake_vtk")
-#: Those that name a file read (a folder there is refused by its key).
-READ_PATH_OPTIONS = ("core", "table")
-LIST_OPTIONS = ("bonded", "insulated")
 #: The origins of options given as flags, not written in a file (the command line, the library's default).
 COMMAND_LINE = "command line"
 FLAG_ORIGINS = (COMMAND_LINE, "options")
@@ -439,7 +443,7 @@ def options_from_mapping(values: Mapping[str, Any], *, base_dir: str | os.PathLi
     merged = dataclasses.asdict(base or BuildOptions())
     check_keys(values, OPTION_NAMES, path=origin, noun="option")
     for key, value in values.items():
-        merged[key] = _coerce(key, value, origin, base_dir)
+        merged[key] = coerce_option(key, value, origin, base_dir)
     if "modulus" in values:        # a base's modulus was checked where it was given
         check_modulus_bounds(merged["modulus"], path=None if origin in FLAG_ORIGINS else origin)
     return BuildOptions(**merged)
@@ -487,75 +491,6 @@ def checked_in_layers(options: BuildOptions, layers, flags: Iterable[str] = ()) 
             return name if name in OPTION_NAMES and name not in typed else flag.group(0)
 
         raise OptionError(re.sub(r"--([a-z][a-z-]*)", as_key, error.defect), path=source, fix=error.fix) from None
-
-
-def check_path_value(key: str, value: Any, origin: str, fix: str) -> None:
-    """Refuse (OptionError) a path key of a spec or manifest that is no string, an empty one
-    (which would name the file's own folder) or one holding a NUL character."""
-    if not isinstance(value, str):
-        raise OptionError(f"option {key!r} must be a path string, got {value!r}", path=origin, fix=fix)
-    if not value.strip():
-        raise OptionError(f"option {key!r} is an empty string, not a path", path=origin, fix=fix)
-    if "\0" in value:                    # os calls raise ValueError on it; the command line cannot pass one
-        raise OptionError(f"option {key!r} = {value!r} holds a NUL character (\\u0000), which no file name can",
-                          path=origin, fix=fix)
-
-
-def check_not_folder(key: str, value: str, resolved: str, origin: str, fix: str) -> None:
-    """Refuse (OptionError) a path key of a spec or manifest naming a folder (``input = "."``)
-    where a file is read: named by its key and value, not by the bare folder it resolves to."""
-    if os.path.isdir(resolved):
-        raise OptionError(f"option {key!r} = {value!r} is a folder ({os.path.abspath(resolved)}), not a file",
-                          path=origin, fix=fix)
-
-
-def _coerce(key: str, value: Any, origin: str, base_dir) -> Any:
-    default = getattr(BuildOptions(), key)
-    if key in LIST_OPTIONS:
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise OptionError(f"option {key!r} must be a list of selector strings, got {value!r}", path=origin,
-                              fix='write e.g. bonded = ["normal:0,0,-1"]')
-        return tuple(value)
-    if key in PATH_OPTIONS:
-        if value is None:
-            return None
-        check_path_value(key, value, origin, f'write {key} = "FILE" (quoted, relative to this file)')
-        resolved = str(Path(base_dir) / value) if base_dir is not None and not os.path.isabs(value) else value
-        if key in READ_PATH_OPTIONS:
-            check_not_folder(key, value, resolved, origin, f'write {key} = "FILE": the {key} file itself, relative '
-                                                           'to this file')
-        return resolved
-    if key in ("robust", "estimate"):
-        if not isinstance(value, bool):
-            raise OptionError(f"option {key!r} must be true or false, got {value!r}", path=origin,
-                              fix=f"write {key} = true")
-        return value
-    if key == "threads":
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise OptionError(f"option 'threads' must be a whole number, got {value!r}", path=origin,
-                              fix="write e.g. threads = 2")
-        return value
-    if key in ("units", "law", "skin_mesh", "compression"):
-        if value is not None and not isinstance(value, str):
-            example = {"units": "mm", "law": "linear", "skin_mesh": "band", "compression": "zlib"}[key]
-            raise OptionError(f"option {key!r} must be a string, got {value!r}", path=origin,
-                              fix=f'write e.g. {key} = "{example}"')
-        return value
-    # numbers
-    if value is None:
-        return None
-    if isinstance(value, bool):         # TOML's true is no number (it would pass as 1.0)
-        raise OptionError(f"option {key!r} must be a number, got {str(value).lower()}", path=origin,
-                          fix="write a plain number, e.g. 1e5")
-    if not isinstance(value, (int, float)):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise OptionError(f"option {key!r} must be a number, got {value!r}", path=origin,
-                              fix="write a plain number, e.g. 1e5") from None
-    return float(value) if default is None or isinstance(default, float) else value
 
 
 def read_spec(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:

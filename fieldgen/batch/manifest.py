@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from fieldgen.errors import FieldgenError, OptionError
-from fieldgen.options import (BuildOptions, check_not_folder, check_path_value, checked_in_layers,
-                              options_from_mapping, options_from_spec)
+from fieldgen.option_kinds import check_not_folder, check_path_value
+from fieldgen.options import BuildOptions, checked_in_layers, options_from_mapping, options_from_spec
 from fieldgen.paths import special_file
 from fieldgen.tables import TomlValueError, check_keys, not_utf8, parse_toml
 
