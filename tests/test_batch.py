@@ -142,17 +142,18 @@ def test_cache_rebuilds_only_what_changed(first_run, tmp_path):
     assets are current in their new place too.
     """
     source, _, _, _ = first_run
-    first_seconds = json.loads((source / "report.json").read_text())["seconds"]
     folder = tmp_path / "copy"
     shutil.copytree(source, folder)
     manifest = folder / "manifest.toml"
     good_only = write_manifest(folder, GOOD, name="good.toml")
+    written = {path: path.stat().st_mtime_ns for path in (folder / "out").glob("*.vtu")}
 
     proc, _ = run_batch_cli(good_only, "-j", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert [item["status"] for item in report["items"]] == ["cached"] * 4
-    assert report["seconds"] < 0.25 * first_seconds     # functional: nothing was rebuilt
+    # Nothing was rebuilt: no asset written again (a time bound here failed under load).
+    assert written and {path: path.stat().st_mtime_ns for path in written} == written
     # A cached item still says what its build warned of (recorded in the asset), on stderr too.
     first = {Path(i["input"]).name: i["warnings"] for i in json.loads((source / "report.json").read_text())["items"]}
     assert any(first[Path(i["input"]).name] for i in report["items"])
