@@ -235,6 +235,7 @@ def check_velocity(linear, angular, flag: str) -> None:
 
 def _check_magnitudes(o: BuildOptions) -> None:
     """The physical bounds above, on options checked positive or >= 0 by the checks before."""
+    check_modulus_bounds(o.modulus)         # a library's BuildOptions too, not only flags and files
     if o.skin is not None and o.skin * length_scale(o.units, what="--units") < MIN_SKIN:
         raise OptionError(f"--skin {o.skin:g} {o.units} is thinner than {MIN_SKIN * 1e6:g} µm: meshed at half "
                           "its thickness, its tets would pass what a build can hold on any part over 0.14 mm",

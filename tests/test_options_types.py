@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +144,11 @@ def test_a_type_error_from_a_layer_is_named_by_its_key():
     with pytest.raises(OptionError) as caught:
         checked_in_layers(options, [("m.toml", ["robust"])])
     assert caught.value.path == "m.toml" and caught.value.defect.startswith("robust must be True or False")
+
+
+@pytest.mark.parametrize("modulus, words", [(1e14, "above"), (1e-3, "below")])
+def test_a_library_modulus_past_any_material_is_refused_as_flags_and_files_are(modulus, words):
+    """Before: only the command line and spec files applied the bounds; BuildOptions(modulus=1e14)
+    passed checked() and built."""
+    with pytest.raises(OptionError, match=re.escape(f"--modulus {modulus:g} Pa is {words}")):
+        BuildOptions(modulus=modulus).checked()
