@@ -18,7 +18,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from threadpoolctl import threadpool_limits
 
 from fieldgen.batch.cache import build_versions, library_versions, version_differences
 from fieldgen.errors import FieldgenError, OptionError
@@ -91,8 +90,7 @@ def build_payload(payload: dict[str, Any]) -> dict[str, Any]:
             metadata["cache"] = payload["cache"]
         # An asset reaches its output path only validated (build renames it there last), so a
         # worker stopped at any point leaves the previous asset or the new one, never a part.
-        with threadpool_limits(1):
-            result = build(payload["input"], payload["output"], options, extra_metadata=metadata)
+        result = build(payload["input"], payload["output"], options, extra_metadata=metadata)   # one BLAS thread
         answer["warnings"] = list(result.warnings)
         answer["tets"] = int(result.tets)
     except FieldgenError as exc:
