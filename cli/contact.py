@@ -18,7 +18,7 @@ from fieldgen.io.surface_readers import STEP_SUFFIXES, size_warnings
 from fieldgen.options import MAX_DISSIPATION, check_friction, check_modulus_bounds, check_velocity
 from fieldgen.paths import check_distinct, special_file
 from fieldgen.progress import Progress
-from fieldgen.runtime.contact.pose import MAX_POSITION, Pose, SpatialVelocity, as_matrix
+from fieldgen.runtime.contact.pose import Pose, SpatialVelocity, as_matrix, rigid_problem
 from fieldgen.units import LENGTH_UNITS
 from fieldgen.validate import require_valid
 
@@ -46,14 +46,11 @@ def parse_pose(ctx, param, text):
     """``x,y,z,roll,pitch,yaw`` (m, degrees about fixed X, Y, Z) -> Pose."""
     if text is None:
         return Pose()
-    values = _numbers(text, ("x", "y", "z", "roll", "pitch", "yaw"), "m and degrees")
-    far = max(abs(v) for v in values[:3])
-    if far > MAX_POSITION:
-        raise click.BadParameter(f"{text!r} places the body {far:g} m from the origin, past {MAX_POSITION:g} m: "
-                                 "there the bodies' coordinates are rounded to more than their size and the "
-                                 "force would be wrong. Give x,y,z in m near the origin (only the relative "
-                                 "pose of A and B matters)")
-    return Pose.from_xyz_rpy(*values)
+    pose = Pose.from_xyz_rpy(*_numbers(text, ("x", "y", "z", "roll", "pitch", "yaw"), "m and degrees"))
+    problem = rigid_problem(as_matrix(pose))
+    if problem is not None:
+        raise click.BadParameter(f"{text!r} {problem}. Give x,y,z in m near the origin")
+    return pose
 
 
 def parse_velocity(ctx, param, text):

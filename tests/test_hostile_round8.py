@@ -114,6 +114,7 @@ def test_a_scheduler_that_is_no_dask_address_is_refused_before_any_build(inputs,
     (Pose.from_xyz_rpy(z=float("inf")).matrix, "X_WB has numbers that are not finite"),
     (np.diag([2.0, 2.0, 2.0, 1.0]), "X_WB is not a rigid transform (its 3×3 block is 3 from orthonormal"),
     (np.diag([1.0, 1.0, -1.0, 1.0]), "X_WB is not a rigid transform"),
+    (Pose.from_xyz_rpy(x=1e17), "X_WB places the body 1e+17 m from the origin, past 1e+09 m"),
 ])
 def test_the_library_contact_query_refuses_a_pose_that_places_no_body(inputs, pose, words):
     """docs/cli.md's runtime API: before, a NaN or infinite pose, a scaled or a mirrored matrix gave

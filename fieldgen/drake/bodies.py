@@ -95,7 +95,8 @@ def placement_matrix(name: str, placement, as_matrix) -> np.ndarray:
                           fix=PLACEMENT_FIX)
     problem = rigid_problem(X)
     if problem is not None:
-        hint = "" if problem.startswith("has") else " (RotationMatrix.ProjectToRotationMatrix makes a rounded one exact)"
+        hint = " (RotationMatrix.ProjectToRotationMatrix makes a rounded one exact)" if "orthonormal" in problem \
+            else ""
         raise OptionError(f"body {name!r}: the placement {problem}", fix=PLACEMENT_FIX + hint)
     return nearest_rigid(X)         # a rounded rotation: the nearest one (det +1 checked)
 

@@ -101,10 +101,15 @@ ROUNDED = 1e-12
 
 
 def rigid_problem(X: np.ndarray) -> str | None:
-    """What keeps the 4×4 ``X`` from placing a body (numbers not finite; a 3×3 block more than
-    :data:`ROTATION_TOLERANCE` from orthonormal, or mirroring; a last row not 0 0 0 1), else None."""
+    """What keeps the 4×4 ``X`` from placing a body (numbers not finite; a translation past
+    :data:`MAX_POSITION`; a 3×3 block more than :data:`ROTATION_TOLERANCE` from orthonormal, or
+    mirroring; a last row not 0 0 0 1), else None."""
     if not np.all(np.isfinite(X)):
         return "has numbers that are not finite"
+    far = float(np.abs(X[:3, 3]).max())
+    if far > MAX_POSITION:
+        return (f"places the body {far:g} m from the origin, past {MAX_POSITION:g} m: there its coordinates are "
+                "rounded to more than its size and the force would be wrong (only the relative pose matters)")
     R = X[:3, :3]
     off = float(np.abs(R.T @ R - np.eye(3)).max())
     if off <= ROTATION_TOLERANCE and np.linalg.det(R) > 0 and np.array_equal(X[3], [0.0, 0.0, 0.0, 1.0]):
