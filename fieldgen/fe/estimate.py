@@ -47,6 +47,7 @@ from fieldgen.fe import extent as extent_solve
 from fieldgen.fe.refinement import RedRefinement, red_refine, refined_gradients
 from fieldgen.material.damping import characteristic_length
 from fieldgen.meshing.tetmesh import FREE, TET_EDGES, TetMesh, find_faces, hat_gradients
+from fieldgen.threads import blas_held
 
 #: e - e_h = (e_fine - e_h) / (1 - 2^-2) when the error falls as h^2 (halved edges).
 RICHARDSON = 4.0 / 3.0
@@ -298,12 +299,10 @@ def two_grid_extent(mesh: TetMesh, refined: RedRefinement, extent: np.ndarray, *
     ones: the corner children's stiffness entries are then taken from their parents',
     :func:`refined_entries`). Deterministic: one thread, seeded aggregation.
     """
-    from threadpoolctl import threadpool_limits  # lazy: only a build's estimate needs it
-
     fine = refined.mesh
     if fine.n_points <= TWO_GRID_LIMIT:
         return np.asarray(extent_solve.solve_extent(fine).extent, dtype=np.float64)
-    with threadpool_limits(1):
+    with blas_held():
         system = fine_system(mesh, refined, extent, gradients=gradients, coarse_gradients=coarse_gradients)
         if system is None:
             return np.asarray(extent_solve.solve_extent(fine).extent, dtype=np.float64)

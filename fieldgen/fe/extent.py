@@ -30,8 +30,8 @@ before. Nothing is clipped: the returned extent is the solution of the final lin
 except where that solution is positive but below the solver's precision (far along a thin wall):
 such a value is the smallest positive double, not the 0 or rounding negative the solver returns.
 
-Everything runs under ``threadpool_limits(1)`` and pyamg's random draws are seeded, so the
-result is bit-identical whatever the thread count.
+Everything runs under one BLAS thread (:func:`fieldgen.threads.blas_held`) and pyamg's random
+draws are seeded, so the result is bit-identical whatever the thread count.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from scipy.sparse import coo_matrix, diags, triu
 from fieldgen.errors import BuildError, InputError
 from fieldgen.meshing.tetmesh import FREE, RIGID, TetMesh, face_keys, hat_gradients, tet_volumes
 from fieldgen.surface.components import components
+from fieldgen.threads import blas_held
 from fieldgen.units import length_scale
 
 #: Excursions outside [0, 1] this small are the linear solver's rounding, not a maximum-principle
@@ -374,9 +375,7 @@ def _monotone_solve(mesh: TetMesh, problem: str, dofs, values, group: np.ndarray
                     rtol: float, seed: int, direct_limit: int) -> ExtentSolution:
     """:func:`solve_extent` with the Dirichlet ``dofs`` and ``values``, and in a Laplace part the
     unreached ``pieces`` (each vertex's ``group``, -1 outside them) under a Poisson source each."""
-    from threadpoolctl import threadpool_limits  # lazy: only a solve needs it (warmed while TetGen runs)
-
-    with threadpool_limits(1):
+    with blas_held():
         stiffness, load = assemble(mesh, "poisson" if pieces else problem)
         edge_i, edge_j, coupling = positive_couplings(stiffness)
         upwind = np.zeros(len(coupling), dtype=bool)

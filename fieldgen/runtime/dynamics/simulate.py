@@ -18,7 +18,6 @@ warnings kept once per (pair, kind) (:mod:`fieldgen.runtime.dynamics.warnings`).
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from fieldgen.errors import OptionError
 from fieldgen.progress import Progress
@@ -32,6 +31,7 @@ from fieldgen.runtime.dynamics.convex_step import DEFAULT_STICTION_VELOCITY
 from fieldgen.runtime.dynamics.recording import SimulationResult
 from fieldgen.runtime.dynamics.velocity_integrator import run_velocity
 from fieldgen.runtime.dynamics.warnings import ContactWarningLog, collecting
+from fieldgen.threads import blas_held
 
 
 
@@ -96,7 +96,7 @@ def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str | 
     progress = progress or Progress(enabled=False)
     # A state that overflows is reported by its divergence check (recording), naming the body,
     # not by numpy's RuntimeWarnings on the way there.
-    with threadpool_limits(1), collecting(ContactWarningLog()) as log, np.errstate(over="ignore", invalid="ignore"):
+    with blas_held(), collecting(ContactWarningLog()) as log, np.errstate(over="ignore", invalid="ignore"):
         if integrator == "velocity":
             result = run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, stiction_velocity,
                                   stop)
