@@ -95,6 +95,28 @@ def test_a_first_mesh_past_the_budget_is_made_again_at_the_looser_bound(tmp_path
     sized = mesh_by_accuracy(chosen, linear_law(1e5), 0.5, volume, max_tets=budget, surface=surface)
     assert f"q{DEFAULT_RADIUS_EDGE!r}/" in sized.parameters["switches"]
 
+
+def test_a_first_mesh_past_half_the_budget_is_made_again_at_the_looser_bound(tmp_path):
+    """The same cylinder under a budget 1.5 times TetGen's default-bound mesh (run here): that mesh
+    fits but leaves the passes less than half the budget, so the first mesh is made again at
+    radius-edge 10, with fewer tets; under a budget 2.5 times that mesh the default bound stays."""
+    path = tmp_path / "rod.stl"
+    trimesh.creation.cylinder(radius=10.0, height=20.0, sections=100).export(path)
+    part = load_part(str(path), BuildOptions(units="mm", modulus=1e5), Progress(enabled=False))
+    surface = (part.surface.vertices, part.surface.faces)
+    volume = abs(part.surface.volume)
+    default = default_bound_tets(part.surface, first_size(volume))
+    mesher = TetGenMesher(part, MeshingOptions(), Progress(enabled=False))
+    budget = int(1.5 * default)
+    assert 3.0 * surface_cost(*surface) <= budget                   # not swamped: foreseen to fit
+    sized = mesh_by_accuracy(mesher, linear_law(1e5), 0.5, volume, max_tets=budget, surface=surface)
+    assert f"q{RELAXED_RADIUS_EDGE!r}/" in sized.parameters["switches"]
+    assert sized.report()["passes"][0]["tets"] < default
+    sized = mesh_by_accuracy(mesher, linear_law(1e5), 0.5, volume, max_tets=int(2.5 * default), surface=surface)
+    assert f"q{DEFAULT_RADIUS_EDGE!r}/" in sized.parameters["switches"]
+    assert sized.report()["passes"][0]["tets"] >= default          # not made again
+
+
 @pytest.mark.slow
 def test_a_threaded_nut_is_meshed_within_memory(meshes, tmp_path):
     """The 5 mm threaded nut (tests/data/meshes/SOURCES.md), surface kept as it is: at the default

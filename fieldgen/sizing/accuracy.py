@@ -83,6 +83,10 @@ MAX_TETS = 280_000
 #: at 10 the nut's first mesh is 0.84 M, 3.8 GB, the estimate the same (docs/design/sizing.md,
 #: "Surfaces too fine for the budget").
 RELAXED_RADIUS_EDGE = 10.0
+#: A first mesh at the default bound that alone holds more than this share of the budget is made
+#: again at ``RELAXED_RADIUS_EDGE`` (kept if smaller): the passes need the rest of the budget
+#: where the error is (docs/design/sizing.md, "A first mesh past half the budget").
+RELAX_SHARE = 0.5
 #: The share of the tet budget a plate's stretched first mesh may be predicted to take
 #: (:func:`fieldgen.sizing.plate.stretch_fits`), as a layered first mesh's.
 FIRST_SHARE = extrusion.BUDGET_SHARE
@@ -393,12 +397,12 @@ def first_radius_edge(surface, max_tets: int, tets_per_cost: float = TETS_PER_CO
 
 
 def _relaxed_if_over(mesher, made, edge: float, stretch, max_tets: int):
-    """``made``, the first mesh at the default quality bound, or, when it alone is past the tet
-    budget (the surface's triangles cost more than :func:`first_radius_edge` foresaw: 5-9 tets a
-    unit of cost on CAD with micron edges), the first mesh again at ``RELAXED_RADIUS_EDGE`` if that
-    holds fewer tets. Not when the ``mesher`` keeps its bound (the user chose one, or fTetWild has
-    none); a crash at the relaxed bound keeps ``made``."""
-    if not mesher.relaxable or made.mesh.n_tets <= max_tets:
+    """``made``, the first mesh at the default quality bound, or, when it alone holds more than
+    ``RELAX_SHARE`` of the tet budget (the surface's small triangles set it, not the volume: 5-9
+    tets a unit of cost on CAD with micron edges), the first mesh again at ``RELAXED_RADIUS_EDGE``
+    if that holds fewer tets. Not when the ``mesher`` keeps its bound (the user chose one, or
+    fTetWild has none); a crash at the relaxed bound keeps ``made``."""
+    if not mesher.relaxable or made.mesh.n_tets <= RELAX_SHARE * max_tets:
         return made
     try:
         again = mesher.mesh(edge, stretch=stretch, radius_edge=RELAXED_RADIUS_EDGE)
