@@ -401,7 +401,7 @@ def test_skin_thicker_than_the_part_is_refused(tmp_path, meshes):
     message = result.stderr
     assert "idler_riser.STL" in message and "thicker than the part" in message
     assert " in below the free surface" in message
-    reported = float(message.split("deepest point is ")[1].split(" in below")[0])
+    reported = float(message.split("deepest point is about ")[1].split(" in below")[0])
     part = trimesh.load(meshes / "idler_riser.STL", force="mesh")
     lo, hi = part.bounds
     inside = lo + np.random.default_rng(0).random((8000, 3)) * (hi - lo)
@@ -419,8 +419,27 @@ def test_skin_thicker_than_the_part_raises_option_error(tmp_path):
         build(tmp_path / "slab.stl", tmp_path / "slab.vtu", BuildOptions(skin=0.06, modulus=1e5, units="m"))
     message = str(info.value)
     assert "slab.stl" in message and "thicker than the part" in message
-    deepest = float(message.split("deepest point is ")[1].split(" m below")[0])
+    deepest = float(message.split("deepest point is about ")[1].split(" m below")[0])
     assert 0.045 <= deepest <= 0.05  # h/2 at the centre, measured at the mesh vertices
+
+
+def test_a_skin_on_a_part_read_in_the_wrong_units_names_its_true_depth(tmp_path, meshes):
+    """A 215 mm bottle (metres in its file) read as millimetres under a 2 mm skin: its coarse first
+    mesh has every vertex on the surface, where the message once named a depth of 0 mm and asked
+    for a skin below it. The depth named is checked against trimesh's (the largest distance to the
+    surface of seeded random points inside), and the message points at --units."""
+    result = run("build", meshes / "fuze.obj", "--units", "mm", "--skin", "2", "--modulus", "1e6",
+                 "-o", tmp_path / "bottle.vtu")
+    assert result.exit_code == 2, result.output
+    message = result.stderr
+    assert "thicker than the part" in message and "--units" in message and "Traceback" not in message
+    reported = float(message.split("deepest point is about ")[1].split(" mm below")[0])
+    part = trimesh.load(meshes / "fuze.obj", force="mesh")
+    lo, hi = part.bounds
+    inside = lo + np.random.default_rng(0).random((8000, 3)) * (hi - lo)
+    depth = float(trimesh.proximity.signed_distance(part, inside[part.contains(inside)]).max())  # file units
+    assert 0.85 * depth <= reported <= 1.02 * depth + 1e-4
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_skin_and_core_are_exclusive(tmp_path):

@@ -126,6 +126,31 @@ def free_surface_depth(mesh: TetMesh, cap: float = np.inf,
     return depth
 
 
+def skin_refusal(mesh: TetMesh, max_depth: float, thickness: float, free_surface, *,
+                 path: str | None, units: str, scale: float) -> OptionError:
+    """The error for a skin no mesh vertex lies deeper than. The part's deepest point is taken
+    over the tets' centroids too: a coarse mesh may have every vertex on the surface (depth 0),
+    which says nothing of the part. Where a centroid lies deeper than the skin, the mesh is too
+    coarse to cut it; otherwise the skin is thicker than the part, and the part's size is named
+    (a part a fraction of a millimetre across was most likely read in the wrong units)."""
+    centroids = mesh.points[mesh.tets].mean(axis=1)
+    deepest = max(max_depth, float(distance_to_triangles(centroids, *free_surface).max(initial=0.0)))
+    across = float(np.linalg.norm(np.ptp(mesh.points, axis=0)))
+    size = f"{thickness / scale:.6g} {units}"
+    if deepest > thickness:
+        return OptionError(
+            f"no vertex of the mesh lies deeper than the skin ({size}) below the free surface "
+            f"(the part's deepest point is about {deepest / scale:.4g} {units}): the mesh is too coarse "
+            "to cut the skin out of it", path=path,
+            fix=f"give a smaller --edge-length (below {0.5 * thickness / scale:.4g} {units}), or a thinner --skin")
+    return OptionError(
+        f"the skin ({size}) is thicker than the part: its deepest point is about {deepest / scale:.4g} "
+        f"{units} below the free surface (the part is {across / scale:.4g} {units} across), so nothing "
+        "is left for a rigid interior", path=path,
+        fix=f"give --skin below {deepest / scale:.4g} {units}, check --units (the file's length unit), "
+            "or drop --skin for a part that is rubber throughout")
+
+
 def cut_skin(mesh: TetMesh, thickness: float, *,
              free_surface: tuple[np.ndarray, np.ndarray] | None = None,
              path: str | None = None, units: str = "m", scale: float = 1.0,
@@ -149,14 +174,8 @@ def cut_skin(mesh: TetMesh, thickness: float, *,
     depth = free_surface_depth(mesh, cap=DEPTH_CAP * thickness, free_surface=free_surface)
     max_depth = float(depth.max())
     part_volume = float(tet_volumes(mesh.points, mesh.tets).sum())
-    refuse = OptionError(
-        f"the skin ({thickness / scale:.6g} {units}) is thicker than the part: its deepest point "
-        f"is {max_depth / scale:.6g} {units} below the free surface (at the mesh vertices), so "
-        "nothing is left for a rigid interior",
-        path=path, fix=f"give --skin below {max_depth / scale:.4g} {units}, or drop --skin for a "
-                       "part that is rubber throughout")
     if max_depth <= thickness:
-        raise refuse
+        raise skin_refusal(mesh, max_depth, thickness, free_surface, path=path, units=units, scale=scale)
     level = thickness / max_depth
     # Snap, cut, and keep the shallower side. Where the snap put both ends of an edge on the cut
     # and the tets around it alternate between the sides, two kept pieces meet along that edge
@@ -180,7 +199,8 @@ def cut_skin(mesh: TetMesh, thickness: float, *,
             break
         excluded |= culprits
     if keep.all():
-        raise refuse  # no interior volume is left
+        raise skin_refusal(mesh, max_depth, thickness, free_surface, path=path, units=units,  # nothing left
+                           scale=scale)
     kept = sliced.tets[keep]
     used = np.zeros(sliced.n_points, dtype=bool)
     used[kept.ravel()] = True
