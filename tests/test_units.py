@@ -163,3 +163,21 @@ def test_scene_refuses_a_unit_for_a_step_body(meshes, tmp_path):
         load_scene(scene)
     result = run("simulate", scene, "--duration", "0.001")
     assert result.exit_code == 2 and "featuretype.STEP" in result.stderr and "Drop units" in result.stderr
+
+
+@pytest.mark.parametrize("units, warned", [("m", True), ("mm", False)])
+def test_a_part_tens_of_metres_across_read_in_metres_is_warned_about(tmp_path, units, warned):
+    """A 40-unit cube (a 40 mm part whose file is in millimetres): read in metres, the default, it
+    is 40 m across, within the absurd-size bounds but no contact part; the build warns, naming
+    --units mm. Read in mm: no warning."""
+    path = tmp_path / "cube.stl"
+    trimesh.creation.box(extents=(40.0, 40.0, 40.0)).export(path)
+    out = tmp_path / "cube.vtu"
+    edge = 20.0 if units == "m" else 0.02 * 1000
+    result = run("build", path, "--units", units, "--modulus", "1e5", "--edge-length", edge, "-o", out, "--json")
+    assert result.exit_code == 0, result.output
+    warnings = json.loads(result.stdout)["warnings"]
+    slip = [w for w in warnings if "across (read in metres" in w]
+    assert bool(slip) is warned
+    if warned:
+        assert "40 m across" in slip[0] and "--units mm" in slip[0]

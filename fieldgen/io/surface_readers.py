@@ -477,6 +477,9 @@ def check_face_indices(faces, n_vertices: int, path: str) -> None:
 
 #: Parts outside this size range (m, across the bounding box) are warned about: a unit slip.
 SANE_SIZE = (1e-6, 1e3)
+#: A part to build larger than this (m) read in metres is warned about too: a contact part that
+#: size is unlikely, a millimetre file read as metres likely (a 103 mm foot built as 103 m).
+LIKELY_PART_SIZE = 10.0
 
 
 def size_warnings(vertices_m, units: str, what: str = "the part",
@@ -492,6 +495,19 @@ def size_warnings(vertices_m, units: str, what: str = "the part",
     if low <= size <= high:
         return ()
     return (f"{what} is {size:.3g} m across (read in {units}), outside {low:g} .. {high:g} m: {fix}",)
+
+
+def unit_slip_warnings(vertices_m, units: str) -> tuple[str, ...]:
+    """A warning when a part to build, read in metres, is larger than ``LIKELY_PART_SIZE`` across
+    but within ``SANE_SIZE`` (beyond it :func:`size_warnings` speaks): most likely millimetres."""
+    vertices_m = np.asarray(vertices_m, dtype=float)
+    if units != "m" or not vertices_m.size:
+        return ()
+    size = float(np.max(vertices_m.max(axis=0) - vertices_m.min(axis=0)))
+    if not LIKELY_PART_SIZE < size <= SANE_SIZE[1]:
+        return ()
+    return (f"the part is {size:.3g} m across (read in metres, the default): if its file is in millimetres, "
+            "give --units mm (or units = \"mm\" in a spec)",)
 
 
 def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangles:

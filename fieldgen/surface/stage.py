@@ -21,7 +21,7 @@ import numpy as np
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.install import extra_installed, install_hint
-from fieldgen.io.surface_readers import SURFACE_FORMATS, read_bytes, read_triangles, size_warnings
+from fieldgen.io.surface_readers import SURFACE_FORMATS, read_bytes, read_triangles, size_warnings, unit_slip_warnings
 from fieldgen.paths import same_file
 from fieldgen.surface.defects import describe, surface_defects
 from fieldgen.surface.intersections import intersecting_face_pairs
@@ -150,6 +150,7 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
     return Surface(vertices=vertices, faces=faces, face_groups=groups, group_names=names,
                    path=path_text, sha256=sha, units=units, repairs=repairs,
                    warnings=size_warnings(vertices, units) + opened
+                   + (unit_slip_warnings(vertices, units) if role == "surface" else ())
                    + (cavity_warnings(vertices, faces, units) if role == "surface" and not opened else ()))
 
 
