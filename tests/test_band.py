@@ -308,6 +308,27 @@ def test_the_band_falls_back_to_the_cut_with_a_warning(tmp_path, monkeypatch, se
     assert validate_asset(tmp_path / "ball.vtu").ok
 
 
+def test_a_depth_grid_a_little_past_its_node_budget_is_made_coarser_not_refused(tmp_path, monkeypatch):
+    """The ball's grid at 0.2 T, counted here from its box, under a node budget 1.3^3 times
+    smaller: the spacing grows by about 1.3 (within ``MAX_GRID_COARSENING``) and the band is made,
+    where the budget alone refused it and the skin was cut instead."""
+    import fieldgen.skin.interior as interior_module
+
+    trimesh.creation.icosphere(subdivisions=3, radius=0.05).export(tmp_path / "ball.stl")
+    skin = 0.015
+    g = interior_module.GRID * skin
+    box = np.array([0.1, 0.1, 0.1])                       # the ball's box: 2 r across
+    nodes = int(np.prod(np.ceil((box + (4 + interior_module.GRID_SHIFT) * g) / g) + 1))
+    monkeypatch.setattr(interior_module, "MAX_GRID_NODES", int(nodes / 1.3 ** 3))
+    vertices = trimesh.load(tmp_path / "ball.stl").vertices
+    spacing = interior_module._grid_spacing(vertices, g)
+    assert 1.2 * g < spacing <= interior_module.MAX_GRID_COARSENING * g
+    result = build(tmp_path / "ball.stl", tmp_path / "ball.vtu", BuildOptions(skin=skin, modulus=1e5, skin_mesh="band"))
+    assert not any("layer band could not be made" in w for w in result.warnings), result.warnings
+    assert read_metadata(tmp_path / "ball.vtu")["skin"]["mesh"] == "band"
+    assert validate_asset(tmp_path / "ball.vtu").ok
+
+
 @pytest.mark.parametrize("extra,needle", [
     (["--edge-length", "0.01"], "--edge-length"),
     (["--bonded", "normal:0,0,-1"], "bonded or insulated"),

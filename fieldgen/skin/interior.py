@@ -51,6 +51,11 @@ GRID = 0.2
 #: The depth grid's nodes at most (about 100 bytes each in its arrays): a 200 mm cube under a
 #: 3 mm skin would have 37M.
 MAX_GRID_NODES = 8_000_000
+#: A grid past that many nodes is made coarser to fit, by at most this factor of its spacing
+#: (a 215 mm bottle under a 2 mm skin: 19.3M nodes at 0.2 T, 1.4 x coarser fits; the cut it fell
+#: back to made 7.9M tets and 7.4 GB, the band 3.1M and 4.8 GB: docs/design/skin.md); past it the
+#: band is refused.
+MAX_GRID_COARSENING = 1.5
 #: The grid's origin is this fraction of its spacing off the part's box (see _depth_grid).
 GRID_SHIFT = 0.318
 #: The surface's edge and Hausdorff distance to the rounded surface, x the skin thickness.
@@ -99,7 +104,7 @@ def rounded_interior(vertices: np.ndarray, faces: np.ndarray, thickness: float, 
     faces = np.asarray(faces, dtype=np.int64)
     T = float(thickness)
     rho = rounding * T
-    g = grid * T
+    g = _grid_spacing(vertices, grid * T)
     origin, shape, depth = _depth_grid(vertices, faces, g, low=T - 2 * g, high=T + rho + 2 * g)
     sigma_v, sigma_f = _iso_surface(depth, origin, g, shape, T + rho)
     if not len(sigma_f):
@@ -164,6 +169,27 @@ def _signed_depth(points, vertices, faces):
     values = vtkDoubleArray()
     distance_field(vertices, faces).FunctionValue(numpy_to_vtk(np.ascontiguousarray(points), deep=True), values)
     return -vtk_to_numpy(values).astype(np.float64)
+
+
+def _grid_nodes(vertices, g: float) -> int:
+    """The nodes of :func:`_depth_grid`'s grid of spacing ``g`` over ``vertices``."""
+    lo = vertices.min(axis=0) - (2 + GRID_SHIFT) * g
+    hi = vertices.max(axis=0) + 2 * g
+    return math.prod(int(math.ceil((hi[i] - lo[i]) / g)) + 1 for i in range(3))
+
+
+def _grid_spacing(vertices, g: float) -> float:
+    """``g``, or a spacing up to ``MAX_GRID_COARSENING`` times coarser whose grid holds at most
+    ``MAX_GRID_NODES`` nodes; ``g`` when none does (:func:`_depth_grid` then refuses it)."""
+    spacing = g
+    for _ in range(8):
+        nodes = _grid_nodes(vertices, spacing)
+        if nodes <= MAX_GRID_NODES:
+            return spacing
+        spacing *= 1.001 * (nodes / MAX_GRID_NODES) ** (1.0 / 3.0)
+        if spacing > MAX_GRID_COARSENING * g:
+            return g
+    return g
 
 
 def _depth_grid(vertices, faces, g, *, low, high):
