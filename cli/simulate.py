@@ -42,7 +42,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
     from fieldgen.runtime.dynamics.recording import check_finite
     from fieldgen.runtime.dynamics.simulate import check_integrator, run_settings, simulate
     from fieldgen.runtime.scene.load import load_scene
-    from fieldgen.runtime.scene.schema import check_step_count
+    from fieldgen.runtime.scene.schema import check_step_count, step_count_note
     from fieldgen.runtime.contact.kernels import announce_compiling
 
     click.get_current_context().call_on_close(       # a cold numba cache: say why the first run pauses
@@ -71,6 +71,9 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
                 raise OptionError(f"{flag} must be a positive number of seconds, got {value}",
                                   fix="use e.g. --duration 1 --dt 1e-3")
         check_step_count(duration, dt)
+        note = step_count_note(duration, dt)
+        if note is not None:
+            click.echo(f"warning: {note}", err=True)
         friction, integrator = run_settings(friction or settings.get("friction"),
                                             integrator or settings.get("integrator"), path=scene_file)
         if record_every is None:
@@ -82,7 +85,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
             prepare_output(out_dir, directory=True)            # before the run, not after it
         progress = Progress(enabled=not quiet)
         result = simulate(scene, duration, dt, integrator, record_every=record_every,
-                          record_surfaces=out_dir is not None, progress=progress, friction=friction)
+                          record_surfaces=out_dir is not None, progress=progress, friction=friction, path=scene_file)
         check_finite(result, scene_file)          # NaN trajectories are no result (exit 1, nothing written)
         summary = result.summary()
         summary["face_rule"] = scene.face_rule

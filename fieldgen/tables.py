@@ -117,9 +117,18 @@ def not_utf8(error: UnicodeDecodeError) -> str:
     return f"not UTF-8 text (byte {error.start} is 0x{raw[error.start]:02x})"
 
 
+def _cell_number(cell: str) -> float:
+    """The number a cell of a table holds; ValueError unless it is one as written in a CSV
+    (Python's ``float`` also reads ``1_0`` as ten: a typo or a digit group, never a number a
+    spreadsheet or an instrument writes, so it is refused rather than read ten times too large)."""
+    if "_" in cell:
+        raise ValueError(f"{cell!r} has an underscore")
+    return float(cell)
+
+
 def _is_number(cell: str) -> bool:
     try:
-        float(cell)
+        _cell_number(cell)
     except ValueError:
         return False
     return True
@@ -155,7 +164,7 @@ def read_number_pairs(path, columns: str, fix: str) -> tuple[np.ndarray, list[st
             continue
         cells = [c for c in _SPLIT.split(stripped) if c]
         try:
-            row = [float(c) for c in cells]
+            row = [_cell_number(c) for c in cells]
         except ValueError:
             row = None
         if row is None and first and not any(_is_number(c) for c in cells):

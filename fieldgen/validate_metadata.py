@@ -28,7 +28,15 @@ class CheckSkipped(Exception):
 
 
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A JSON number a float holds: not a bool, and not an integer past the floats (``1e400``
+    written out as digits, which JSON allows and every computation with it would overflow)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _strings(value) -> bool:
@@ -69,8 +77,8 @@ def metadata_number(meta: dict, *keys) -> float:
         if not isinstance(value, dict) or key not in value:
             raise CheckSkipped(f"needs metadata {'.'.join(keys)}")
         value = value[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"metadata {'.'.join(keys)} is {value!r}, not a finite number")
+    if not _number(value) or not math.isfinite(value):
+        raise ValueError(f"metadata {'.'.join(keys)} is {short_repr(value)}, not a finite number")
     return float(value)
 
 

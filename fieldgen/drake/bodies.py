@@ -56,7 +56,7 @@ def read_geometry(path: str, units: str | None, friction: float | None) -> Compl
         raise InputError("a legacy .vtk tet mesh carries no authored field", path=path,
                          fix="give the fieldgen asset (.vtu) built from the part, or a rigid surface mesh")
     else:
-        if units is not None and units not in LENGTH_UNITS:
+        if units is not None and (not isinstance(units, str) or units not in LENGTH_UNITS):
             raise OptionError(f"unknown units {units!r}", path=path, fix=f"use one of {', '.join(LENGTH_UNITS)}")
         body = load_body(path, units=units or "m")
     if friction is not None:

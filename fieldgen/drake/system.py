@@ -66,20 +66,40 @@ def body_index(plant, name: str):
                          fix=f"key the bodies by one of {', '.join(names)}") from None
 
 
-def filter_drake_collisions(builder, plant, indices, scene_graph=None) -> None:
-    """Exclude Drake's own collisions between the bodies fieldgen handles (their contact is
-    fieldgen's); the plant's scene graph is found in ``builder`` unless given."""
+def scene_graphs(builder, scene_graph=None) -> list:
+    """The ``SceneGraph`` the plant may use: ``[scene_graph]`` when given (OptionError unless it is
+    a SceneGraph of ``builder``), else every SceneGraph of ``builder``."""
     d = pydrake_modules()
+    graphs = [s for s in builder.GetSystems() if isinstance(s, d["SceneGraph"])]
     if scene_graph is None:
-        graphs = [s for s in builder.GetSystems() if isinstance(s, d["SceneGraph"])]
-        scene_graph = graphs[0] if len(graphs) == 1 else None
-    if scene_graph is None or not plant.geometry_source_is_registered():
+        return graphs
+    if not isinstance(scene_graph, d["SceneGraph"]):
+        raise OptionError(f"scene_graph ({type(scene_graph).__name__}) is not a pydrake SceneGraph",
+                          fix="pass the SceneGraph AddMultibodyPlantSceneGraph returned, or leave scene_graph out")
+    if not any(graph is scene_graph for graph in graphs):
+        raise OptionError("scene_graph is not a system of this builder",
+                          fix="pass the SceneGraph added with the plant to this DiagramBuilder")
+    return [scene_graph]
+
+
+def filter_drake_collisions(plant, indices, graphs: list) -> None:
+    """Exclude Drake's own collisions between the bodies fieldgen handles (their contact is
+    fieldgen's) in the plant's scene graph, the one of ``graphs`` (:func:`scene_graphs`). Of
+    several, which is the plant's is not known: OptionError, since filtering none would leave
+    Drake's contact acting beside fieldgen's, every force between the bodies counted twice."""
+    d = pydrake_modules()
+    if not graphs or not plant.geometry_source_is_registered():
         return
     frames = [plant.GetBodyFrameIdIfExists(i) for i in indices]
     frames = [f for f in frames if f is not None]
-    if len(frames) > 1:
-        scene_graph.collision_filter_manager().Apply(
-            d["CollisionFilterDeclaration"]().ExcludeWithin(d["GeometrySet"](frames)))
+    if len(frames) < 2:
+        return
+    if len(graphs) > 1:
+        raise OptionError(f"the builder has {len(graphs)} SceneGraphs, and which one the plant {plant.get_name()!r} "
+                          "uses is not known", fix="pass the plant's as scene_graph= (the second value "
+                                                  "AddMultibodyPlantSceneGraph returned)")
+    graphs[0].collision_filter_manager().Apply(
+        d["CollisionFilterDeclaration"]().ExcludeWithin(d["GeometrySet"](frames)))
 
 
 @functools.cache
@@ -186,12 +206,15 @@ def add_pressure_field_contact(builder, plant, bodies: Mapping, units: Mapping |
     check_plant(builder, plant)
     if face_rule not in FACE_RULES:
         raise OptionError(f"face_rule {face_rule!r} is not one of {FACE_RULES}", fix='use "all" or "drake"')
+    if not isinstance(name, str):
+        raise OptionError(f"name {name!r} is not a string", fix='give the system a name, e.g. name="pfc"')
+    graphs = scene_graphs(builder, scene_graph)
     handled = handled_bodies(bodies, units, friction, _matrix)
     if not pressure_field_pairs(handled):
         raise OptionError("no compliant body among the bodies given: no pair has a pressure field",
                           fix="give at least one fieldgen asset (.vtu)")
     indices = [body_index(plant, b.name) for b in handled]
-    filter_drake_collisions(builder, plant, indices, scene_graph)
+    filter_drake_collisions(plant, indices, graphs)
     system = builder.AddSystem(system_class()(handled, indices, face_rule))
     system.set_name(name)
     builder.Connect(plant.get_body_poses_output_port(), system.get_input_port(0))

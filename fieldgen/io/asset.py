@@ -36,7 +36,7 @@ import numpy as np
 from fieldgen import __version__
 from fieldgen.errors import BuildError, InputError
 from fieldgen.io.vtu_cells import check_cell_offsets
-from fieldgen.io.vtu_sizes import check_declared_sizes
+from fieldgen.io.vtu_sizes import check_declared_sizes, check_unique_names
 from fieldgen.meshing.statistics import mesh_counts
 from fieldgen.meshing.tetmesh import min_dihedral_angles, p1_gradients
 from fieldgen.paths import check_utf8_name
@@ -466,6 +466,7 @@ def read_vtu(path) -> RawVtu:
     reader.UpdateInformation()          # the XML alone: what it declares is checked before vtk allocates it
     check_declared_sizes(reader, where)
     check_cell_offsets(reader, where)    # and the cells' offsets, which size the connectivity
+    check_unique_names(reader, where)    # one array a name: readers disagree on which of two they keep
     reader.Update()
     grid = reader.GetOutput()
     if errors.messages or reader.GetErrorCode():

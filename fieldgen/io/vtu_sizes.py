@@ -1,4 +1,5 @@
-"""What a VTK XML file declares it holds, checked against its size before vtk allocates it.
+"""What a VTK XML file declares it holds, checked against its size before vtk allocates it, and
+its arrays' names checked to be one array each.
 
 vtk sizes every array from the XML header (a ``<Piece>``'s ``NumberOfPoints`` and
 ``NumberOfCells``, a ``<DataArray>``'s ``NumberOfTuples`` and ``NumberOfComponents``) before it
@@ -55,3 +56,23 @@ def check_declared_sizes(reader, path: str) -> None:
         raise InputError(f"its header declares {declared:,} values in its arrays, more than its {size:,} "
                          "bytes can hold: the header is damaged", path=path,
                          fix="rewrite the asset (fieldgen build); the file is damaged")
+
+
+def check_unique_names(reader, path: str) -> None:
+    """InputError naming ``path`` when a ``<PointData>``, ``<CellData>`` or ``<FieldData>`` of the
+    XML header ``reader`` has read declares two arrays of one name (a file edited by hand): vtk and
+    ParaView keep the first, a reader filling a mapping by name the last, so which ``pressure`` the
+    asset holds depends on the reader, and no check of one of them speaks for the other."""
+    root = reader.GetXMLParser().GetRootElement()
+    stack = [] if root is None else [root]
+    while stack:                           # not recursive: a hostile file may nest deeply
+        element = stack.pop()
+        children = [element.GetNestedElement(k) for k in range(element.GetNumberOfNestedElements())]
+        if element.GetName() in ("PointData", "CellData", "FieldData"):
+            names = [child.GetAttribute("Name") for child in children if child.GetName() == "DataArray"]
+            twice = next((name for name in names if names.count(name) > 1), None)
+            if twice is not None:
+                raise InputError(f"its {element.GetName()} declares {names.count(twice)} arrays named {twice!r}: "
+                                 "readers disagree on which one the asset holds", path=path,
+                                 fix="remove all but one of them, or rewrite the asset (fieldgen build)")
+        stack.extend(children)

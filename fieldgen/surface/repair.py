@@ -27,9 +27,14 @@ def merge_close_vertices(vertices: np.ndarray, faces: np.ndarray, tolerance: flo
     """
     used = np.unique(faces)
     pts = vertices[used]
-    pairs = cKDTree(pts).query_pairs(r=tolerance, output_type="ndarray") if tolerance > 0 \
-        else np.zeros((0, 2), dtype=np.int64)
-    n, label = components(len(pts), pairs)
+    # Copies at one position first: k of them are k²/2 pairs within any tolerance (a file of a
+    # triangle repeated a million times would fill the memory), and one cluster whatever it is.
+    if tolerance > 0:
+        same, copy_of = np.unique(pts, axis=0, return_inverse=True)
+        n, label = components(len(same), cKDTree(same).query_pairs(r=tolerance, output_type="ndarray"))
+        label = label[copy_of.reshape(-1)]
+    else:
+        n, label = components(len(pts), np.zeros((0, 2), dtype=np.int64))
     # Renumber clusters in order of their lowest member, so the output is stable.
     first = np.full(n, len(pts))
     np.minimum.at(first, label, np.arange(len(pts)))

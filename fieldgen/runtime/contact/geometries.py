@@ -22,7 +22,7 @@ from fieldgen.meshing.tetmesh import boundary_faces_of, p1_gradients, tet_volume
 from fieldgen.paths import special_file
 from fieldgen.runtime.contact.bvh import BVH, build_bvh
 from fieldgen.runtime.contact.drake_distance import distance_field as drake_distance_field
-from fieldgen.surface.topology import edge_use
+from fieldgen.surface.topology import edge_use, signed_volume
 from fieldgen.material.tangential import DEFAULT_TANGENTIAL_DAMPING, DEFAULT_TANGENTIAL_STIFFNESS
 from fieldgen.units import length_scale
 
@@ -288,6 +288,29 @@ def check_closed_surface(vertices: np.ndarray, faces: np.ndarray, path=None) -> 
                          f"bounds no volume and its contact force would depend on the missing faces",
                          path=path, fix="Repair it into a closed, consistently wound surface (e.g. in "
                          "MeshLab or trimesh's fill_holes/fix_normals) before using it as a rigid body")
+    flat_check(np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64), path)
+
+
+#: A closed rigid surface enclosing less than this fraction of its bounding box's diagonal cubed
+#: encloses nothing: a sheet meshed as two coincident sides (the volume is rounding), not a solid.
+#: A 1 µm film across a metre still holds 1e-7 of it.
+FLAT_VOLUME = 1e-9
+
+
+def flat_check(vertices: np.ndarray, faces: np.ndarray, path=None) -> None:
+    """InputError for a closed rigid surface that encloses no volume (:data:`FLAT_VOLUME`): it has
+    no inside, so its two sides' pressures cancel and every contact force on it would be zero."""
+    used = vertices[np.unique(faces)]
+    low, high = (used.min(axis=0), used.max(axis=0)) if len(used) else (np.zeros(3), np.zeros(3))
+    half = high / 2 - low / 2                  # halved first: no overflow at 1e308
+    diagonal = float(np.linalg.norm(half)) * 2
+    scaled = (vertices - (low / 2 + high / 2)) / diagonal if diagonal > 0 else vertices
+    fraction = abs(signed_volume(scaled, faces))       # of the diagonal cubed: no overflow or underflow
+    if not fraction > FLAT_VOLUME:
+        raise InputError(f"the rigid surface is closed but encloses no volume ({fraction:.3g} of its bounding box's "
+                         f"diagonal, {diagonal:.3g} m, cubed): it is flat, a sheet meshed as two coincident sides, "
+                         "so it has no inside and the forces on its two sides would cancel", path=path,
+                         fix="Give the part its thickness (export it as a solid) before using it as a rigid body")
 
 
 def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from fieldgen.runtime.contact.geometries import CompliantGeometry
+from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.surface import ContactSurface, compute_contact_surface
 from fieldgen.runtime.contact.pose import SpatialVelocity, as_matrix, as_spatial_velocity, cross3, rigid_matrix
+from fieldgen.surface.topology import winding_numbers
 
 DEFAULT_STICTION_VELOCITY = 1e-4
 
@@ -103,6 +104,21 @@ def friction_lost_to(body_a, body_b) -> str | None:
     (the harmonic mean, :func:`combined_friction`; a rigid mesh has none unless given), else None."""
     ma, mb = float(body_a.mu_dynamic), float(body_b.mu_dynamic)
     return "a" if ma == 0 < mb else "b" if mb == 0 < ma else None
+
+
+def swallowed(body_a, X_WA, body_b, X_WB) -> str | None:
+    """"a" or "b": the compliant body lying wholly inside the rigid other (a pose or a unit off by
+    far), else None. Asked of a pair whose contact surface is empty: no face of the rigid body
+    crosses the compliant one, so one of its points inside the rigid body puts all of it there, and
+    the zero force is no answer (the bodies overlap entirely)."""
+    for side, body, X_WC, other, X_WR in (("a", body_a, X_WA, body_b, X_WB), ("b", body_b, X_WB, body_a, X_WA)):
+        if not (isinstance(body, CompliantGeometry) and isinstance(other, RigidGeometry)) or not len(body.points):
+            continue
+        C, R = as_matrix(X_WC), as_matrix(X_WR)
+        p_R = R[:3, :3].T @ (C[:3, :3] @ body.points[0] + C[:3, 3] - R[:3, 3])
+        if abs(winding_numbers(other.vertices, other.faces, p_R)[0]) > 0.5:
+            return side
+    return None
 
 
 def compute_wrench(surface: ContactSurface, body_a, body_b, *, V_WA: SpatialVelocity | None = None,

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from fieldgen.errors import BuildError
+from fieldgen.options import MAX_SPIN, SPEED_OF_LIGHT
+from fieldgen.runtime.contact.pose import MAX_POSITION
 from fieldgen.runtime.dynamics.bodies import Scene
 from fieldgen.runtime.dynamics.rigid_body import RigidBodyState, quaternion_to_matrix
 
@@ -75,16 +77,32 @@ class SimulationResult:
 def check_finite(result: SimulationResult, path=None) -> None:
     """Refuse (BuildError, exit 1) a run whose recorded states are not all finite: a mass, a
     gravity, a speed or a force so large that a body's state overflowed, or a step that diverged.
-    Its trajectories would be NaN and infinity, a wrong answer that looks like a result."""
+    Its trajectories would be NaN and infinity, a wrong answer that looks like a result. So is a
+    run in which a body ends up where no scene may place one (past :data:`MAX_POSITION` from the
+    origin, where its coordinates no longer resolve its contacts; a body whose mesh puts its centre
+    of mass there from the start, warned about as it is read, is left to it) or moving faster than a
+    scene's velocities may be (light's speed, :data:`MAX_SPIN`): finite numbers, none of them physical."""
     records = [result.positions, result.quaternions, result.velocities, result.angular_velocities]
     bad = ~np.all([np.isfinite(a).all(axis=2) for a in records], axis=0) if len(result.times) else None
-    if bad is None or not bad.any():
+    if bad is None:
         return
-    record, body = (int(k) for k in np.argwhere(bad)[0])
-    raise BuildError(f"the simulation diverged: body {result.body_names[body]!r} has a non-finite position, "
-                     f"orientation or velocity at t = {result.times[record]:.6g} s", path=path, fix=(
-                         "check the scene's masses, inertias, gravity, initial velocities and wrenches (an "
-                         "overflow), or take a smaller dt (an unstable step); nothing was written"))
+    if bad.any():
+        record, body = (int(k) for k in np.argwhere(bad)[0])
+        raise BuildError(f"the simulation diverged: body {result.body_names[body]!r} has a non-finite position, "
+                         f"orientation or velocity at t = {result.times[record]:.6g} s", path=path, fix=(
+                             "check the scene's masses, inertias, gravity, initial velocities and wrenches (an "
+                             "overflow), or take a smaller dt (an unstable step); nothing was written"))
+    far = np.abs(result.positions).max(axis=2) > MAX_POSITION
+    past = [(far & ~far[:1], f"is more than {MAX_POSITION:g} m from the origin"),   # a huge mesh's starts there
+            (np.abs(result.velocities).max(axis=2) > SPEED_OF_LIGHT, "moves faster than light"),
+            (np.abs(result.angular_velocities).max(axis=2) > MAX_SPIN, f"spins faster than {MAX_SPIN:g} rad/s")]
+    for out, what in past:
+        if out.any():
+            record, body = (int(k) for k in np.argwhere(out)[0])
+            raise BuildError(f"the simulation left the range a scene may hold: body {result.body_names[body]!r} "
+                             f"{what} at t = {result.times[record]:.6g} s", path=path, fix=(
+                                 "check the scene's masses, inertias, gravity, initial velocities and wrenches, "
+                                 "the duration (a free fall of hours) and dt (an unstable step); nothing was written"))
 
 
 class Recorder:

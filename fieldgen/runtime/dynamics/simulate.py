@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldgen.errors import OptionError
+from fieldgen.errors import BuildError, OptionError
 from fieldgen.progress import Progress
 from fieldgen.runtime.contact.geometries import RigidGeometry
 from fieldgen.runtime.dynamics.bodies import Scene
@@ -79,14 +79,15 @@ def check_integrator(scene: Scene, integrator: str, *, path=None) -> None:
 def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str | None = None, *,
              record_every: int = 1, record_surfaces: bool = False, progress: Progress | None = None,
              stiction_velocity: float = DEFAULT_STICTION_VELOCITY, rtol: float = 1e-6, atol: float = 1e-9,
-             stop=None, friction: str | None = None) -> SimulationResult:
+             stop=None, friction: str | None = None, path=None) -> SimulationResult:
     """Simulate ``scene`` for ``duration`` seconds.
 
     ``dt``: the fixed step (velocity) or the output interval (continuous). Every
     ``record_every``-th step is recorded (always the first and last). ``stop(t, states)``
     may end the run early by returning True. ``rtol``/``atol`` are Radau's tolerances.
     ``friction="compliant"`` (continuous only): tangentially compliant Coulomb friction (D 6).
-    Unset ``integrator``/``friction`` take the defaults of :func:`run_settings`.
+    Unset ``integrator``/``friction`` take the defaults of :func:`run_settings`. ``path``: the scene
+    file an error names.
     """
     friction, integrator = run_settings(friction, integrator)
     check_integrator(scene, integrator)
@@ -97,16 +98,22 @@ def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str | 
     # A state that overflows is reported by its divergence check (recording), naming the body,
     # not by numpy's RuntimeWarnings on the way there.
     with blas_held(), collecting(ContactWarningLog()) as log, np.errstate(over="ignore", invalid="ignore"):
-        if integrator == "velocity":
-            result = run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, stiction_velocity,
-                                  stop)
-        elif friction == "compliant":      # tangential compliance (D 6): friction springs in the ODE
-            try:
-                check_pairs(scene, contact_pairs(scene))
-            except ValueError as exc:
-                raise OptionError(str(exc), fix="set tangential_stiffness and tangential_damping > 0") from None
-            result = run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop)
-        else:
-            result = run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop)
+        try:
+            if integrator == "velocity":
+                result = run_velocity(scene, n_steps, dt, record_every, record_surfaces, progress, stiction_velocity,
+                                      stop)
+            elif friction == "compliant":      # tangential compliance (D 6): friction springs in the ODE
+                try:
+                    check_pairs(scene, contact_pairs(scene))
+                except ValueError as exc:
+                    raise OptionError(str(exc), fix="set tangential_stiffness and tangential_damping > 0") from None
+                result = run_compliant(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop)
+            else:
+                result = run_continuous(scene, n_steps, dt, record_every, record_surfaces, progress, rtol, atol, stop)
+        except np.linalg.LinAlgError as error:    # a step's system: inertias of no scale next to the contact's
+            raise BuildError(f"a step's linear system could not be solved ({error})", path=path, fix=(
+                "check the bodies' masses and inertias: a moment far smaller than the mass times the body's "
+                "size squared (inertia = [1e-30, ...] for a 5 cm box of 1 kg) is spun without bound by any "
+                "contact; leave inertia out to take it from the geometry")) from None
     result.warnings = log.as_list()
     return result

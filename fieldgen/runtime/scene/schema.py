@@ -134,17 +134,25 @@ def inertia(v):
     return what
 
 
-def schedule(columns: str) -> Callable:
+def schedule(columns: str, limits: tuple[float, float] | None = None) -> Callable:
     """Rows ``[t, <columns>]`` with increasing t, or one constant 6-vector ``[<columns>]``
-    (a wrench's fx..tz, a motion's twist vx..wz)."""
+    (a wrench's fx..tz, a motion's twist vx..wz); with ``limits`` (a wrench's), each row's force
+    at most ``limits[0]`` N and its torque at most ``limits[1]`` N m in every component."""
+    bounded = "" if limits is None else (f" with each force component within ±{limits[0]:g} N and each torque "
+                                         f"component within ±{limits[1]:g} N m")
+
+    def within(row):
+        return limits is None or (all(abs(x) <= limits[0] for x in row[-6:-3])
+                                  and all(abs(x) <= limits[1] for x in row[-3:]))
+
     def check(v):
         if vector(6)(v) is None:
-            return None
+            return None if within(v) else f"6 numbers [{columns}]{bounded}"
         if isinstance(v, list) and v and all(vector(7)(row) is None for row in v):
             times = [row[0] for row in v]
-            if all(b >= a for a, b in zip(times, times[1:])):
-                return None
-            return f"rows [t, {columns}] with t increasing"
+            if not all(b >= a for a, b in zip(times, times[1:])):
+                return f"rows [t, {columns}] with t increasing"
+            return None if all(within(row) for row in v) else f"rows [t, {columns}]{bounded}"
         return f"6 numbers [{columns}] or rows [t, {columns}]"
     return check
 
@@ -165,6 +173,17 @@ def check_step_count(duration: float, dt: float, *, path=None) -> None:
         raise OptionError(f"duration {duration:g} s at dt = {dt:g} s is {steps:.3g} steps (more than "
                           f"{MAX_STEPS:.0e}; at 1 ms a step about {steps * 1e-3 / 3600:.3g} hours)", path=path,
                           fix=f"shorten the duration or raise dt (at this dt at most {MAX_STEPS * dt:g} s)")
+
+
+def step_count_note(duration: float, dt: float) -> str | None:
+    """What the run simulates when ``duration`` is no whole number of steps ``dt`` (the run takes
+    the next whole number, as :func:`fieldgen.runtime.dynamics.simulate.simulate` does), else None."""
+    steps = math.ceil(duration / dt - 1e-9)
+    if steps - duration / dt <= 1e-6:
+        return None
+    return (f"the duration {duration:g} s is not a whole number of steps of dt = {dt:g} s: the run takes "
+            f"{steps} steps and ends at t = {steps * dt:g} s; give a duration that is a multiple of dt "
+            f"(e.g. {(steps - 1) * dt:g} s or {steps * dt:g} s) to end where you mean")
 
 
 # --------------------------------------------------------------------------- the tables
@@ -193,6 +212,9 @@ DISSIPATION = number(0, maximum=MAX_DISSIPATION)
 MAX_GRAVITY = 1e7
 MAX_DENSITY = 1e5
 MASS_RANGE = (1e-9, 1e12)
+#: A wrench's largest force (the heaviest body's weight at the largest gravity) and torque (that
+#: force at the largest distance), N and N m: past them a body's state overflows in a step.
+MAX_WRENCH = (MASS_RANGE[1] * MAX_GRAVITY, MASS_RANGE[1] * MAX_GRAVITY * SHAPE_LENGTHS[1])
 LENGTH = number(SHAPE_LENGTHS[0], maximum=SHAPE_LENGTHS[1])
 SIZE = vector(3, within=SHAPE_LENGTHS)
 
@@ -215,7 +237,7 @@ BODY = {
     "velocity": vector(3, within=(-SPEED_OF_LIGHT, SPEED_OF_LIGHT)),
     "angular_velocity": vector(3, within=(-MAX_SPIN, MAX_SPIN)),
     "mu_static": FRICTION_COEFFICIENT, "mu_dynamic": FRICTION_COEFFICIENT, "dissipation": DISSIPATION,
-    "wrench": schedule("fx, fy, fz, tx, ty, tz"), "motion": schedule("vx, vy, vz, wx, wy, wz"),
+    "wrench": schedule("fx, fy, fz, tx, ty, tz", MAX_WRENCH), "motion": schedule("vx, vy, vz, wx, wy, wz"),
     "convex": boolean,
     "tangential_stiffness": number(0, strict=True, maximum=MAX_TANGENTIAL_STIFFNESS),   # K̄, 1/m (D 6.2.3)
     "tangential_damping": number(0, strict=True, maximum=MAX_DISSIPATION),              # C̄, s/m
@@ -373,6 +395,10 @@ def check_scene_table(data: dict, *, path=None) -> None:
         if "mass" in body and "density" in body:
             raise SceneError(f"{label} gives both mass and density", path=path,
                              fix="keep one: mass = <kg> (inertia optional) or density = <kg/m^3>")
+        if "centre_of_mass" in body and not ("mass" in body and "inertia" in body):
+            raise SceneError(f"{label}: centre_of_mass is read with mass and inertia only (else the mass properties "
+                             "come from the geometry, its centroid the centre of mass), so it would be ignored",
+                             path=path, fix="give mass and inertia beside it, or remove centre_of_mass")
         if "rpy" in body and "quaternion" in body:
             raise SceneError(f"{label} gives both rpy and quaternion", path=path, fix="keep one of them")
         if "geometry" not in body:
