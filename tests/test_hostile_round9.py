@@ -288,3 +288,14 @@ def test_the_drake_bridge_asks_which_of_two_scene_graphs(inputs, drake):
     with pytest.raises(FieldgenError, match=r"the builder has 2 SceneGraphs.*Pass the plant's as scene_graph="):
         add_pressure_field_contact(builder, plant, bodies)
     assert add_pressure_field_contact(builder, plant, bodies, scene_graph=graph) is not None
+
+
+def test_a_build_spec_given_as_input_is_named_as_one(tmp_path):
+    """`fieldgen build spec.toml` once answered "the linear law needs a modulus" (the spec never
+    read), or with a modulus, that TOML is no mesh format; now a usage error naming --spec."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text('input = "part.stl"\nmodulus = 1e5\n')
+    result = CliRunner().invoke(main, ["build", str(spec), "-o", str(tmp_path / "part.vtu")])
+    assert result.exit_code == 2, result.output
+    assert f"--spec {spec}" in result.output and "needs a modulus" not in result.output
+    assert list(tmp_path.iterdir()) == [spec]
