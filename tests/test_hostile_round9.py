@@ -78,6 +78,7 @@ def inputs(tmp_path_factory) -> Path:
     write(folder / "torque_rows.toml",
           scene(mass="mass = 0.1\nwrench = [[0, 0, 0, 0, 0, 0, 0], [1e-3, 0, 0, 0, 0, 0, 1e300]]"))
     write(folder / "com_mass.toml", scene(mass="mass = 0.1\ncentre_of_mass = [0.5, 0, 0]"))
+    write(folder / "rpy.toml", scene(mass="mass = 0.1\nrpy = [1e300, 0, 0]"))
     write(folder / "com_density.toml", scene(mass="density = 1000\ncentre_of_mass = [0.5, 0, 0]"))
     write(folder / "free_fall.toml", FREE_FALL)
     write(folder / "point_inertia.toml", POINT_INERTIA)
@@ -93,6 +94,7 @@ REFUSED = [
      "wrench = [1e+300, 0, 0, 0, 0, 0] is not 6 numbers [fx, fy, fz, tx, ty, tz] with each force component "
      "within ±1e+19 N"),
     ("wrench row of 1e300 N m", ["simulate", "{i}/torque_rows.toml"], 2, "each torque component within ±1e+28 N m"),
+    ("rpy of 1e300 degrees", ["simulate", "{i}/rpy.toml"], 2, "rpy = [1e+300, 0, 0] is not 3 numbers from -360000 to 360000"),
     ("centre_of_mass beside mass alone", ["simulate", "{i}/com_mass.toml"], 2,
      "[[body]] 2 (box): centre_of_mass is read with mass and inertia only"),
     ("centre_of_mass beside density", ["simulate", "{i}/com_density.toml"], 2, "so it would be ignored"),

@@ -217,6 +217,9 @@ MASS_RANGE = (1e-9, 1e12)
 MAX_WRENCH = (MASS_RANGE[1] * MAX_GRAVITY, MASS_RANGE[1] * MAX_GRAVITY * SHAPE_LENGTHS[1])
 LENGTH = number(SHAPE_LENGTHS[0], maximum=SHAPE_LENGTHS[1])
 SIZE = vector(3, within=SHAPE_LENGTHS)
+#: Roll, pitch and yaw, degrees: a thousand turns at most. Past about 1e16 degrees a double holds
+#: no fraction of a turn, and an angle that large is a typo, not an orientation.
+MAX_ANGLE = 360_000.0
 
 TOP = {"gravity": vector(3, within=(-MAX_GRAVITY, MAX_GRAVITY)), "body": None, "simulate": table}
 
@@ -232,7 +235,7 @@ BODY = {
     "name": name, "kind": string(KINDS), "geometry": table,
     "mass": number(MASS_RANGE[0], maximum=MASS_RANGE[1]), "density": number(0, strict=True, maximum=MAX_DENSITY), "inertia": inertia,
     "centre_of_mass": vector(3, within=(-SHAPE_LENGTHS[1], SHAPE_LENGTHS[1])),
-    "position": vector(3, within=(-MAX_POSITION, MAX_POSITION)), "rpy": vector(3),
+    "position": vector(3, within=(-MAX_POSITION, MAX_POSITION)), "rpy": vector(3, within=(-MAX_ANGLE, MAX_ANGLE)),
     "quaternion": vector(4, nonzero=True),
     "velocity": vector(3, within=(-SPEED_OF_LIGHT, SPEED_OF_LIGHT)),
     "angular_velocity": vector(3, within=(-MAX_SPIN, MAX_SPIN)),
