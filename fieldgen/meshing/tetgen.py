@@ -274,6 +274,19 @@ def _with_core(vertices, faces, markers, core_vertices, core_faces, options: Mes
             np.concatenate([markers, np.full(len(cf), RIGID, dtype=np.int64)]), holes, original_core)
 
 
+def _without_interior_pairs(trifaces, trimarkers, boundary, n: int):
+    """TetGen's face list without the faces it lists twice, once in each orientation, that are not
+    on the mesh's boundary (two tets share them): interior faces, not surface (docs/design/meshing.md)."""
+    keys = face_keys(trifaces, n)
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    twice = counts[inverse] == 2
+    if not twice.any():
+        return trifaces, trimarkers
+    on_boundary, _ = find_faces(trifaces, boundary, n)
+    drop = twice & ~on_boundary
+    return trifaces[~drop], trimarkers[~drop]
+
+
 def _tet_mesh(nodes, elements, trifaces, trimarkers, has_core: bool = True) -> TetMesh:
     """TetGen's output as a TetMesh: nodes no tet uses dropped (duplicate input vertices, TetGen's
     order kept), tets positive, every boundary face with the marker TetGen carried to it."""
@@ -294,6 +307,7 @@ def _tet_mesh(nodes, elements, trifaces, trimarkers, has_core: bool = True) -> T
             fix="mesh with another edge length (--edge-length, or a slightly different one if given)")
     boundary = boundary_faces_of(tets)
     n = len(points)
+    trifaces, trimarkers = _without_interior_pairs(trifaces, trimarkers, boundary, n)
     found, row = find_faces(boundary, trifaces, n)
     if not found.all() or len(np.unique(face_keys(trifaces, n))) != len(boundary):
         if not has_core:
