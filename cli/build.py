@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-
+import os
 from pathlib import Path
 
 import click
@@ -92,7 +92,8 @@ def build_command(input_path, output, spec, as_json, quiet, **flags):
     """
     given = {k: v for k, v in flags.items() if v is not None and v != ()}
     with reported_errors(EXIT_USAGE):
-        if spec is None and input_path is not None and str(input_path).lower().endswith(".toml"):
+        if (spec is None and input_path is not None and str(input_path).lower().endswith(".toml")
+                and os.path.isfile(input_path)):      # a pipe or a missing file: refused where it is read
             raise click.UsageError(f"{input_path} is a TOML file, not a surface mesh: a build spec is given as "
                                    f"--spec {input_path} (a batch manifest to `fieldgen batch`)")
         options, spec_input, spec_output = (BuildOptions(), None, None)
