@@ -31,7 +31,7 @@ import fieldgen.surface.repair as repair
 from fieldgen.calibrate.data import read_data
 from fieldgen.cli.main import main
 from fieldgen.errors import FieldgenError, InputError, OptionError
-from fieldgen.runtime.contact.geometries import load_body
+from fieldgen.runtime.contact.geometries import flat_check, load_body
 from test_hostile_input import FLOOR, built_ball, cube_obj, scene, tampered, write
 from test_hostile_sweep import _refused
 
@@ -193,6 +193,19 @@ def test_the_library_refuses_a_flat_rigid_mesh(inputs):
     with pytest.raises(InputError, match="encloses no volume"):
         load_body(inputs / "flat.stl")
     assert load_body(inputs / "cube.obj").faces.shape == (12, 3)
+
+
+def test_thin_wires_and_shells_wound_either_way_are_no_flat_meshes(tmp_path):
+    """Rigid meshes with an inside that the flat check must not take for a sheet: a closed wire
+    0.2 mm across and 10 m long (its volume is 3e-10 of its diagonal cubed), and two disjoint
+    cubes, one wound inside out (their signed volumes cancel)."""
+    wire = trimesh.creation.cylinder(radius=1e-4, height=10.0, sections=16)
+    flat_check(np.asarray(wire.vertices), np.asarray(wire.faces), path="wire.obj")      # no error
+    a = trimesh.creation.box([0.02, 0.02, 0.02])
+    b = trimesh.Trimesh(a.vertices + [0.1, 0, 0], a.faces[:, ::-1], process=False)
+    assert abs(a.volume + b.volume) < 1e-12                          # signed: they cancel
+    trimesh.util.concatenate([a, b]).export(tmp_path / "pair.stl")
+    assert load_body(tmp_path / "pair.stl").faces.shape == (24, 3)
 
 
 def test_a_csv_number_with_an_underscore_is_refused(tmp_path):

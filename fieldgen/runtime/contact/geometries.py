@@ -22,7 +22,8 @@ from fieldgen.meshing.tetmesh import boundary_faces_of, p1_gradients, tet_volume
 from fieldgen.paths import special_file
 from fieldgen.runtime.contact.bvh import BVH, build_bvh
 from fieldgen.runtime.contact.drake_distance import distance_field as drake_distance_field
-from fieldgen.surface.topology import edge_use, signed_volume
+from fieldgen.surface.components import face_pieces
+from fieldgen.surface.topology import edge_use, face_areas, signed_volume
 from fieldgen.material.tangential import DEFAULT_TANGENTIAL_DAMPING, DEFAULT_TANGENTIAL_STIFFNESS
 from fieldgen.units import length_scale
 
@@ -291,26 +292,31 @@ def check_closed_surface(vertices: np.ndarray, faces: np.ndarray, path=None) -> 
     flat_check(np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64), path)
 
 
-#: A closed rigid surface enclosing less than this fraction of its bounding box's diagonal cubed
-#: encloses nothing: a sheet meshed as two coincident sides (the volume is rounding), not a solid.
-#: A 1 µm film across a metre still holds 1e-7 of it.
-FLAT_VOLUME = 1e-9
+#: A closed rigid surface whose mean thickness (twice the volume its shells enclose over its area)
+#: is below this fraction of its bounding box's diagonal encloses nothing: a sheet meshed as two
+#: coincident sides (its thickness is rounding, about 1e-16 of it), not a solid. A 1 µm film across
+#: a metre, or a wire 10 µm across and a metre long, is 1e-6 to 1e-5 of it.
+FLAT_THICKNESS = 1e-9
 
 
 def flat_check(vertices: np.ndarray, faces: np.ndarray, path=None) -> None:
-    """InputError for a closed rigid surface that encloses no volume (:data:`FLAT_VOLUME`): it has
-    no inside, so its two sides' pressures cancel and every contact force on it would be zero."""
+    """InputError for a closed rigid surface that encloses no volume (:data:`FLAT_THICKNESS`): it
+    has no inside, so its two sides' pressures cancel and every contact force on it would be zero.
+    Each shell's volume counts by its size, whichever way it is wound."""
     used = vertices[np.unique(faces)]
     low, high = (used.min(axis=0), used.max(axis=0)) if len(used) else (np.zeros(3), np.zeros(3))
     half = high / 2 - low / 2                  # halved first: no overflow at 1e308
     diagonal = float(np.linalg.norm(half)) * 2
     scaled = (vertices - (low / 2 + high / 2)) / diagonal if diagonal > 0 else vertices
-    fraction = abs(signed_volume(scaled, faces))       # of the diagonal cubed: no overflow or underflow
-    if not fraction > FLAT_VOLUME:
-        raise InputError(f"the rigid surface is closed but encloses no volume ({fraction:.3g} of its bounding box's "
-                         f"diagonal, {diagonal:.3g} m, cubed): it is flat, a sheet meshed as two coincident sides, "
-                         "so it has no inside and the forces on its two sides would cancel", path=path,
-                         fix="Give the part its thickness (export it as a solid) before using it as a rigid body")
+    volume = sum(abs(signed_volume(scaled, faces[piece])) for piece in face_pieces(faces, len(vertices)))
+    area = float(face_areas(scaled, faces).sum())
+    thickness = 2.0 * volume / area if area > 0 else 0.0    # of the diagonal: no overflow or underflow
+    if not thickness > FLAT_THICKNESS:
+        raise InputError(f"the rigid surface is closed but encloses no volume (its mean thickness is {thickness:.3g} "
+                         f"of its bounding box's diagonal, {diagonal:.3g} m): it is flat, a sheet meshed as two "
+                         "coincident sides, so it has no inside and the forces on its two sides would cancel",
+                         path=path, fix="Give the part its thickness (export it as a solid) before using it as a "
+                                        "rigid body")
 
 
 def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:

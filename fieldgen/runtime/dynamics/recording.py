@@ -82,27 +82,25 @@ def check_finite(result: SimulationResult, path=None) -> None:
     origin, where its coordinates no longer resolve its contacts; a body whose mesh puts its centre
     of mass there from the start, warned about as it is read, is left to it) or moving faster than a
     scene's velocities may be (light's speed, :data:`MAX_SPIN`): finite numbers, none of them physical."""
-    records = [result.positions, result.quaternions, result.velocities, result.angular_velocities]
-    bad = ~np.all([np.isfinite(a).all(axis=2) for a in records], axis=0) if len(result.times) else None
-    if bad is None:
+    if not len(result.times):
         return
-    if bad.any():
-        record, body = (int(k) for k in np.argwhere(bad)[0])
-        raise BuildError(f"the simulation diverged: body {result.body_names[body]!r} has a non-finite position, "
-                         f"orientation or velocity at t = {result.times[record]:.6g} s", path=path, fix=(
-                             "check the scene's masses, inertias, gravity, initial velocities and wrenches (an "
-                             "overflow), or take a smaller dt (an unstable step); nothing was written"))
+    records = [result.positions, result.quaternions, result.velocities, result.angular_velocities]
     far = np.abs(result.positions).max(axis=2) > MAX_POSITION
-    past = [(far & ~far[:1], f"is more than {MAX_POSITION:g} m from the origin"),   # a huge mesh's starts there
-            (np.abs(result.velocities).max(axis=2) > SPEED_OF_LIGHT, "moves faster than light"),
-            (np.abs(result.angular_velocities).max(axis=2) > MAX_SPIN, f"spins faster than {MAX_SPIN:g} rad/s")]
-    for out, what in past:
+    diverged = ("the simulation diverged", "check the scene's masses, inertias, gravity, initial velocities and "
+                "wrenches (an overflow), or take a smaller dt (an unstable step); nothing was written")
+    left = ("the simulation left the range a scene may hold", "check the scene's masses, inertias, gravity, "
+            "initial velocities and wrenches, the duration (a free fall of hours) and dt (an unstable step); "
+            "nothing was written")
+    checks = [(~np.all([np.isfinite(a).all(axis=2) for a in records], axis=0),
+               "has a non-finite position, orientation or velocity", diverged),
+              (far & ~far[:1], f"is more than {MAX_POSITION:g} m from the origin", left),   # a huge mesh's starts there
+              (np.abs(result.velocities).max(axis=2) > SPEED_OF_LIGHT, "moves faster than light", left),
+              (np.abs(result.angular_velocities).max(axis=2) > MAX_SPIN, f"spins faster than {MAX_SPIN:g} rad/s", left)]
+    for out, what, (headline, fix) in checks:
         if out.any():
             record, body = (int(k) for k in np.argwhere(out)[0])
-            raise BuildError(f"the simulation left the range a scene may hold: body {result.body_names[body]!r} "
-                             f"{what} at t = {result.times[record]:.6g} s", path=path, fix=(
-                                 "check the scene's masses, inertias, gravity, initial velocities and wrenches, "
-                                 "the duration (a free fall of hours) and dt (an unstable step); nothing was written"))
+            raise BuildError(f"{headline}: body {result.body_names[body]!r} {what} at t = "
+                             f"{result.times[record]:.6g} s", path=path, fix=fix)
 
 
 class Recorder:
