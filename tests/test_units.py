@@ -181,3 +181,15 @@ def test_a_part_tens_of_metres_across_read_in_metres_is_warned_about(tmp_path, u
     assert bool(slip) is warned
     if warned:
         assert "40 m across" in slip[0] and "--units mm" in slip[0]
+
+
+def test_a_step_part_is_never_warned_of_as_millimetres_read_as_metres(meshes, monkeypatch):
+    """A STEP file is read true to size whatever --units says, so the advice to give --units mm
+    would only rescale the length flags. With the bound lowered below the part's size, the STL of
+    the same part read in metres is warned about and its STEP file is not."""
+    import fieldgen.surface.stage as stage
+    from fieldgen.surface.stage import load_surface
+
+    monkeypatch.setattr(stage, "LIKELY_PART_SIZE", 0.01)
+    assert any("read in metres, the default" in w for w in load_surface(meshes / "featuretype.STL", "m").warnings)
+    assert not any("read in metres" in w for w in load_surface(meshes / "featuretype.STEP", "m").warnings)

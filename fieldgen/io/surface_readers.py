@@ -483,31 +483,28 @@ LIKELY_PART_SIZE = 10.0
 
 
 def size_warnings(vertices_m, units: str, what: str = "the part",
-                  fix: str = "check --units (or the spec's units)") -> tuple[str, ...]:
+                  fix: str = "check --units (or the spec's units)", *, likely: float | None = None) -> tuple[str, ...]:
     """A warning when a mesh in metres (a part, a rigid body, a scene mesh, an indenter: ``what``
     names it, ``fix`` is the option or key that sets its unit) is smaller than a micrometre or
-    larger than a kilometre across (docs/model.md §1.2, §1.4): almost always the wrong units."""
+    larger than a kilometre across (docs/model.md §1.2, §1.4): almost always the wrong units.
+    ``likely``: a part to build read in metres and larger than this across (within those bounds)
+    is warned about too, as a millimetre file read as metres (``LIKELY_PART_SIZE``)."""
     vertices_m = np.asarray(vertices_m, dtype=float)
     if not vertices_m.size:
         return ()
     size = float(np.max(vertices_m.max(axis=0) - vertices_m.min(axis=0)))
     low, high = SANE_SIZE
-    if low <= size <= high:
-        return ()
-    return (f"{what} is {size:.3g} m across (read in {units}), outside {low:g} .. {high:g} m: {fix}",)
+    if not low <= size <= high:
+        return (f"{what} is {size:.3g} m across (read in {units}), outside {low:g} .. {high:g} m: {fix}",)
+    if likely is not None and units == "m" and size > likely:
+        return (f"{what} is {size:.3g} m across (read in metres, the default): if its file is in millimetres, "
+                "give --units mm (or units = \"mm\" in a spec)",)
+    return ()
 
 
-def unit_slip_warnings(vertices_m, units: str) -> tuple[str, ...]:
-    """A warning when a part to build, read in metres, is larger than ``LIKELY_PART_SIZE`` across
-    but within ``SANE_SIZE`` (beyond it :func:`size_warnings` speaks): most likely millimetres."""
-    vertices_m = np.asarray(vertices_m, dtype=float)
-    if units != "m" or not vertices_m.size:
-        return ()
-    size = float(np.max(vertices_m.max(axis=0) - vertices_m.min(axis=0)))
-    if not LIKELY_PART_SIZE < size <= SANE_SIZE[1]:
-        return ()
-    return (f"the part is {size:.3g} m across (read in metres, the default): if its file is in millimetres, "
-            "give --units mm (or units = \"mm\" in a spec)",)
+def read_in_metres(path) -> bool:
+    """Whether ``path``'s format names its own unit (STEP), so that ``--units`` does not scale it."""
+    return reader_for(Path(str(path)).suffix.lower()).in_metres
 
 
 def read_triangles(path, data: bytes | None = None, units: str = "m") -> Triangles:

@@ -21,7 +21,8 @@ import numpy as np
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.install import extra_installed, install_hint
-from fieldgen.io.surface_readers import SURFACE_FORMATS, read_bytes, read_triangles, size_warnings, unit_slip_warnings
+from fieldgen.io.surface_readers import (LIKELY_PART_SIZE, SURFACE_FORMATS, read_bytes, read_in_metres,
+                                         read_triangles, size_warnings)
 from fieldgen.paths import same_file
 from fieldgen.surface.defects import describe, surface_defects
 from fieldgen.surface.intersections import intersecting_face_pairs
@@ -149,9 +150,14 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
         array.setflags(write=False)
     return Surface(vertices=vertices, faces=faces, face_groups=groups, group_names=names,
                    path=path_text, sha256=sha, units=units, repairs=repairs,
-                   warnings=size_warnings(vertices, units) + opened
-                   + (unit_slip_warnings(vertices, units) if role == "surface" else ())
+                   warnings=size_warnings(vertices, units, likely=_likely_size(path_text, role)) + opened
                    + (cavity_warnings(vertices, faces, units) if role == "surface" and not opened else ()))
+
+
+def _likely_size(path: str, role: str) -> float | None:
+    """The size past which a part to build read in metres is warned about as millimetres; None for
+    a core, and for a STEP file (read true to size: ``--units`` would only rescale the flags)."""
+    return LIKELY_PART_SIZE if role == "surface" and not read_in_metres(path) else None
 
 
 # --------------------------------------------------------------------------- core
