@@ -11,6 +11,7 @@ them: a damaged header of one asset would stop ``fieldgen batch`` and every item
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 from fieldgen.errors import InputError
 
@@ -69,10 +70,10 @@ def check_unique_names(reader, path: str) -> None:
         element = stack.pop()
         children = [element.GetNestedElement(k) for k in range(element.GetNumberOfNestedElements())]
         if element.GetName() in ("PointData", "CellData", "FieldData"):
-            names = [child.GetAttribute("Name") for child in children if child.GetName() == "DataArray"]
-            twice = next((name for name in names if names.count(name) > 1), None)
+            counts = Counter(child.GetAttribute("Name") for child in children if child.GetName() == "DataArray")
+            twice = next((name for name, count in counts.items() if count > 1), None)
             if twice is not None:
-                raise InputError(f"its {element.GetName()} declares {names.count(twice)} arrays named {twice!r}: "
+                raise InputError(f"its {element.GetName()} declares {counts[twice]} arrays named {twice!r}: "
                                  "readers disagree on which one the asset holds", path=path,
                                  fix="remove all but one of them, or rewrite the asset (fieldgen build)")
         stack.extend(children)

@@ -275,8 +275,9 @@ def _with_core(vertices, faces, markers, core_vertices, core_faces, options: Mes
 
 
 def _without_interior_pairs(trifaces, trimarkers, boundary, n: int):
-    """TetGen's face list without the faces it lists twice, once in each orientation, that are not
-    on the mesh's boundary (two tets share them): interior faces, not surface (docs/design/meshing.md)."""
+    """TetGen's face list without the faces it lists twice (seen once in each orientation; either
+    way, as vertex sets) that are not on the mesh's boundary (two tets share them): interior faces,
+    not surface (docs/design/meshing.md)."""
     keys = face_keys(trifaces, n)
     _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
     twice = counts[inverse] == 2

@@ -128,7 +128,8 @@ def free_surface_depth(mesh: TetMesh, cap: float = np.inf,
 
 def skin_refusal(mesh: TetMesh, max_depth: float, thickness: float, free_surface, *,
                  path: str | None, units: str, scale: float) -> OptionError:
-    """The error for a skin no mesh vertex lies deeper than. The part's deepest point is taken
+    """The error for a skin that leaves the mesh no tet beneath it (no vertex deeper than the skin,
+    or none kept after the cut). The part's deepest point is taken
     over the tets' centroids too: a coarse mesh may have every vertex on the surface (depth 0),
     which says nothing of the part. Where a centroid lies deeper than the skin, the mesh is too
     coarse to cut it; otherwise the skin is thicker than the part, and the part's size is named
@@ -139,9 +140,8 @@ def skin_refusal(mesh: TetMesh, max_depth: float, thickness: float, free_surface
     size = f"{thickness / scale:.6g} {units}"
     if deepest > thickness:
         return OptionError(
-            f"no vertex of the mesh lies deeper than the skin ({size}) below the free surface "
-            f"(the part's deepest point is about {deepest / scale:.4g} {units}): the mesh is too coarse "
-            "to cut the skin out of it", path=path,
+            f"the mesh has no tet deeper than the skin ({size}) below the free surface (the part's deepest "
+            f"point is about {deepest / scale:.4g} {units}): it is too coarse to cut the skin out of it", path=path,
             fix=f"give a smaller --edge-length (below {0.5 * thickness / scale:.4g} {units}), or a thinner --skin")
     return OptionError(
         f"the skin ({size}) is thicker than the part: its deepest point is about {deepest / scale:.4g} "

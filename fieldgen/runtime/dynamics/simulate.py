@@ -24,7 +24,7 @@ from fieldgen.progress import Progress
 from fieldgen.runtime.contact.geometries import RigidGeometry
 from fieldgen.runtime.dynamics.bodies import Scene
 from fieldgen.runtime.dynamics.compliant_friction import check_pairs, run_compliant
-from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS
+from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS, step_count
 from fieldgen.runtime.dynamics.contact_wrenches import contact_pairs
 from fieldgen.runtime.dynamics.continuous_integrator import run_continuous
 from fieldgen.runtime.dynamics.convex_step import DEFAULT_STICTION_VELOCITY
@@ -93,7 +93,7 @@ def simulate(scene: Scene, duration: float, dt: float = 1e-3, integrator: str | 
     check_integrator(scene, integrator)
     if not (duration > 0 and dt > 0 and np.isfinite(duration) and np.isfinite(dt)):
         raise OptionError(f"duration {duration} s and dt {dt} s must be positive", fix="use e.g. --duration 1 --dt 1e-3")
-    n_steps = int(np.ceil(duration / dt - 1e-9))
+    n_steps = step_count(duration, dt)
     progress = progress or Progress(enabled=False)
     # A state that overflows is reported by its divergence check (recording), naming the body,
     # not by numpy's RuntimeWarnings on the way there.

@@ -32,7 +32,7 @@ from fieldgen.material.modulus import MAX_TABLE_PRESSURE, MIN_MODULUS
 from fieldgen.options import MAX_FRICTION, MAX_SPIN, MAX_TANGENTIAL_STIFFNESS, SPEED_OF_LIGHT, check_velocity
 from fieldgen.runtime.contact.pose import MAX_POSITION
 from fieldgen.runtime.dynamics.bodies import KINDS
-from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS
+from fieldgen.runtime.dynamics.choices import FRICTION_MODELS, INTEGRATORS, step_count
 from fieldgen.tables import check_keys
 from fieldgen.units import LENGTH_UNITS
 
@@ -178,7 +178,7 @@ def check_step_count(duration: float, dt: float, *, path=None) -> None:
 def step_count_note(duration: float, dt: float) -> str | None:
     """What the run simulates when ``duration`` is no whole number of steps ``dt`` (the run takes
     the next whole number, as :func:`fieldgen.runtime.dynamics.simulate.simulate` does), else None."""
-    steps = math.ceil(duration / dt - 1e-9)
+    steps = step_count(duration, dt)
     if steps - duration / dt <= 1e-6:
         return None
     return (f"the duration {duration:g} s is not a whole number of steps of dt = {dt:g} s: the run takes "
