@@ -352,10 +352,13 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
 
     inside = swallowed(body_a, pose_a, body_b, pose_b) if surface.n_faces == 0 else None
     if inside is not None:
-        path, rigid = (a, b) if inside == "a" else (b, a)
-        messages.append(f"{path} lies wholly inside the rigid {rigid} at these poses, so no surface of {rigid} "
-                        "crosses it and the force is zero, though the bodies overlap entirely; check the poses "
-                        "(--pose-a/--pose-b) and the rigid mesh's --units")
+        side, count, pieces = inside
+        path, rigid = (a, b) if side == "a" else (b, a)
+        what = path if count == pieces else f"{count} of the {pieces} separate pieces of {path}"
+        messages.append(f"{what} {'lies' if count == pieces else 'lie'} wholly inside the rigid {rigid} at these "
+                        f"poses, so no surface of {rigid} crosses {'it' if count == pieces else 'them'} and their "
+                        "force is zero, though the bodies overlap; check the poses (--pose-a/--pose-b) and the "
+                        "rigid mesh's --units")
     side = friction_lost_to(body_a, body_b)
     if side is not None and any(float(x) != 0.0 for v in (velocity_a, velocity_b) for x in v.vector):
         path, mu = (a, mu_a) if side == "a" else (b, mu_b)

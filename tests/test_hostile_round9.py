@@ -298,11 +298,18 @@ def test_the_drake_bridge_asks_which_of_two_scene_graphs(inputs, drake):
     from fieldgen.drake import add_pressure_field_contact  # lazy: imports pydrake's modules when called
 
     builder, plant, graph = drake(collisions=True)
-    drake(builder, collisions=True)
+    _, _, other_graph = drake(builder, collisions=True)
     bodies = {"ball": str(inputs / "cube.obj"), "world": str(inputs / "asset.vtu")}
     with pytest.raises(FieldgenError, match=r"the builder has 2 SceneGraphs.*Pass the plant's as scene_graph="):
         add_pressure_field_contact(builder, plant, bodies)
     assert add_pressure_field_contact(builder, plant, bodies, scene_graph=graph) is not None
+    filtered = []
+    for scene_graph in (graph, other_graph):
+        inspector = scene_graph.model_inspector()
+        ids = inspector.GetAllGeometryIds()
+        assert len(ids) == 2
+        filtered.append(inspector.CollisionFiltered(ids[0], ids[1]))
+    assert filtered == [True, False]                # the plant's graph, not the other plant's
 
 
 def test_a_build_spec_given_as_input_is_named_as_one(tmp_path):
@@ -314,3 +321,30 @@ def test_a_build_spec_given_as_input_is_named_as_one(tmp_path):
     assert result.exit_code == 2, result.output
     assert f"--spec {spec}" in result.output and "needs a modulus" not in result.output
     assert list(tmp_path.iterdir()) == [spec]
+
+
+def test_a_piece_of_a_compliant_body_inside_the_rigid_one_is_said():
+    """Two unit tets 10 m apart, the first inside a 2 m box, the second clear of it: no face of the
+    box crosses either. Before, one point of the body was asked (the first piece's or the second's,
+    by the order of the points), so a body half inside was called wholly inside or clear; now each
+    piece is asked: one of the two inside, and both when the box is moved over the second too."""
+    from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
+    from fieldgen.runtime.contact.wrench import swallowed
+
+    unit = np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]], float)
+    points = np.vstack([unit + [10.0, 0, 0], unit])     # the second piece's points listed first
+    tets = np.array([[4, 5, 6, 7], [0, 1, 2, 3]])
+    body = CompliantGeometry.from_arrays(points, tets, np.array([0, 0, 0, 1e5] * 2, float))
+    box = trimesh.creation.box((2.0, 2.0, 2.0))
+    rigid = RigidGeometry(box.vertices, box.faces)
+    identity = np.eye(4)
+    assert swallowed(body, identity, rigid, identity) == ("a", 1, 2)
+    assert swallowed(rigid, identity, body, identity) == ("b", 1, 2)
+    moved = np.eye(4)
+    moved[0, 3] = -10.0                                 # the body moved so its second piece is in the box
+    assert swallowed(body, moved, rigid, identity) == ("a", 1, 2)
+    wide = RigidGeometry(box.vertices * [12, 1, 1] + [5, 0, 0], box.faces)
+    assert swallowed(body, identity, wide, identity) == ("a", 2, 2)
+    far = np.eye(4)
+    far[2, 3] = 5.0
+    assert swallowed(body, far, rigid, identity) is None

@@ -31,6 +31,7 @@ import numpy as np
 from fieldgen.runtime.contact.geometries import CompliantGeometry, RigidGeometry
 from fieldgen.runtime.contact.surface import ContactSurface, compute_contact_surface
 from fieldgen.runtime.contact.pose import SpatialVelocity, as_matrix, as_spatial_velocity, cross3, rigid_matrix
+from fieldgen.surface.components import components
 from fieldgen.surface.topology import winding_numbers
 
 DEFAULT_STICTION_VELOCITY = 1e-4
@@ -106,18 +107,24 @@ def friction_lost_to(body_a, body_b) -> str | None:
     return "a" if ma == 0 < mb else "b" if mb == 0 < ma else None
 
 
-def swallowed(body_a, X_WA, body_b, X_WB) -> str | None:
-    """"a" or "b": the compliant body lying wholly inside the rigid other (a pose or a unit off by
-    far), else None. Asked of a pair whose contact surface is empty: no face of the rigid body
-    crosses the compliant one, so one of its points inside the rigid body puts all of it there, and
-    the zero force is no answer (the bodies overlap entirely)."""
+def swallowed(body_a, X_WA, body_b, X_WB) -> tuple[str, int, int] | None:
+    """``(side, inside, pieces)``: the compliant body ("a" or "b") of which ``inside`` of its
+    ``pieces`` (connected through its tets) lie wholly inside the rigid other (a pose or a unit off
+    by far), else None. Asked of a pair whose contact surface is empty: no face of the rigid body
+    crosses the compliant one, so one point of a piece inside the rigid body puts the whole piece
+    there, and the zero force is no answer (the bodies overlap)."""
     for side, body, X_WC, other, X_WR in (("a", body_a, X_WA, body_b, X_WB), ("b", body_b, X_WB, body_a, X_WA)):
-        if not (isinstance(body, CompliantGeometry) and isinstance(other, RigidGeometry)) or not len(body.points):
+        if not (isinstance(body, CompliantGeometry) and isinstance(other, RigidGeometry)) or not len(body.tets):
             continue
+        joined = np.column_stack([body.tets[:, [0, 0, 0]].ravel(), body.tets[:, 1:].ravel()])
+        labels = components(len(body.points), joined)[1]
+        used = np.unique(body.tets)
+        _, first = np.unique(labels[used], return_index=True)
         C, R = as_matrix(X_WC), as_matrix(X_WR)
-        p_R = R[:3, :3].T @ (C[:3, :3] @ body.points[0] + C[:3, 3] - R[:3, 3])
-        if abs(winding_numbers(other.vertices, other.faces, p_R)[0]) > 0.5:
-            return side
+        p_R = (body.points[used[first]] @ C[:3, :3].T + C[:3, 3] - R[:3, 3]) @ R[:3, :3]
+        inside = int(np.sum(np.abs(winding_numbers(other.vertices, other.faces, p_R)) > 0.5))
+        if inside:
+            return side, inside, len(first)
     return None
 
 
