@@ -257,6 +257,17 @@ def summary_text(data: dict) -> str:
     return "\n".join(lines)
 
 
+def swallowed_message(inside: tuple[str, int, int], a: str, b: str) -> str:
+    """The warning for a compliant body (or some of its pieces) lying wholly inside the rigid other."""
+    side, count, pieces = inside
+    path, rigid = (a, b) if side == "a" else (b, a)
+    whole = count == pieces
+    what = path if whole else f"{count} of the {pieces} separate pieces of {path}"
+    return (f"{what} {'lies' if whole else 'lie'} wholly inside the rigid {rigid} at these poses, so no surface "
+            f"of {rigid} crosses {'it' if whole else 'them'} and the force there is zero, though the bodies "
+            "overlap; check the poses (--pose-a/--pose-b) and the rigid mesh's --units")
+
+
 @click.command("contact")
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
@@ -352,13 +363,7 @@ def contact_command(a, b, pose_a, pose_b, velocity_a, velocity_b, representation
 
     inside = swallowed(body_a, pose_a, body_b, pose_b) if surface.n_faces == 0 else None
     if inside is not None:
-        side, count, pieces = inside
-        path, rigid = (a, b) if side == "a" else (b, a)
-        what = path if count == pieces else f"{count} of the {pieces} separate pieces of {path}"
-        messages.append(f"{what} {'lies' if count == pieces else 'lie'} wholly inside the rigid {rigid} at these "
-                        f"poses, so no surface of {rigid} crosses {'it' if count == pieces else 'them'} and their "
-                        "force is zero, though the bodies overlap; check the poses (--pose-a/--pose-b) and the "
-                        "rigid mesh's --units")
+        messages.append(swallowed_message(inside, a, b))
     side = friction_lost_to(body_a, body_b)
     if side is not None and any(float(x) != 0.0 for v in (velocity_a, velocity_b) for x in v.vector):
         path, mu = (a, mu_a) if side == "a" else (b, mu_b)
