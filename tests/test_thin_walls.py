@@ -299,3 +299,18 @@ def test_a_thin_plate_meets_the_accuracy_by_default(tmp_path):
                               lambda c: (np.abs(c[:, 0]) < 10) & (np.abs(c[:, 1]) < 10))
     assert true <= 2.0 * metadata["error_estimate"]["extent"]
     assert _worst(metadata) <= 0.01
+
+
+def test_a_plate_thick_against_the_first_edge_is_layered_and_meets_the_accuracy(tmp_path):
+    """A free washer 80 mm across with a 20 mm hole, 4 mm thick: its walls are thicker than the
+    uniform first edge (3.4 mm), so it was left to TetGen's passes, which stopped at the budget at
+    1.47 % (279k tets); fewer than six edges of a uniform mesh of the whole budget cross it, so it
+    is now meshed in layers: within 1 % estimated, and against 1 − (2z/t)² (the wall's faces at
+    z = 0 and t) over the ring 3t from both rims, within twice the estimate."""
+    t = 4.0
+    washer = trimesh.creation.annulus(r_min=10.0, r_max=40.0, height=t, sections=128)
+    washer.apply_translation((0.0, 0.0, t / 2))
+    asset, metadata = built_layered(tmp_path, washer, "washer", "layered plate")
+    assert asset.tets.shape[0] <= 150_000
+    ring = lambda x: np.abs(np.hypot(x[:, 0], x[:, 1]) - 25.0) < 3.0   # noqa: E731
+    assert_parabola_across(asset, metadata, 2, t, ring, (0.9, 1.1), 0.1)

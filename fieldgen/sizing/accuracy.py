@@ -87,6 +87,11 @@ RELAXED_RADIUS_EDGE = 10.0
 #: again at ``RELAXED_RADIUS_EDGE`` (kept if smaller): the passes need the rest of the budget
 #: where the error is (docs/design/sizing.md, "A first mesh past half the budget").
 RELAX_SHARE = 0.5
+#: A plate or tray (not only a wall thin against the uniform first edge) is meshed in layers when
+#: its walls are thinner than ``THIN_EDGES`` x this many edges of a uniform mesh of the whole tet
+#: budget (about six): the parabola across such a wall needs more tets across than TetGen's passes
+#: can give it within the budget (docs/design/sizing.md, "Plates thick against the first edge").
+LAYER_BUDGET_EDGES = 8.0
 #: The share of the tet budget a plate's stretched first mesh may be predicted to take
 #: (:func:`fieldgen.sizing.plate.stretch_fits`), as a layered first mesh's.
 FIRST_SHARE = extrusion.BUDGET_SHARE
@@ -281,14 +286,16 @@ def _layered_first_mesh(mesher, plate, surface, volume: float, max_tets: int):
     (:mod:`fieldgen.sizing.extrusion`) or a thin-walled tube or tray along its axis
     (:mod:`fieldgen.sizing.lengthwise`, :mod:`fieldgen.sizing.tray`), or else a sheet of one
     thickness, flat or bent (:func:`_sheet_first_mesh`); None for any other part, or one whose
-    walls are not thin against the uniform first edge. A right prism whose section is
+    walls are thin neither against the uniform first edge nor against ``LAYER_BUDGET_EDGES``
+    edges of a uniform mesh of the budget. A right prism whose section is
     thin by its own measure (:func:`fieldgen.sizing.lengthwise.thin_section`) is layered whatever
     the first edge: a tee with 3 mm walls, not thin against a 3.4 mm first edge, stopped at the
     budget at 1.9 % under TetGen's passes (docs/design/sizing.md, "Thin walls")."""
     prism = plate is None and lengthwise.thin_section(*surface) is not None
     if plate is None and not prism and tray.tray_section(*surface) is None:
         return _sheet_first_mesh(mesher, surface, volume, max_tets)
-    if not prism and not has_thin_walls(*surface, face_thickness(*surface), first_size(volume)):
+    wall_edge = max(first_size(volume), LAYER_BUDGET_EDGES * first_size(volume, max_tets))
+    if not prism and not has_thin_walls(*surface, face_thickness(*surface), wall_edge):
         return None
     made = mesher.layered(plate, max_tets) if plate is not None else None
     if made is None:
