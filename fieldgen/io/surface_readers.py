@@ -2,8 +2,8 @@
 :mod:`fieldgen.io.registry`, and :func:`read_triangles`, the one entry point (behind
 :func:`fieldgen.surface.stage.load_surface` and the runtime's rigid bodies).
 
-Binary STL and OBJ are read here directly; PLY, OFF, GLB and what else trimesh knows through
-trimesh; volume-mesh formats (their triangle cells) through meshio's public per-format readers;
+Binary STL, OBJ and ASCII OFF are read here directly (their polygons split inside themselves:
+:mod:`fieldgen.io.polygons`); PLY, binary OFF, GLB and what else trimesh knows through trimesh; volume-mesh formats (their triangle cells) through meshio's public per-format readers;
 STEP through OpenCASCADE (cascadio, the optional extra ``step``). Errors are InputErrors naming
 the file and a fix, never a traceback or a process exit.
 """
@@ -23,6 +23,8 @@ import numpy as np
 from fieldgen.errors import InputError
 from fieldgen.install import install_hint
 from fieldgen.io.asset import read_metadata
+from fieldgen.io.off_reader import plain_ascii_off, read_off
+from fieldgen.io.polygons import split_polygon
 from fieldgen.io.registry import ANY_OTHER, Triangles, reader_for, register_reader
 from fieldgen.meshing.process import scratch_folder
 from fieldgen.paths import special_file
@@ -51,13 +53,13 @@ _DESCRIPTORS = threading.Lock()
 def _read_obj(text: str) -> Triangles:
     """Minimal OBJ reader keeping each face's group/object name (``g``/``o``, latest wins).
 
-    Polygons are split into fans (0, i, i+1); negative indices count back from the
-    latest vertex.
+    Polygons are split into triangles by :func:`fieldgen.io.polygons.split_polygon` (a fan
+    if convex); negative indices count back from the latest vertex.
     """
     vertices, faces, groups = [], [], []
     names: dict[str, int] = {}
     current = -1
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in _obj_lines(text):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -78,9 +80,9 @@ def _read_obj(text: str) -> Triangles:
                     raise ValueError(f"face {len(faces) + 1} refers to vertex {k}: OBJ numbers vertices from 1, "
                                      f"or back from the last one read with -1 ({len(vertices)} read so far)")
                 idx.append(k - 1 if k > 0 else len(vertices) + k)
-            for i in range(1, len(idx) - 1):
-                faces.append((idx[0], idx[i], idx[i + 1]))
-                groups.append(current)
+            split = split_polygon(idx, vertices) if len(idx) > 3 else [tuple(idx)] if len(idx) == 3 else []
+            faces += split
+            groups += [current] * len(split)
     v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
     try:
         fc = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
@@ -88,6 +90,21 @@ def _read_obj(text: str) -> Triangles:
         raise ValueError(f"a face refers to a vertex numbered past {np.iinfo(np.int64).max} "
                          f"({len(vertices)} vertices read)") from None
     return Triangles(v, fc, np.asarray(groups, dtype=np.int64), tuple(names))
+
+
+def _obj_lines(text: str) -> Iterator[tuple[int, str]]:
+    """The statements of an OBJ text with their first line's number: a line ending in a
+    backslash continues on the next (Rhino writes long faces so)."""
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.rstrip()
+        if stripped.endswith("\\"):
+            pending, start = pending + stripped[:-1] + " ", start or number
+            continue
+        yield (start or number), pending + raw
+        pending, start = "", 0
+    if pending:
+        yield start, pending
 
 
 def _obj_vertex(rest: str, number: int) -> list[float]:
@@ -281,8 +298,12 @@ def check_declared_counts(path: str, data: bytes, suffix: str) -> None:
 
 
 def _read_counted(path: str, data: bytes) -> Triangles:
-    """A PLY or OFF through trimesh, once its data lines are as many as its header declares."""
+    """A PLY or OFF, once its data lines are as many as its header declares: an ASCII OFF read
+    here (:mod:`fieldgen.io.off_reader`, its polygons split inside themselves), else through trimesh."""
     check_declared_counts(path, data, Path(path).suffix.lower())
+    if Path(path).suffix.lower() == ".off" and plain_ascii_off(data):
+        vertices, faces = read_off(data.decode("utf-8", errors="replace"))
+        return Triangles(vertices, faces, np.full(len(faces), -1, dtype=np.int64), ())
     return _read_with_trimesh(path)
 
 

@@ -182,8 +182,12 @@ def _tetgen_failure(folder: str, code: int, text: str) -> Exception | None:
         if "internal" in failure.lower():
             # An internal error (e.g. "Internal TetGen error within `flip32`"), as size fields
             # cause: the same input with other sizes may mesh (sizing.mesh_with_size_field).
+            # Closed, manifold input meets them too: needles and slivers a refinement cannot split.
             return MesherCrash(f"TetGen failed to tetrahedralize the surface: {failure} [{text}]",
-                               fix="repair the surface (closed, manifold, no overlaps) or relax radius_edge")
+                               fix="remesh the surface: its needle or sliver triangles (of a CAD or scan "
+                                   "export, even closed and manifold) stop TetGen's refinement; give "
+                                   "--surface-tolerance LENGTH, a few times the default 0.1 % of the part's "
+                                   "diagonal, or repair the surface in a mesh editor")
         return BuildError(f"TetGen failed to tetrahedralize the surface: {failure} [{text}]",
                           fix="repair the surface (closed, manifold, no overlaps) or relax radius_edge")
     if code in CRASH_CODES:
