@@ -148,6 +148,15 @@ OUTSIDE_CASES = [
     # fTetWild had not finished after 300 s (its limit is 7200 s: this case can hold the run)
     ("fuze-skin", "fuze.obj", "m", FINGER_SKIN),
     ("cycloidal-robust", "cycloidal.ply", "in", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
+    # a second search (2026-11-29): a robot hand's printed fingertip with needle triangles, under
+    # the skin TetGen stopped within `split_segment` at every size tried (--surface-tolerance 0.3 mm
+    # meshes it); its thin-walled thumb link, left at 5.8 % by the tet budget; a Rhino OBJ of
+    # non-convex polygons continued over lines (open: --robust); a STEP box of six crossing plates
+    # left at 6.6 % by the tet budget
+    ("leap_fingertip-skin", "leap_fingertip.stl", "m", FINGER_SKIN),
+    ("leap_thumb_pip", "leap_thumb_pip.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("wallhole-robust", "wallhole.obj", "mm", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
+    ("box_sides-robust", "box_sides.STEP", "m", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
 ]
 CASES = CASES + OUTSIDE_CASES
 

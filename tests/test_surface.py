@@ -159,6 +159,7 @@ OUTSIDE_CORPUS = {
     "jackal_sick_lms1xx_upright_bracket.stl", "jackal_camera_bracket.stl", "rbkairos_box_handle.stl",
     "summit_xl_fr07_s101.stl", "summit_xl_steel_camera_base.stl", "summit_xl_tecnalia_axis_holder.stl",
     "trifinger_lower_link.STL", "solo12_neo_pixel_cover.STL", "fuze.obj", "cycloidal.ply", "evo_bowl_col.obj",
+    "leap_fingertip.stl", "leap_thumb_pip.stl", "wallhole.obj", "box_sides.STEP",
 }
 
 
