@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from fieldgen.options import BuildOptions
 from fieldgen.progress import Progress
 from fieldgen.sizing import accuracy as sizing, tray
 from fieldgen.sizing.band import band_by_accuracy
-from fieldgen.sizing.mesher import BandMesher, PartToMesh, RobustMesher, TetGenMesher
+from fieldgen.sizing.mesher import BandMesher, PartToMesh, RobustMesher, TetGenMesher, meshing_options
 from fieldgen.sizing.plate import plate_axis
 from fieldgen.sizing.warning import accuracy_warning
 from fieldgen.skin.band import BandError
@@ -304,7 +303,7 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
     it writes is built on the mesh it fitted."""
     progress = progress or Progress(enabled=False)
     part = load_part(str(input_path), options, progress)
-    meshing = meshing_options(options, part.scale)
+    meshing = meshing_options(options, part.scale, part.surface.remesh)
     try:
         made = mesh_stage(part, meshing, options, law, progress)
     except FieldgenError as error:
@@ -364,19 +363,6 @@ def surface_stage(surface, markers, core, options: BuildOptions, scale: float):
         elif outer.remesh is not None:
             check_core_inside(surface, core)
     return surface, outer.markers, core
-
-
-def meshing_options(options: BuildOptions, scale: float) -> MeshingOptions:
-    """TetGen's size bounds in m: the size given, and under a skin not sized by accuracy tets
-    smaller than the skin (the cut at depth = skin needs them: min(user's, skin/2))."""
-    edge_length = None if options.edge_length is None else options.edge_length * scale
-    half_skin = None if options.skin is None or options.sized_by_accuracy else 0.5 * options.skin * scale
-    capped = half_skin is not None and half_skin < (edge_length or math.inf)
-    meshing = MeshingOptions(max_volume=None if options.max_volume is None else options.max_volume * scale**3,
-                             edge_length=half_skin if capped else edge_length, radius_edge=options.radius_edge,
-                             skin=2.0 * half_skin if capped else None)
-    meshing.switches()          # the sizes as TetGen reads them: OptionError now, not mid-way
-    return meshing
 
 
 def mesh_stage(part: PartToMesh, meshing: MeshingOptions, options: BuildOptions, law,

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 
 from fieldgen.errors import FieldgenError
+from fieldgen.options import BuildOptions
 from fieldgen.material.levels import balanced_levels
 from fieldgen.meshing import ftetwild, refine, tetgen
 from fieldgen.meshing.tetgen import MeshingOptions
@@ -321,3 +322,26 @@ def warm_imports() -> None:
     import vtkmodules.util.numpy_support  # noqa: F401  # lazy: as above
     import vtkmodules.vtkCommonDataModel  # noqa: F401  # lazy: as above
     import vtkmodules.vtkIOXML  # noqa: F401  # lazy: as above
+
+
+def meshing_options(options: BuildOptions, scale: float, remesh=None) -> MeshingOptions:
+    """TetGen's size bounds in m: the size given, and under a skin not sized by accuracy tets
+    smaller than the skin (the cut at depth = skin needs them: min(user's, skin/2)); and how far
+    TetGen's boundary may lie from the surface it is given (:func:`held_tolerance`, docs/model.md §2.11)."""
+    edge_length = None if options.edge_length is None else options.edge_length * scale
+    half_skin = None if options.skin is None or options.sized_by_accuracy else 0.5 * options.skin * scale
+    capped = half_skin is not None and half_skin < (edge_length or math.inf)
+    meshing = MeshingOptions(max_volume=None if options.max_volume is None else options.max_volume * scale**3,
+                             edge_length=half_skin if capped else edge_length, radius_edge=options.radius_edge,
+                             skin=2.0 * half_skin if capped else None,
+                             surface_tolerance=held_tolerance(options, scale, remesh))
+    meshing.switches()          # the sizes as TetGen reads them: OptionError now, not mid-way
+    return meshing
+
+
+def held_tolerance(options: BuildOptions, scale: float, remesh) -> float | None:
+    """The surface tolerance (m) TetGen's boundary is held to: the one the surface stage used
+    (``remesh``, a SurfaceRemesh, or None), else the one given (None: the default)."""
+    if remesh is not None:
+        return remesh.tolerance
+    return None if options.surface_tolerance is None else options.surface_tolerance * scale
