@@ -42,6 +42,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
     from fieldgen.runtime.dynamics.recording import check_finite
     from fieldgen.runtime.dynamics.simulate import check_integrator, run_settings, simulate
     from fieldgen.runtime.scene.load import load_scene
+    from fieldgen.runtime.scene.outputs import check_inputs_kept
     from fieldgen.runtime.scene.schema import check_step_count, step_count_note
     from fieldgen.runtime.contact.kernels import announce_compiling
 
@@ -82,6 +83,7 @@ def simulate_command(scene_file, duration, dt, integrator, out_dir, face_rule, r
             raise OptionError(f"--record-every must be >= 1, got {record_every}", fix="use --record-every 10")
         check_integrator(scene, integrator, path=scene_file)      # OptionError: exit 2, before any step
         if out_dir is not None:
+            check_inputs_kept(out_dir, {"SCENE_FILE": scene_file})     # exit 2: the run would overwrite it
             prepare_output(out_dir, directory=True)            # before the run, not after it
         progress = Progress(enabled=not quiet)
         result = simulate(scene, duration, dt, integrator, record_every=record_every,

@@ -134,6 +134,36 @@ def _is_number(cell: str) -> bool:
     return True
 
 
+def check_header_order(cells: list[str], columns: str, path) -> None:
+    """InputError when a header row names the two columns (by the first word of a cell:
+    ``force_N``, ``force (N)``) in the other order than ``columns`` ("depth, force"): the columns
+    are read by position, so every depth would be read as a force and every force as a depth,
+    with no error later (both are positive numbers)."""
+    names = [n.strip().lower() for n in columns.split(",")]
+    words = [re.match(r"[A-Za-z]*", cell).group(0).lower() for cell in cells]
+    named = [word for word in words if word in names]
+    if named == names[::-1]:
+        raise InputError(f"its header names the columns {names[1]}, {names[0]}, but the first column is read as "
+                         f"the {names[0]} and the second as the {names[1]}: every value would be read as the other",
+                         path=str(path), fix=f"put the columns in the order {columns} (header and data)")
+
+
+def header_unit(raw: bytes, quantity: str) -> tuple[str, str] | None:
+    """(unit, cell) when the header row of the two-column file ``raw`` names ``quantity`` with a
+    unit (``pressure_kPa``, ``pressure (kPa)``, ``pressure [MPa]``, ``pressure/Pa``), else None
+    (no header, or no unit named)."""
+    named = re.compile(rf"({quantity})\s*(?:[_/(\[])\s*([A-Za-z]+)\s*[)\]]?", re.IGNORECASE)
+    for line in raw.decode("utf-8-sig", errors="replace").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if any(_is_number(c) for c in _SPLIT.split(line) if c):
+            return None                 # the first row is data: no header
+        match = named.search(line)
+        return (match.group(2), match.group(0).strip()) if match else None
+    return None
+
+
 def read_number_pairs(path, columns: str, fix: str) -> tuple[np.ndarray, list[str], bytes]:
     """Rows of two numbers from a text file (comma, semicolon or blank separated; one header row
     allowed; '#' starts a comment): ``(values (n, 2), ["row <line>", ...], the file's bytes)``.
@@ -169,6 +199,7 @@ def read_number_pairs(path, columns: str, fix: str) -> tuple[np.ndarray, list[st
             row = None
         if row is None and first and not any(_is_number(c) for c in cells):
             first = False            # a header
+            check_header_order(cells, columns, path)
             continue
         first = False
         if row is None or len(row) != 2:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -14,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
-from fieldgen.tables import read_number_pairs
+from fieldgen.tables import header_unit, read_number_pairs
 from fieldgen.units import LENGTH_UNITS
 
 FORCE_UNITS = {"N": 1.0, "mN": 1e-3, "kN": 1e3, "lbf": 4.4482216152605}
@@ -26,11 +25,6 @@ MIN_DATA_ROWS = 3
 #: (:func:`thinned`); more ``--target``s are refused (each was typed: the user chooses which to
 #: drop).
 MAX_DATA_ROWS = 100
-#: A header cell naming its unit: ``depth_mm``, ``depth (mm)``, ``depth [mm]``, ``force/N``.
-HEADER_UNIT = re.compile(r"^\s*(depth|force)\s*(?:[_/]|\(|\[)\s*([A-Za-z]+)\s*[)\]]?\s*$", re.IGNORECASE)
-#: A cell of a header row whose cells are separated by whitespace only: ``depth`` or ``force`` with
-#: its bracketed unit after a blank (``depth (mm)``, ``force [N]``), else one word.
-SPACED_CELL = re.compile(r"(?:depth|force)\s+[(\[]\s*[A-Za-z]+\s*[)\]]|\S+", re.IGNORECASE)
 
 
 @dataclass
@@ -156,26 +150,18 @@ def check_header_units(raw: bytes, units_text: str, path: str) -> None:
     """InputError when the CSV's header row names a known unit (``depth_mm``, ``force (N)``) other
     than ``units_text`` (--units, ``m,N`` by default) says: every number would be read in the
     wrong unit, a fit off by that factor and no error. A header naming no unit, or one fieldgen
-    does not know, says nothing here. Cells are split on commas, semicolons or tabs, else on
-    whitespace, a bracketed unit kept with its name (``depth (mm)   force (N)``)."""
+    does not know, says nothing here (the header is read by :func:`fieldgen.tables.header_unit`)."""
     given = dict(zip(("depth", "force"), units_text.split(",")))
     known = {"depth": LENGTH_UNITS, "force": FORCE_UNITS}
-    for line in raw.decode("utf-8-sig", errors="replace").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        cells = [c for c in re.split(r"[,;\t]", line) if c.strip()]
-        for cell in cells if len(cells) > 1 else SPACED_CELL.findall(line):
-            match = HEADER_UNIT.match(cell)
-            quantity, unit = (match.group(1).lower(), match.group(2)) if match else (None, None)
-            unit = {u.lower(): u for u in known[quantity]}.get(unit.lower()) if quantity else None   # MM is mm
-            if quantity and unit is not None and unit != given[quantity]:
-                meant = ",".join(unit if q == quantity else given[q] for q in ("depth", "force"))
-                raise InputError(f"its header names {quantity} in {unit} ({cell.strip()!r}), but --units gives "
-                                 f"{given[quantity]} ({units_text}): every {quantity} would be read in {given[quantity]}",
-                                 path=path, fix=f"give --units in the file's units (e.g. --units {meant}), "
-                                                "or correct the header")
-        return                       # only the first row can be a header
+    for quantity in ("depth", "force"):
+        named = header_unit(raw, quantity)
+        unit = {u.lower(): u for u in known[quantity]}.get(named[0].lower()) if named else None   # MM is mm
+        if unit is not None and unit != given[quantity]:
+            meant = ",".join(unit if q == quantity else given[q] for q in ("depth", "force"))
+            raise InputError(f"its header names {quantity} in {unit} ({named[1]!r}), but --units gives "
+                             f"{given[quantity]} ({units_text}): every {quantity} would be read in {given[quantity]}",
+                             path=path, fix=f"give --units in the file's units (e.g. --units {meant}), "
+                                            "or correct the header")
 
 
 def parse_targets(texts: Sequence[str], units: str | None = None) -> Data:

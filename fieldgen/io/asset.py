@@ -565,9 +565,11 @@ def read_asset(path) -> Asset:
         raise InputError("the file has no cells: an asset holds tetrahedra", path=where, fix="rebuild the asset")
     if tets is None:
         other = sorted(set(raw.cell_types.tolist()) - {VTK_TETRA})
-        raise InputError(f"the file has {len(raw.cell_types)} cells of VTK types "
-                         f"{other or 'none'} besides tetrahedra (type {VTK_TETRA}); an asset "
-                         "holds tetrahedra only", path=where, fix="rebuild the asset")
+        count = int(np.count_nonzero(raw.cell_types != VTK_TETRA))
+        shown = (f"{count} of its {len(raw.cell_types)} cells are of VTK types {other}" if other
+                 else f"its {len(raw.cell_types)} tetrahedra do not have 4 vertices each")
+        raise InputError(f"{shown}, not tetrahedra (type {VTK_TETRA}); an asset holds tetrahedra only",
+                         path=where, fix="rebuild the asset")
     n, t = len(raw.points), len(tets)
     check_tet_indices(tets, n, where, fix="rebuild the asset with fieldgen build")
     expected = [("point", name, k, n, raw.point_data) for name, k in POINT_ARRAYS.items()]

@@ -10,6 +10,7 @@ the file and a fix, never a traceback or a process exit.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -207,11 +208,29 @@ def _flattened_scene(scene) -> Triangles:
     return Triangles(np.concatenate(vs), np.concatenate(fs), np.concatenate(gs), tuple(names))
 
 
+@contextmanager
+def _trimesh_log_off() -> Iterator[None]:
+    """trimesh's log off while it reads: it logs what it skips (an ASCII STL's facet normals it
+    cannot parse, ``1.#QNAN`` as old Windows exporters write) as a warning with a traceback, which
+    Python prints on stderr when no handler is set, before a build that then succeeds. What it
+    skips fieldgen does not use (it orients the faces itself); what it cannot read raises."""
+    log, quiet = logging.getLogger("trimesh"), logging.NullHandler()     # its modules log below it
+    was = log.propagate
+    log.addHandler(quiet)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(quiet)
+        log.propagate = was
+
+
 def _read_with_trimesh(path: str) -> Triangles:
     """Any trimesh format, unprocessed; scenes are flattened with their node transforms."""
     import trimesh  # lazy: heavy, and binary STL and OBJ never need it
 
-    loaded = trimesh.load(path, force=None, process=False)
+    with _trimesh_log_off():
+        loaded = trimesh.load(path, force=None, process=False)
     if isinstance(loaded, trimesh.Scene):
         return _flattened_scene(loaded)
     if not isinstance(loaded, trimesh.Trimesh):

@@ -43,7 +43,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from fieldgen.errors import InputError
+from fieldgen.errors import InputError, OptionError
 from fieldgen.io.asset import atomic_output
 from fieldgen.io.paraview import contact_script, contact_view, write_script
 from fieldgen.io.vtk_data import named_array, polygons
@@ -187,6 +187,20 @@ def bodies_polydata(scene: Scene, states: list[RigidBodyState], surfaces):
 #: Every file :func:`write_outputs` makes, by its path in DIR: the only names it may remove.
 OWN_FILES = re.compile(r"(trajectories\.csv|tangential\.csv|bodies\.pvd|contact_surfaces\.pvd|view\.py"
                        r"|frames/(bodies|contact)_[0-9]{6}\.vtp)")
+
+
+def check_inputs_kept(out_dir, inputs) -> None:
+    """Refuse (OptionError, exit 2, before the run) an input that is a file a run into ``out_dir``
+    writes or may remove (a name of :data:`OWN_FILES` in it): a scene file saved as
+    ``DIR/trajectories.csv`` would be overwritten by the run. ``inputs`` maps a label
+    (``"SCENE_FILE"``) to a path; paths are compared resolved (links, ``..``)."""
+    out = os.path.realpath(os.fspath(out_dir))
+    for label, path in inputs.items():
+        inside = os.path.relpath(os.path.realpath(os.fspath(path)), out).replace(os.sep, "/")
+        if OWN_FILES.fullmatch(inside):
+            raise OptionError(f"{label} {path} is {inside}, a file simulate writes in -o {out_dir}: writing it "
+                              "would overwrite the input", path=str(path),
+                              fix="give -o another folder, or keep the input under another name")
 
 
 def _files_in(folder: Path) -> list[str]:

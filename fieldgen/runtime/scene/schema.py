@@ -150,8 +150,8 @@ def schedule(columns: str, limits: tuple[float, float] | None = None) -> Callabl
             return None if within(v) else f"6 numbers [{columns}]{bounded}"
         if isinstance(v, list) and v and all(vector(7)(row) is None for row in v):
             times = [row[0] for row in v]
-            if not all(b >= a for a, b in zip(times, times[1:])):
-                return f"rows [t, {columns}] with t increasing"
+            if not all(b > a for a, b in zip(times, times[1:])):      # a row at the time of the next is never applied
+                return f"rows [t, {columns}] with t increasing (no two rows at one time)"
             return None if all(within(row) for row in v) else f"rows [t, {columns}]{bounded}"
         return f"6 numbers [{columns}] or rows [t, {columns}]"
     return check
