@@ -10,6 +10,7 @@ import pytest
 import trimesh
 
 from fieldgen.errors import MesherCrash
+from fieldgen.io.polygons import MAX_CLIPPED_CORNERS, split_polygon
 from fieldgen.io.surface_readers import read_triangles
 from fieldgen.meshing.tetgen import tetrahedralize
 from fieldgen.meshing.tetmesh import FREE
@@ -129,3 +130,25 @@ def test_an_off_of_triangles_reads_as_trimesh_reads_it(tmp_path):
     box.export(path)
     read = read_triangles(path)
     assert np.array_equal(read.faces, box.faces) and np.allclose(read.vertices, box.vertices)
+
+
+def test_a_backslash_ending_an_obj_comment_continues_nothing(tmp_path):
+    """A Windows path in a comment (``# C:\\parts\\``) once joined the next line to it, so a vertex
+    was lost and the faces after it named vertices one off."""
+    path = tmp_path / "tetra.obj"
+    path.write_text("v 0 0 0 # C:\\parts\\\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    read = read_triangles(path)
+    assert len(read.vertices) == 4 and read.faces.max() == 3
+
+
+def test_a_polygon_of_more_corners_than_ear_clipping_takes_is_a_fan():
+    """Ear clipping is quadratic or worse (1,600 corners took 7 s): past MAX_CLIPPED_CORNERS a
+    non-convex polygon is split into the fan every reader made before, at once."""
+    n = MAX_CLIPPED_CORNERS + 2
+    angle = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
+    radius = np.where(np.arange(n) % 2 == 0, 1.0, 0.5)            # a star: not convex
+    points = np.column_stack([radius * np.cos(angle), radius * np.sin(angle), np.zeros(n)])
+    assert split_polygon(list(range(n)), points) == [(0, i, i + 1) for i in range(1, n - 1)]
+    small = points[::2][:40].copy()
+    small[1::2, :2] *= 0.5                                         # a 40-corner star is clipped
+    assert split_polygon(list(range(40)), small)[0] != (0, 1, 2)

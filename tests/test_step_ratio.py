@@ -66,3 +66,15 @@ def test_step_ratio_ties_go_to_the_first_axis_of_body_a():
     sizes = Extents(np.full((2, 3), 0.01), np.full(2, 0.01))
     for a, b in ((0, 1), (1, 0)):
         assert step_ratio(states, sizes, a, b, 1e-3) == reference_step_ratio(states, sizes, a, b, 1e-3) == (0.1, a, 0.01)
+
+
+def test_a_flat_body_closing_across_its_zero_side_has_an_infinite_ratio():
+    """A closed flat rigid mesh (a double-sided quad) has a side of 0: numpy's x/0 gave inf (the
+    fast-motion warning); the kernel raised ZeroDivisionError before this was guarded."""
+    q = np.array([1.0, 0.0, 0.0, 0.0])
+    states = [RigidBodyState(np.zeros(3), q, np.array([0.0, 0.0, 1.0]), np.zeros(3)),
+              RigidBodyState(np.ones(3), q, np.zeros(3), np.zeros(3))]
+    sizes = Extents(np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]]), np.ones(2))
+    with np.errstate(divide="ignore"):
+        expected = reference_step_ratio(states, sizes, 0, 1, 1e-2)
+    assert step_ratio(states, sizes, 0, 1, 1e-2) == expected == (float("inf"), 0, 0.0)

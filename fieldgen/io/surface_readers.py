@@ -98,7 +98,7 @@ def _obj_lines(text: str) -> Iterator[tuple[int, str]]:
     backslash continues on the next (Rhino writes long faces so)."""
     pending, start = "", 0
     for number, raw in enumerate(text.splitlines(), start=1):
-        stripped = raw.rstrip()
+        stripped = raw.split("#", 1)[0].rstrip()       # a backslash in a comment continues nothing
         if stripped.endswith("\\"):
             pending, start = pending + stripped[:-1] + " ", start or number
             continue

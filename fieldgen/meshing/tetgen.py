@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -399,14 +400,16 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     given = np.vstack([original] + ([original_core] if original_core is not None else [])) if stretch \
         else all_vertices
     plc = (all_vertices, all_faces, all_markers, holes)
+    started = time.monotonic()
     mesh = _meshed(plc, given, switches, options, timeout, while_waiting, background)
     if "M" in switches or not moved_off(mesh, given, all_faces, options.surface_tolerance):
         return mesh
+    again = min(timeout, max(UNMERGED_MIN_TIMEOUT, UNMERGED_TIME * (time.monotonic() - started)))
     try:        # TetGen merged nearly coplanar facets and triangulated them anew: not at all now
-        unmerged = _meshed(plc, given, switches[:-1] + "MQ", options, timeout, while_waiting, background)
+        unmerged = _meshed(plc, given, switches[:-1] + "MQ", options, again, None, background)
     except (BuildError, MesherCrash):
         return mesh
-    return unmerged if unmerged.n_tets <= UNMERGED_GROWTH * mesh.n_tets else mesh
+    return unmerged if unmerged.n_tets <= max(UNMERGED_GROWTH * mesh.n_tets, UNMERGED_TETS) else mesh
 
 
 def _meshed(plc, given, switches: str, options: MeshingOptions, timeout: float, while_waiting, background):
@@ -424,10 +427,15 @@ def _meshed(plc, given, switches: str, options: MeshingOptions, timeout: float, 
 
 #: The boundary's distance from the surface that is rounding (a fraction of the diagonal).
 ROUNDING = 1e-9
-#: The mesh made again with -M is kept if it has at most this many times the tets: on CAD faces
-#: of many small coplanar triangles TetGen's quality bound meshes each unmerged (a threaded nut's
-#: first mesh 3.7 times larger, its build 1.25 -> 4.96 %; docs/design/meshing.md).
+#: The mesh made again with -M is kept if it has at most this many times the tets, or at most
+#: ``UNMERGED_TETS`` (an accuracy-sized part's budget): on CAD faces of many small coplanar
+#: triangles TetGen's quality bound meshes each unmerged (a threaded nut's first mesh 3.7 times
+#: larger, its build 1.25 -> 4.96 %; docs/design/meshing.md). It gets this many times the first
+#: run's wall time, at least ``UNMERGED_MIN_TIMEOUT`` s (not the whole limit again).
 UNMERGED_GROWTH = 2.0
+UNMERGED_TETS = 300_000
+UNMERGED_TIME = 10.0
+UNMERGED_MIN_TIMEOUT = 60.0
 
 
 def moved_off(mesh: TetMesh, vertices: np.ndarray, faces: np.ndarray, tolerance: float | None) -> bool:
@@ -436,13 +444,13 @@ def moved_off(mesh: TetMesh, vertices: np.ndarray, faces: np.ndarray, tolerance:
     §2.11). TetGen, unless told -M, merges adjacent facets it takes as coplanar and triangulates
     them anew: a 102-vertex collision mesh's boundary moved 0.49 mm (0.24 % of its volume); on the
     corpus's CAD parts at most 0.05 mm, below their tolerance (docs/design/meshing.md). Measured
-    (:func:`fieldgen.surface.remesh.hausdorff_distance`) only when the volumes differ, or there
-    are a core or cavities."""
+    (:func:`fieldgen.surface.remesh.hausdorff_distance`) only when the volumes differ (always
+    with a core, whose faces count with the outer surface's sign)."""
     diagonal = float(np.linalg.norm(np.ptp(vertices, axis=0)))
     limit = max(DEFAULT_FRACTION * diagonal if tolerance is None else float(tolerance), ROUNDING * diagonal)
     volume = float(np.abs(tet_volumes(mesh.points, mesh.tets)).sum())
     if abs(volume - abs(signed_volume(vertices, faces))) <= ROUNDING * volume:
-        return False        # (with a core or cavities the two differ always: measured then)
+        return False        # (with a core the two differ always: measured then)
     return hausdorff_distance(vertices, faces, mesh.points, mesh.boundary_faces, limit=limit) > limit
 
 

@@ -92,7 +92,7 @@ def _closing_ratio(Ra, Rb, dv, wa, wb, reach_a, reach_b, sides_a, sides_b, dt):
             cb = _cross_norm(wb, n0, n1, n2)
             closing = along + ca * reach_a + cb * reach_b
             if closing > 0.0:
-                r = closing * dt / sides[k]
+                r = closing * dt / sides[k] if sides[k] > 0.0 else np.inf   # numpy's x/0 (a flat body)
                 if r > best:
                     best = r
                     which = m
