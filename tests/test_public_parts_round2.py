@@ -152,3 +152,18 @@ def test_a_polygon_of_more_corners_than_ear_clipping_takes_is_a_fan():
     small = points[::2][:40].copy()
     small[1::2, :2] *= 0.5                                         # a 40-corner star is clipped
     assert split_polygon(list(range(40)), small)[0] != (0, 1, 2)
+
+
+def test_a_non_convex_quad_of_a_volume_mesh_file_is_split_inside_itself(tmp_path):
+    """meshio's quad and polygon cells were split as fans from their first corner, as the OBJ
+    reader's were: a dart's fan covered its notch (area 2.5 for a face of 1.5). Now they go
+    through the one polygon splitter."""
+    import meshio  # lazy: only this test writes a volume-mesh file
+
+    dart = np.array([[0.0, 0.0, 0.0], [2.0, 1.0, 0.0], [0.0, 2.0, 0.0], [0.5, 1.0, 0.0]])
+    path = tmp_path / "dart.vtk"
+    meshio.write(path, meshio.Mesh(dart, [("quad", np.array([[0, 1, 2, 3]]))]))
+    read = read_triangles(path)
+    corners = read.vertices[read.faces]
+    areas = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
+    assert len(read.faces) == 2 and areas.sum() == pytest.approx(1.5)

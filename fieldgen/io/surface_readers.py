@@ -406,10 +406,13 @@ def _read_with_meshio(path: str, data: bytes) -> Triangles:
     if points.shape[1] == 2:                 # a flat mesh: z = 0, which the closed-surface check refuses
         points = np.column_stack([points, np.zeros(len(points))])
     blocks = []
-    for block in mesh.cells:     # triangles; quads and polygons as fans from their first corner
+    for block in mesh.cells:     # triangles; quads and polygons split inside themselves (split_polygon)
         cells = np.asarray(block.data, dtype=np.int64)
-        if (block.type in ("triangle", "quad") or block.type.startswith("polygon")) and cells.ndim == 2:
-            blocks += [cells[:, [0, k, k + 1]] for k in range(1, cells.shape[1] - 1)]
+        if block.type == "triangle" and cells.ndim == 2:
+            blocks.append(cells)
+        elif (block.type == "quad" or block.type.startswith("polygon")) and cells.ndim == 2 and len(cells):
+            blocks.append(np.array([t for row in cells.tolist() for t in split_polygon(row, points)],
+                                   dtype=np.int64).reshape(-1, 3))
     faces = np.concatenate(blocks) if blocks else np.zeros((0, 3), np.int64)
     return Triangles(points, faces, np.full(len(faces), -1, dtype=np.int64), ())
 
