@@ -61,3 +61,12 @@ def test_a_coarse_collision_mesh_keeps_its_shape_in_a_default_build(tmp_path, me
     assert abs(np.abs(tet_volumes(asset.points, asset.tets)).sum() / hand.volume - 1) < 1e-9
     assert farthest(asset.points[np.unique(boundary_faces_of(asset.tets))], hand) < 1e-9
     assert read_metadata(tmp_path / "hand.vtu")["error_estimate"]["extent"] <= 0.01
+
+
+def test_the_asset_records_the_switch_the_mesh_was_made_with(tmp_path, meshes):
+    """The hand's mesh is made again with -M; the asset's switches say so, and a part TetGen does
+    not move keeps its switches as they were."""
+    for name, made_again in (("franka_hand_col.stl", True), ("unit_sphere.STL", False)):
+        build(meshes / name, tmp_path / "part.vtu", BuildOptions(modulus=1e6, dissipation=1.0))
+        switches = read_metadata(tmp_path / "part.vtu")["mesher"]["switches"]
+        assert switches.endswith("MQ") == made_again, switches

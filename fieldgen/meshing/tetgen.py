@@ -409,7 +409,10 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
         unmerged = _meshed(plc, given, switches[:-1] + "MQ", options, again, None, background)
     except (BuildError, MesherCrash):
         return mesh
-    return unmerged if unmerged.n_tets <= max(UNMERGED_GROWTH * mesh.n_tets, UNMERGED_TETS) else mesh
+    if unmerged.n_tets > max(UNMERGED_GROWTH * mesh.n_tets, UNMERGED_TETS):
+        return mesh
+    unmerged.unmerged = True
+    return unmerged
 
 
 def _meshed(plc, given, switches: str, options: MeshingOptions, timeout: float, while_waiting, background):

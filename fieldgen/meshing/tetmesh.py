@@ -31,6 +31,9 @@ class TetMesh:
     tets: np.ndarray
     boundary_faces: np.ndarray
     boundary_markers: np.ndarray
+    #: TetGen made it with -M, its nearly coplanar facets not merged (fieldgen.meshing.tetgen.moved_off):
+    #: the mesher's record of switches says so
+    unmerged: bool = False
 
     @property
     def n_points(self) -> int:

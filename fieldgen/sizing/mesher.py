@@ -134,6 +134,8 @@ class TetGenMesher:
                 core_faces=None if part.core is None else part.core.faces,
                 options=meshing, while_waiting=warm_imports, background=background,
             )
+        if whole.unmerged:          # made again with -M (fieldgen.meshing.tetgen.moved_off)
+            switches = switches[:-1] + "MQ"
         return cut_and_refined(part, whole, {"mesher": "TetGen", "switches": switches}, self.progress, cut)
 
     @property
