@@ -32,7 +32,7 @@ from fieldgen.material import layering, modulus
 from fieldgen.material.damping import characteristic_length, dissipation_from_expansion_rate
 from fieldgen.meshing import ftetwild
 from fieldgen.meshing.statistics import mesh_counts as asset_mesh_statistics, mesh_statistics
-from fieldgen.meshing.tetgen import MeshingOptions
+from fieldgen.meshing.tetgen import MeshingOptions, merge_warnings
 from fieldgen.meshing.tetmesh import (FREE, INSULATED, RIGID, boundary_faces_of, min_dihedral_angles, p1_geometry,
                                       p1_gradients, tet_volumes)
 from fieldgen.options import BuildOptions
@@ -134,7 +134,7 @@ def for_law(meshed: MeshedPart, law, progress: Progress) -> MeshedPart:
 
 def mesh_warnings(meshed: MeshedPart, options: BuildOptions, progress: Progress) -> tuple[str, ...]:
     """What the front stages warn of: theirs, an estimate above the accuracy, a skin's."""
-    warnings = list(meshed.warnings)
+    warnings = list(meshed.warnings) + merge_warnings(meshed.record.parameters, options.units)
     if meshed.estimate is not None:
         warnings.extend(accuracy_warning(meshed.estimate, options.sizing_accuracy, meshed.record.sizing,
                                          meshed.mesh.n_tets))

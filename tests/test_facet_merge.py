@@ -70,3 +70,66 @@ def test_the_asset_records_the_switch_the_mesh_was_made_with(tmp_path, meshes):
         build(meshes / name, tmp_path / "part.vtu", BuildOptions(modulus=1e6, dissipation=1.0))
         switches = read_metadata(tmp_path / "part.vtu")["mesher"]["switches"]
         assert switches.endswith("MQ") == made_again, switches
+
+
+def _no_room_for_the_unmerged_mesh(monkeypatch):
+    import fieldgen.meshing.tetgen as tetgen_module
+    monkeypatch.setattr(tetgen_module, "UNMERGED_GROWTH", 0.0)
+    monkeypatch.setattr(tetgen_module, "UNMERGED_TETS", 0)
+
+
+def _tetgen_fails_without_the_merge(monkeypatch):
+    import fieldgen.meshing.tetgen as tetgen_module
+    from fieldgen.errors import BuildError
+    original = tetgen_module._meshed
+
+    def meshed(plc, given, switches, *args):
+        if "M" in switches:
+            raise BuildError("TetGen stopped (made to fail)")
+        return original(plc, given, switches, *args)
+    monkeypatch.setattr(tetgen_module, "_meshed", meshed)
+
+
+@pytest.mark.parametrize("setup,because", [(_no_room_for_the_unmerged_mesh, "without the merge TetGen made"),
+                                           (_tetgen_fails_without_the_merge, "made to fail")])
+def test_a_merged_mesh_kept_is_warned_about_and_recorded(tmp_path, meshes, hand, monkeypatch, setup, because):
+    """When the mesh made again with -M is too large or TetGen fails on it, the flattened mesh is
+    kept: the build says so, with how far the boundary moved (measured here independently: the
+    largest distance between the centroids of one surface and the other, a lower bound)."""
+    from click.testing import CliRunner
+    import json
+    from fieldgen.cli.main import main
+    setup(monkeypatch)
+    out = tmp_path / "hand.vtu"
+    result = CliRunner().invoke(main, ["build", str(meshes / "franka_hand_col.stl"), "-o", str(out), "--modulus",
+                                       "1e6", "--dissipation", "1", "--units", "m", "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    merged = read_metadata(out)["mesher"]["facets_merged"]
+    assert because in merged["kept_because"]
+    asset = read_asset(out)
+    boundary = boundary_faces_of(asset.tets)
+    centroids = asset.points[boundary].mean(axis=1)
+    seen = max(farthest(centroids, hand),
+               float(distances_to_each(hand.triangles_center, asset.points, boundary).min(axis=1).max()))
+    tolerance = 1e-3 * float(np.linalg.norm(np.ptp(hand.vertices, axis=0)))
+    assert merged["boundary_off"] > tolerance and seen > tolerance     # the hand really was flattened
+    warning = [w for w in json.loads(result.stdout)["warnings"] if "merged nearly coplanar facets" in w]
+    assert len(warning) == 1 and because in warning[0] and f"{merged['boundary_off']:.3g} m" in warning[0]
+
+
+def test_the_layer_band_holds_its_tetgen_run_to_the_given_surface_tolerance(tmp_path, monkeypatch):
+    """The band's TetGen run outside the layers (a core: the band's top) gets the tolerance the
+    user gave, as the part's own TetGen run does."""
+    import fieldgen.meshing.tetgen as tetgen_module
+    original, seen = tetgen_module.tetrahedralize, []
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs.get("core_vertices") is not None, kwargs["options"].surface_tolerance))
+        return original(*args, **kwargs)
+    monkeypatch.setattr(tetgen_module, "tetrahedralize", spy)
+    trimesh.creation.icosphere(subdivisions=3, radius=20.0).export(tmp_path / "ball.stl")
+    build(tmp_path / "ball.stl", tmp_path / "ball.vtu",
+          BuildOptions(units="mm", skin=4.0, modulus=1e6, dissipation=1.0, surface_tolerance=0.05))
+    assert read_metadata(tmp_path / "ball.vtu")["skin"]["mesh"] == "band"
+    band_runs = [tolerance for core, tolerance in seen if core]
+    assert band_runs and all(t == pytest.approx(0.05e-3) for t in band_runs), seen

@@ -37,6 +37,7 @@ from fieldgen.surface.cavities import cavity_points
 from fieldgen.surface.components import face_pieces
 from fieldgen.surface.remesh import DEFAULT_FRACTION, hausdorff_distance
 from fieldgen.surface.topology import edge_use, face_areas, signed_volume, winding_numbers
+from fieldgen.units import length_scale
 
 
 #: TetGen's radius-edge quality bound when none is given.
@@ -402,17 +403,43 @@ def tetrahedralize(vertices, faces, markers, *, core_vertices=None, core_faces=N
     plc = (all_vertices, all_faces, all_markers, holes)
     started = time.monotonic()
     mesh = _meshed(plc, given, switches, options, timeout, while_waiting, background)
-    if "M" in switches or not moved_off(mesh, given, all_faces, options.surface_tolerance):
+    off = 0.0 if "M" in switches else moved_off(mesh, given, all_faces, options.surface_tolerance)
+    if not off:
         return mesh
     again = min(timeout, max(UNMERGED_MIN_TIMEOUT, UNMERGED_TIME * (time.monotonic() - started)))
+    mesh.merged_off = off
     try:        # TetGen merged nearly coplanar facets and triangulated them anew: not at all now
         unmerged = _meshed(plc, given, switches[:-1] + "MQ", options, again, None, background)
-    except (BuildError, MesherCrash):
+    except (BuildError, MesherCrash) as error:
+        mesh.merged_kept = f"TetGen failed without the merge ({error.defect.rstrip('.')})"
         return mesh
     if unmerged.n_tets > max(UNMERGED_GROWTH * mesh.n_tets, UNMERGED_TETS):
+        mesh.merged_kept = (f"without the merge TetGen made {unmerged.n_tets:,} tets, more than "
+                            f"{max(UNMERGED_GROWTH * mesh.n_tets, UNMERGED_TETS):,.0f}")
         return mesh
     unmerged.unmerged = True
     return unmerged
+
+
+def merge_record(mesh: TetMesh) -> dict:
+    """The asset's record of a merged mesh kept though TetGen's merge moved its boundary off the
+    surface (:func:`tetrahedralize`); empty otherwise."""
+    if not mesh.merged_kept:
+        return {}
+    return {"facets_merged": {"boundary_off": float(mesh.merged_off), "kept_because": mesh.merged_kept}}
+
+
+def merge_warnings(parameters, units: str) -> list[str]:
+    """The warning for a mesher record holding :func:`merge_record`'s entry (``units`` the build's)."""
+    merged = parameters.get("facets_merged")
+    if not merged:
+        return []
+    scale = length_scale(units)
+    return [f"TetGen merged nearly coplanar facets and moved the mesh's boundary at least "
+            f"{merged['boundary_off'] / scale:.3g} {units} from the surface, beyond its surface tolerance; "
+            f"{merged['kept_because']}, so that mesh was kept: the asset's shape differs from the input "
+            f"there (a finer --edge-length, or the input's flat faces without sliver triangles, "
+            f"lets TetGen keep the facets)"]
 
 
 def _meshed(plc, given, switches: str, options: MeshingOptions, timeout: float, while_waiting, background):
@@ -441,10 +468,10 @@ UNMERGED_TIME = 10.0
 UNMERGED_MIN_TIMEOUT = 60.0
 
 
-def moved_off(mesh: TetMesh, vertices: np.ndarray, faces: np.ndarray, tolerance: float | None) -> bool:
-    """Whether ``mesh``'s boundary lies farther from the surface (``vertices``, ``faces``; the
-    core's included) than ``tolerance`` (m; None: the default surface tolerance, docs/model.md
-    §2.11). TetGen, unless told -M, merges adjacent facets it takes as coplanar and triangulates
+def moved_off(mesh: TetMesh, vertices: np.ndarray, faces: np.ndarray, tolerance: float | None) -> float:
+    """How far ``mesh``'s boundary lies from the surface (``vertices``, ``faces``; the core's
+    included) when farther than ``tolerance`` (m; at least this far: measuring stops past it; None:
+    the default surface tolerance, docs/model.md §2.11), else 0. TetGen, unless told -M, merges adjacent facets it takes as coplanar and triangulates
     them anew: a 102-vertex collision mesh's boundary moved 0.49 mm (0.24 % of its volume); on the
     corpus's CAD parts at most 0.05 mm, below their tolerance (docs/design/meshing.md). Measured
     (:func:`fieldgen.surface.remesh.hausdorff_distance`) only when the volumes differ (always
@@ -453,8 +480,9 @@ def moved_off(mesh: TetMesh, vertices: np.ndarray, faces: np.ndarray, tolerance:
     limit = max(DEFAULT_FRACTION * diagonal if tolerance is None else float(tolerance), ROUNDING * diagonal)
     volume = float(np.abs(tet_volumes(mesh.points, mesh.tets)).sum())
     if abs(volume - abs(signed_volume(vertices, faces))) <= ROUNDING * volume:
-        return False        # (with a core the two differ always: measured then)
-    return hausdorff_distance(vertices, faces, mesh.points, mesh.boundary_faces, limit=limit) > limit
+        return 0.0          # (with a core the two differ always: measured then)
+    distance = hausdorff_distance(vertices, faces, mesh.points, mesh.boundary_faces, limit=limit)
+    return distance if distance > limit else 0.0
 
 
 #: Exit codes of a TetGen child killed by its own fault (SIGSEGV, SIGABRT, SIGBUS, SIGFPE,

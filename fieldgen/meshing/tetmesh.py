@@ -34,6 +34,10 @@ class TetMesh:
     #: TetGen made it with -M, its nearly coplanar facets not merged (fieldgen.meshing.tetgen.moved_off):
     #: the mesher's record of switches says so
     unmerged: bool = False
+    #: TetGen's merge moved the boundary this far from the surface (m; at least this far), yet this
+    #: merged mesh was kept, for ``merged_kept`` (the mesh without the merge too large, or failed)
+    merged_off: float = 0.0
+    merged_kept: str = ""
 
     @property
     def n_points(self) -> int:

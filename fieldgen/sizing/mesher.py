@@ -136,7 +136,8 @@ class TetGenMesher:
             )
         if whole.unmerged:          # made again with -M (fieldgen.meshing.tetgen.moved_off)
             switches = switches[:-1] + "MQ"
-        return cut_and_refined(part, whole, {"mesher": "TetGen", "switches": switches}, self.progress, cut)
+        parameters = {"mesher": "TetGen", "switches": switches, **tetgen.merge_record(whole)}
+        return cut_and_refined(part, whole, parameters, self.progress, cut)
 
     @property
     def relaxable(self) -> bool:
@@ -288,12 +289,14 @@ class BandMesher:
             outer_edge = layer_band.OUTER_EDGE * thickness * max(interior.coarser, 1.0)
             with progress.stage("band"):
                 band = layer_band.band_skin(surface.vertices, surface.faces, part.markers, interior, heights,
-                                            outer_edge=outer_edge)
+                                            outer_edge=outer_edge, surface_tolerance=self.meshing.surface_tolerance)
         except (ValueError, ArithmeticError, IndexError, MemoryError) as error:
             # Geometry the band's steps were not made for (numpy, rtree, MMG): the cut instead.
             raise layer_band.BandError(f"{type(error).__name__}: {error}",
                                        fix="report the part; the build cut the skin instead") from error
         switches = replace(self.meshing, edge_length=outer_edge, radius_edge=layer_band.OUTER_RADIUS_EDGE).switches()
+        if band.outer.unmerged:     # its outer TetGen run made again with -M (fieldgen.meshing.tetgen.moved_off)
+            switches = switches[:-1] + "MQ"
         description = {"heights": [float(h) for h in heights], "rounding": float(interior.rounding),
                        "interior_triangles": int(len(interior.faces)), "columns_lowered": band.lowered,
                        "prism_tets": band.band_tets, "outer_tets": band.outer_tets,
@@ -308,7 +311,8 @@ class BandMesher:
         skin = layer_band.BandSkin(thickness=thickness, rounding=interior.rounding, outer_edge=outer_edge,
                                    free_surface=part.free_surface, part_volume=abs(float(surface.volume)),
                                    max_depth=interior.max_depth)
-        return BandPass(mesh=mesh, skin=skin, split=count, parameters={"mesher": "TetGen", "switches": switches},
+        parameters = {"mesher": "TetGen", "switches": switches, **tetgen.merge_record(band.outer)}
+        return BandPass(mesh=mesh, skin=skin, split=count, parameters=parameters,
                         description=description, columns=band.columns, levels=1.0 - band.heights / thickness)
 
 

@@ -105,6 +105,7 @@ class Band:
     outer_tets: int              # TetGen's tets outside the band
     band_tets: int
     columns: np.ndarray          # (k + 1, m) vertex ids of each column, the interior's first
+    outer: TetMesh               # TetGen's mesh outside the band (its unmerged/merged_* flags)
 
 
 @dataclass
@@ -223,11 +224,13 @@ def _locate(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> tupl
 
 
 def band_skin(surface_vertices, surface_faces, markers, interior, heights: np.ndarray, *,
-              outer_edge: float, outer_radius_edge: float = OUTER_RADIUS_EDGE, progress=None) -> Band:
+              outer_edge: float, outer_radius_edge: float = OUTER_RADIUS_EDGE, surface_tolerance: float | None = None,
+              progress=None) -> Band:
     """The skin between the part's surface (``markers`` per face) and the ``interior``
     (:class:`fieldgen.skin.interior.Interior`) meshed as a band of prisms at ``heights`` (m) over the
-    interior and TetGen's tets (edge ``outer_edge`` m) outside it (module docstring). The interior's
-    faces are RIGID; the outer faces keep their markers."""
+    interior and TetGen's tets (edge ``outer_edge`` m) outside it (module docstring), their boundary
+    held to ``surface_tolerance`` (m; None: the default, :func:`fieldgen.meshing.tetgen.moved_off`).
+    The interior's faces are RIGID; the outer faces keep their markers."""
     v, f = interior.vertices, interior.faces
     heights = np.asarray(heights, dtype=np.float64)
     k = len(heights) - 1
@@ -247,7 +250,8 @@ def band_skin(surface_vertices, surface_faces, markers, interior, heights: np.nd
         try:
             outer = tetgen.tetrahedralize(surface_vertices, surface_faces, markers, core_vertices=top, core_faces=f,
                                           options=tetgen.MeshingOptions(edge_length=outer_edge,
-                                                                        radius_edge=outer_radius_edge),
+                                                                        radius_edge=outer_radius_edge,
+                                                                        surface_tolerance=surface_tolerance),
                                           timeout=OUTER_TIMEOUT)
         except BuildError as error:
             raise BandError(f"TetGen could not mesh outside the band: {error.defect}",
@@ -293,7 +297,7 @@ def band_skin(surface_vertices, surface_faces, markers, interior, heights: np.nd
                         "(tets overlap)", fix="report the part; the build cut the skin instead")
     return Band(mesh=TetMesh(points=all_points, tets=tets, boundary_faces=faces, boundary_markers=face_markers),
                 heights=np.asarray(heights, dtype=np.float64), lowered=int(np.count_nonzero(scale < 1.0)),
-                outer_tets=int(outer.n_tets), band_tets=int(len(band)), columns=ids[:, on_top])
+                outer_tets=int(outer.n_tets), band_tets=int(len(band)), columns=ids[:, on_top], outer=outer)
 
 
 def aligned_columns(mesh: TetMesh, columns: np.ndarray, extent: np.ndarray, targets: np.ndarray) -> tuple[TetMesh, int]:
