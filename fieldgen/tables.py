@@ -117,42 +117,65 @@ def not_utf8(error: UnicodeDecodeError) -> str:
     return f"not UTF-8 text (byte {error.start} is 0x{raw[error.start]:02x})"
 
 
-def _cell_number(cell: str) -> float:
-    """The number a cell of a table holds; ValueError unless it is one as written in a CSV
-    (Python's ``float`` also reads ``1_0`` as ten: a typo or a digit group, never a number a
-    spreadsheet or an instrument writes, so it is refused rather than read ten times too large)."""
+def number_as_written(cell: str) -> float:
+    """The number a cell of a table or a word of a mesh file holds; ValueError unless it is one as
+    a program writes it (Python's ``float`` also reads ``1_0`` as ten: a typo or a digit group,
+    never a number a spreadsheet, an instrument or an exporter writes, so it is refused rather than
+    read ten times too large)."""
     if "_" in cell:
         raise ValueError(f"{cell!r} has an underscore")
     return float(cell)
 
 
+def whole_as_written(word: str) -> int:
+    """The whole number ``word`` holds, as :func:`number_as_written` (``int`` reads ``1_0`` as ten)."""
+    if "_" in word:
+        raise ValueError(f"{word!r} has an underscore")
+    return int(word)
+
+
 def _is_number(cell: str) -> bool:
     try:
-        _cell_number(cell)
+        number_as_written(cell)
     except ValueError:
         return False
     return True
 
 
+#: The words a header row may name a column by, beside the column's own name: testing machines
+#: write ``Load (N)`` and ``Displacement (mm)``, a material sheet ``stress (kPa)``.
+COLUMN_WORDS = {"depth": ("depth", "displacement", "indentation", "deflection", "penetration", "extension",
+                          "stroke", "travel"),
+                "force": ("force", "load"),
+                "pressure": ("pressure", "stress")}
+
+
+def _column_of(word: str, names: list[str]) -> str | None:
+    """The column of ``names`` that ``word`` (a header cell's first word, lower case) names, or None."""
+    return next((name for name in names if word in COLUMN_WORDS.get(name, (name,))), None)
+
+
 def check_header_order(cells: list[str], columns: str, path) -> None:
     """InputError when a header row names the two columns (by the first word of a cell:
-    ``force_N``, ``force (N)``) in the other order than ``columns`` ("depth, force"): the columns
-    are read by position, so every depth would be read as a force and every force as a depth,
-    with no error later (both are positive numbers)."""
+    ``force_N``, ``force (N)``, ``Load (N)``) in the other order than ``columns`` ("depth, force"):
+    the columns are read by position, so every depth would be read as a force and every force as a
+    depth, with no error later (both are positive numbers)."""
     names = [n.strip().lower() for n in columns.split(",")]
     words = [re.match(r"[A-Za-z]*", cell).group(0).lower() for cell in cells]
-    named = [word for word in words if word in names]
+    named = [column for column in (_column_of(word, names) for word in words) if column is not None]
     if named == names[::-1]:
-        raise InputError(f"its header names the columns {names[1]}, {names[0]}, but the first column is read as "
-                         f"the {names[0]} and the second as the {names[1]}: every value would be read as the other",
-                         path=str(path), fix=f"put the columns in the order {columns} (header and data)")
+        cited = ", ".join(cell for cell, word in zip(cells, words) if _column_of(word, names))
+        raise InputError(f"its header names the columns {names[1]}, {names[0]} ({cited}), but the first column is "
+                         f"read as the {names[0]} and the second as the {names[1]}: every value would be read as "
+                         "the other", path=str(path), fix=f"put the columns in the order {columns} (header and data)")
 
 
 def header_unit(raw: bytes, quantity: str) -> tuple[str, str] | None:
     """(unit, cell) when the header row of the two-column file ``raw`` names ``quantity`` with a
-    unit (``pressure_kPa``, ``pressure (kPa)``, ``pressure [MPa]``, ``pressure/Pa``), else None
-    (no header, or no unit named)."""
-    named = re.compile(rf"({quantity})\s*(?:[_/(\[])\s*([A-Za-z]+)\s*[)\]]?", re.IGNORECASE)
+    unit (``pressure_kPa``, ``pressure (kPa)``, ``pressure [MPa]``, ``pressure/Pa``, ``Displacement
+    (µm)``: by any of its :data:`COLUMN_WORDS`), else None (no header, or no unit named)."""
+    words = "|".join(COLUMN_WORDS.get(quantity, (quantity,)))
+    named = re.compile(rf"({words})\s*(?:[_/(\[])\s*([^\W\d_]+)\s*[)\]]?", re.IGNORECASE)
     for line in raw.decode("utf-8-sig", errors="replace").splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -194,7 +217,7 @@ def read_number_pairs(path, columns: str, fix: str) -> tuple[np.ndarray, list[st
             continue
         cells = [c for c in _SPLIT.split(stripped) if c]
         try:
-            row = [_cell_number(c) for c in cells]
+            row = [number_as_written(c) for c in cells]
         except ValueError:
             row = None
         if row is None and first and not any(_is_number(c) for c in cells):

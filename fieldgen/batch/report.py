@@ -69,20 +69,32 @@ class BatchReport:
         }
 
 
+#: Characters XML 1.0 cannot hold, even escaped (C0 controls but tab, newline and return;
+#: surrogates; U+FFFE, U+FFFF): a file name or message holding one would make the report unreadable.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` with each character XML cannot hold written as its Python escape (``\\x01``), so
+    the JUnit report stays well-formed whatever a manifest's names or an error message hold."""
+    return _NOT_XML.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _testcase(suite: ElementTree.Element, classname: str, result: ItemResult, manifest: str) -> None:
-    case = ElementTree.SubElement(suite, "testcase", classname=classname, name=result.output,
+    case = ElementTree.SubElement(suite, "testcase", classname=classname, name=xml_text(result.output),
                                   time=f"{result.seconds:.3f}")
     if result.status == "failed":
-        failure = ElementTree.SubElement(case, "failure", message=result.error or "failed", type="BuildFailed")
-        failure.text = f"{result.input} -> {result.output}\n{result.error}"
+        failure = ElementTree.SubElement(case, "failure", message=xml_text(result.error or "failed"),
+                                         type="BuildFailed")
+        failure.text = xml_text(f"{result.input} -> {result.output}\n{result.error}")
     elif result.status == "stale":
-        message = f"{result.output} is stale ({result.reason})"
+        message = xml_text(f"{result.output} is stale ({result.reason})")
         failure = ElementTree.SubElement(case, "failure", message=message, type="StaleAsset")
-        failure.text = f"{message}; rebuild it with fieldgen batch {manifest}"
+        failure.text = f"{message}; rebuild it with fieldgen batch {xml_text(manifest)}"
     else:
         ElementTree.SubElement(case, "system-out").text = f"{result.status} (cache key {result.cache_key})"
     if result.warnings:
-        ElementTree.SubElement(case, "system-err").text = "\n".join(result.warning_lines())
+        ElementTree.SubElement(case, "system-err").text = xml_text("\n".join(result.warning_lines()))
 
 
 def junit_tree(report: BatchReport) -> ElementTree.ElementTree:
@@ -93,7 +105,7 @@ def junit_tree(report: BatchReport) -> ElementTree.ElementTree:
     suites = ElementTree.Element("testsuites", name="fieldgen batch", tests=str(len(report.results)),
                                  failures=str(counts["failed"] + counts["stale"]), errors="0",
                                  time=f"{report.seconds:.3f}")
-    suite = ElementTree.SubElement(suites, "testsuite", name=f"fieldgen batch {report.manifest}",
+    suite = ElementTree.SubElement(suites, "testsuite", name=xml_text(f"fieldgen batch {report.manifest}"),
                                    tests=str(len(report.results)),
                                    failures=str(counts["failed"] + counts["stale"]), errors="0",
                                    skipped="0", time=f"{report.seconds:.3f}")

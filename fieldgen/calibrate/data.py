@@ -146,15 +146,28 @@ def gaps_filled(depth: np.ndarray, kept: np.ndarray, limit: int) -> np.ndarray:
     return np.array(kept, dtype=np.int64)
 
 
+#: Units a header may name that ``--units`` does not take (lower case): read as the unit --units
+#: gives, every number would be off by their ratio (100 µm read as 100 mm).
+OTHER_UNITS = {"depth": ("um", "µm", "μm", "micron", "microns", "nm", "dm", "km", "ft", "feet", "mil", "mils",
+                         "thou"),
+               "force": ("kgf", "gf", "kp", "g", "kg", "lb", "lbs", "ozf", "oz", "dn", "dyn", "kip", "kips")}
+
+
 def check_header_units(raw: bytes, units_text: str, path: str) -> None:
-    """InputError when the CSV's header row names a known unit (``depth_mm``, ``force (N)``) other
-    than ``units_text`` (--units, ``m,N`` by default) says: every number would be read in the
-    wrong unit, a fit off by that factor and no error. A header naming no unit, or one fieldgen
-    does not know, says nothing here (the header is read by :func:`fieldgen.tables.header_unit`)."""
+    """InputError when the CSV's header row names a unit (``depth_mm``, ``force (N)``,
+    ``Displacement (µm)``) other than ``units_text`` (--units, ``m,N`` by default) says, or one
+    --units does not take (:data:`OTHER_UNITS`): every number would be read in the wrong unit, a fit
+    off by that factor and no error. A header naming no unit, or a word that is no unit, says
+    nothing here (the header is read by :func:`fieldgen.tables.header_unit`)."""
     given = dict(zip(("depth", "force"), units_text.split(",")))
     known = {"depth": LENGTH_UNITS, "force": FORCE_UNITS}
     for quantity in ("depth", "force"):
         named = header_unit(raw, quantity)
+        if named is not None and named[0].lower() in OTHER_UNITS[quantity]:
+            raise InputError(f"its header names {quantity} in {named[0]} ({named[1]!r}), a unit --units does not "
+                             f"take: every {quantity} would be read in {given[quantity]} ({units_text})", path=path,
+                             fix=f"convert the column to one of {', '.join(known[quantity])} and give that unit "
+                                 "with --units (LENGTH,FORCE)")
         unit = {u.lower(): u for u in known[quantity]}.get(named[0].lower()) if named else None   # MM is mm
         if unit is not None and unit != given[quantity]:
             meant = ",".join(unit if q == quantity else given[q] for q in ("depth", "force"))

@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from fieldgen.io.polygons import split_polygon
+from fieldgen.tables import number_as_written, whole_as_written
 
 #: The header keywords read here: [ST][C][N]OFF, each extra only adding numbers after x y z.
 _KEYWORD = re.compile(r"(ST)?C?N?OFF")
@@ -68,7 +69,7 @@ def read_off(text: str) -> tuple[np.ndarray, np.ndarray]:
 def _vertex(number: int, words: list[str]) -> list[float]:
     try:
         if len(words) >= 3:
-            return [float(x) for x in words[:3]]
+            return [number_as_written(x) for x in words[:3]]
     except ValueError:
         pass
     raise ValueError(f"line {number} ({' '.join(words)!r}) is not a vertex x y z")
@@ -78,8 +79,8 @@ def _face(number: int, words: list[str], n_vertices: int) -> list[int]:
     """The corners of the face on line ``number``: a count, then as many vertex numbers from 0
     (a colour after them is ignored)."""
     try:
-        count = int(words[0])
-        corners = [int(w) for w in words[1:1 + count]]
+        count = whole_as_written(words[0])
+        corners = [whole_as_written(w) for w in words[1:1 + count]]
     except (IndexError, ValueError):
         corners, count = [], -1
     if count < 0 or len(corners) != count:

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import threading
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -24,12 +25,14 @@ import numpy as np
 from fieldgen.errors import InputError
 from fieldgen.install import install_hint
 from fieldgen.io.asset import read_metadata
+from fieldgen.io.gltf_indices import check_index_types
 from fieldgen.io.off_reader import plain_ascii_off, read_off
+from fieldgen.io.ply_indices import check_ascii_indices, check_raw_indices
 from fieldgen.io.polygons import split_polygon
 from fieldgen.io.registry import ANY_OTHER, Triangles, reader_for, register_reader
 from fieldgen.meshing.process import scratch_folder
 from fieldgen.paths import special_file
-from fieldgen.tables import other_encoding
+from fieldgen.tables import number_as_written, other_encoding, whole_as_written
 from fieldgen.units import LENGTH_UNITS
 
 SURFACE_FORMATS = "STL, OBJ, PLY, OFF or GLB"
@@ -114,7 +117,7 @@ def _obj_vertex(rest: str, number: int) -> list[float]:
     words = rest.split()[:3]
     try:
         if len(words) == 3:
-            return [float(x) for x in words]
+            return [number_as_written(x) for x in words]
     except ValueError:
         pass
     raise ValueError(f"line {number} ('v {rest.strip()}') is not a vertex x y z: three numbers needed")
@@ -123,7 +126,7 @@ def _obj_vertex(rest: str, number: int) -> list[float]:
 def _obj_index(token: str, number: int) -> int:
     """The vertex number of a face corner (``7``, ``7/1``, ``7//2``) on line ``number``."""
     try:
-        return int(token.split("/", 1)[0])
+        return whole_as_written(token.split("/", 1)[0])
     except ValueError:
         raise ValueError(f"line {number}: face corner {token!r} is not a vertex number "
                          "(a whole number, optionally followed by /texture/normal)") from None
@@ -229,18 +232,22 @@ def _read_with_trimesh(path: str) -> Triangles:
     """Any trimesh format, unprocessed; scenes are flattened with their node transforms."""
     import trimesh  # lazy: heavy, and binary STL and OBJ never need it
 
-    with _trimesh_log_off():
+    with _trimesh_log_off(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)      # numpy's casts: what they spoil is refused below
         loaded = trimesh.load(path, force=None, process=False)
     if isinstance(loaded, trimesh.Scene):
         return _flattened_scene(loaded)
     if not isinstance(loaded, trimesh.Trimesh):
         return _no_triangles(len(getattr(loaded, "vertices", ())))
+    check_raw_indices(path, loaded.metadata.get("_ply_raw"))      # a float face list, truncated by the cast
     faces = np.asarray(loaded.faces, dtype=np.int64).reshape(-1, 3)
     return Triangles(np.asarray(loaded.vertices, dtype=np.float64).reshape(-1, 3), faces,
                      np.full(len(faces), -1, dtype=np.int64), ())
 
 
 def _read_any_other(path: str, data: bytes) -> Triangles:
+    if Path(path).suffix.lower() in (".glb", ".gltf"):
+        check_index_types(path, data)        # indices of a type trimesh would cast to other vertices
     return _read_with_trimesh(path)
 
 
@@ -320,6 +327,8 @@ def _read_counted(path: str, data: bytes) -> Triangles:
     """A PLY or OFF, once its data lines are as many as its header declares: an ASCII OFF read
     here (:mod:`fieldgen.io.off_reader`, its polygons split inside themselves), else through trimesh."""
     check_declared_counts(path, data, Path(path).suffix.lower())
+    if Path(path).suffix.lower() == ".ply":
+        check_ascii_indices(path, data)
     if Path(path).suffix.lower() == ".off" and plain_ascii_off(data):
         vertices, faces = read_off(data.decode("utf-8", errors="replace"))
         return Triangles(vertices, faces, np.full(len(faces), -1, dtype=np.int64), ())
