@@ -160,7 +160,7 @@ OUTSIDE_CORPUS = {
     "summit_xl_fr07_s101.stl", "summit_xl_steel_camera_base.stl", "summit_xl_tecnalia_axis_holder.stl",
     "trifinger_lower_link.STL", "solo12_neo_pixel_cover.STL", "fuze.obj", "cycloidal.ply", "evo_bowl_col.obj",
     "leap_fingertip.stl", "leap_thumb_pip.stl", "wallhole.obj", "box_sides.STEP",
-    "franka_hand_col.stl",
+    "franka_hand_col.stl", "shadow_palm.stl", "schunk_pw70_square_holder.stl", "schunk_pg70.stl",
 }
 
 

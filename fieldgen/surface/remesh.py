@@ -117,6 +117,7 @@ class SurfaceRemesh:
     cost_after: float
     hausd: float | None         # MMG's Hausdorff parameter of the result kept (None: the slivers' moves alone)
     ridge_angle: float | None   # MMG's ridge angle of the result kept, degrees
+    unchanged: bool = False     # the result is the input itself: no sliver moved, no MMGS result cheaper
 
     def to_metadata(self) -> dict:
         """The asset's ``metadata["surface"]["remesh"]`` (README, "The asset format")."""
@@ -127,6 +128,9 @@ class SurfaceRemesh:
 
     def message(self, path: str, units: str, scale: float) -> str:
         """What the build tells its user (lengths in ``units``, ``scale`` metres each)."""
+        if self.unchanged:
+            return (f"kept {path}'s {self.triangles_before:,} triangles as they are within the surface tolerance "
+                    f"{self.tolerance / scale:.3g} {units}: no sliver to move, and no remeshing within it was cheaper")
         return (f"remeshed {path} within {self.tolerance / scale:.3g} {units}: {self.triangles_before:,} -> "
                 f"{self.triangles_after:,} triangles, {self.hausdorff / scale:.3g} {units} from the input (measured)")
 
@@ -382,7 +386,10 @@ def _kept(surface: Surface, vertices, faces, pairs, measured: float, mmg, tolera
     remesh = SurfaceRemesh(tolerance=tolerance, triangles_before=len(surface.faces), triangles_after=len(faces),
                            hausdorff=measured, cost_before=surface_cost(surface.vertices, surface.faces),
                            cost_after=surface_cost(vertices, faces), hausd=None if mmg is None else mmg[0],
-                           ridge_angle=None if mmg is None else mmg[1])
+                           ridge_angle=None if mmg is None else mmg[1],
+                           unchanged=mmg is None and vertices.shape == surface.vertices.shape
+                           and faces.shape == surface.faces.shape and np.array_equal(vertices, surface.vertices)
+                           and np.array_equal(faces, surface.faces))
     vertices, faces = np.ascontiguousarray(vertices), np.ascontiguousarray(faces)
     groups = np.ascontiguousarray(pairs[:, 1])
     for array in (vertices, faces, groups):

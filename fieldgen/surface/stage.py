@@ -21,6 +21,7 @@ import numpy as np
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.install import extra_installed, install_hint
+from fieldgen.io.ply_indices import ply_header
 from fieldgen.io.surface_readers import (LIKELY_PART_SIZE, SURFACE_FORMATS, read_bytes, read_in_metres,
                                          read_triangles, size_warnings)
 from fieldgen.paths import same_file
@@ -78,7 +79,34 @@ class Surface:
         return unit_normals(self.vertices, self.faces)
 
 
-def _refuse_unread(path_text: str, vertices, faces, role: str) -> None:
+#: PLY elements whose faces are read (``face``) or that hold no faces (``vertex``, ``edge``, ...);
+#: any other element with a count, such as ``tristrips``, holds faces fieldgen does not read.
+PLY_READ_ELEMENTS = ("vertex", "face", "edge", "material")
+
+
+def ply_elements(data: bytes) -> list[tuple[str, int]]:
+    """The ``(name, count)`` of each element a PLY header declares (binary or ASCII); empty when
+    ``data`` is no PLY (:func:`fieldgen.io.ply_indices.ply_header`)."""
+    header = ply_header(data)
+    return [] if header is None else [(name, count) for name, count, _ in header[1]]
+
+
+def _no_faces_fix(data: bytes | None) -> str:
+    """The fix for a file of vertices but no faces: a PLY whose faces are in an element that is not
+    read (triangle strips) is named as such; else a point cloud or a volume mesh is no surface."""
+    unread = [(name, count) for name, count in ply_elements(data or b"")
+              if count and name not in PLY_READ_ELEMENTS]
+    if unread:
+        listed = ", ".join(f"{count:,} '{name}'" for name, count in unread)
+        strips = " (triangle strips)" if any(name == "tristrips" for name, _ in unread) else ""
+        return (f"Its faces are stored as {listed}{strips}, a PLY element fieldgen does not read: "
+                "export the mesh again with a 'face' list (e.g. MeshLab or Blender: save as PLY, "
+                "or as STL or OBJ)")
+    return (f"Give a triangle surface mesh ({SURFACE_FORMATS}); a point cloud, or a tetrahedral "
+            "volume mesh such as .vtk, is not a surface")
+
+
+def _refuse_unread(path_text: str, vertices, faces, role: str, data: bytes | None = None) -> None:
     """InputError for a file that gave no triangles, or vertices that are not finite."""
     if len(faces) == 0 and len(vertices) == 0:
         suffix = os.path.splitext(path_text)[1].lower() or "mesh"
@@ -90,9 +118,7 @@ def _refuse_unread(path_text: str, vertices, faces, role: str) -> None:
     if len(faces) == 0:
         raise InputError(
             f"the {role} file contains no triangles ({len(vertices):,} vertices, 0 faces)",
-            path=path_text,
-            fix=f"Give a triangle surface mesh ({SURFACE_FORMATS}); a tetrahedral volume "
-                "mesh such as .vtk is not a surface")
+            path=path_text, fix=_no_faces_fix(data))
     bad = ~np.isfinite(vertices).all(axis=1)
     if bad[np.unique(faces)].any():
         raise InputError(f"{int(bad.sum()):,} vertices have non-finite coordinates",
@@ -137,7 +163,7 @@ def load_surface(path, units: str = "m", *, role: str = "surface",
     data = read_bytes(path_text)
     sha = hashlib.sha256(data).hexdigest()
     vertices, faces, groups, names = read_triangles(path_text, data, units)
-    _refuse_unread(path_text, vertices, faces, role)
+    _refuse_unread(path_text, vertices, faces, role, data)
     vertices, faces, groups, repairs = repair_surface(vertices, faces, groups)
     if len(faces) == 0:
         raise InputError(f"the {role} has no faces left after removing degenerate ones "

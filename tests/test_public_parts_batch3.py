@@ -1,0 +1,70 @@
+"""What a third batch of public parts found (benchmarks/README.md, "Public parts, third batch"),
+each reduced to a small input written here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import trimesh
+
+from fieldgen.errors import InputError
+from fieldgen.surface.remesh import tolerated_surface
+from fieldgen.surface.stage import load_surface
+
+#: A tetrahedron's four faces as one triangle strip, as scanners' PLY files store them (the
+#: Cyberware "igea" scan holds its 268k triangles so): the element is ``tristrips``, not ``face``.
+TRISTRIP_PLY = """\
+ply
+format ascii 1.0
+element vertex 4
+property float x
+property float y
+property float z
+element tristrips 1
+property list int int vertex_indices
+end_header
+0 0 0
+1 0 0
+0 1 0
+0 0 1
+6 0 1 2 3 0 1
+"""
+
+
+def test_a_ply_of_triangle_strips_is_refused_naming_its_strips(tmp_path):
+    """A PLY whose faces are triangle strips reads as vertices without faces: the refusal named a
+    tetrahedral volume mesh (.vtk) as the likely cause. It now names the strips and how to export
+    the faces as a list."""
+    path = tmp_path / "strips.ply"
+    path.write_text(TRISTRIP_PLY)
+    with pytest.raises(InputError) as raised:
+        load_surface(path, "mm")
+    message = str(raised.value)
+    assert "contains no triangles (4 vertices, 0 faces)" in message
+    assert "'tristrips' (triangle strips)" in message
+    assert ".vtk" not in message
+
+
+def test_a_ply_of_vertices_only_is_named_a_point_cloud(tmp_path):
+    """A PLY of vertices alone (a point cloud) is told apart from a file of unread faces."""
+    path = tmp_path / "cloud.ply"
+    head, _, _ = TRISTRIP_PLY.partition("element tristrips")
+    body = "end_header\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n"
+    path.write_text(head + body)
+    with pytest.raises(InputError, match="a point cloud, or a tetrahedral volume mesh"):
+        load_surface(path, "mm")
+
+
+def test_a_surface_the_tolerance_leaves_as_it_is_is_not_called_remeshed(tmp_path):
+    """A dense, well-shaped scan surface (the igea head, a noisy sphere of 327k triangles) has no
+    sliver to move, and MMGS finds nothing cheaper within the tolerance: the input itself was kept,
+    but told as "remeshed ... 327,680 -> 327,680 triangles, 4.66e-21 m from the input". The
+    message now says the triangles were kept as they are."""
+    path = tmp_path / "sphere.stl"
+    trimesh.creation.icosphere(subdivisions=3, radius=0.01).export(path)
+    surface = load_surface(path, "m")
+    kept = tolerated_surface(surface, np.zeros(len(surface.faces), dtype=np.int64), 1e-5)
+    assert kept.remesh is not None and kept.remesh.unchanged
+    assert np.array_equal(kept.surface.faces, surface.faces)
+    message = kept.remesh.message(str(path), "mm", 1e-3)
+    assert "triangles as they are" in message and "remeshed" not in message
