@@ -149,7 +149,7 @@ def test_columns_that_fold_from_the_smaller_side_are_cast_from_the_other(monkeyp
             == pytest.approx(t * (np.pi / 2 - np.pi / 3) * width, rel=1e-3))
     tried = []
     real = sheet.columns
-    monkeypatch.setattr(sheet, "columns", lambda *args: tried.append(real(*args)) or tried[-1])
+    monkeypatch.setattr(sheet, "columns", lambda *args, **kwargs: tried.append(real(*args, **kwargs)) or tried[-1])
     made = sheet.layered_sheet(vertices, faces, np.full(len(faces), FREE), 300_000)
     assert tried[0] is None and made is not None                   # side 0 folded; a mesh all the same
     mesh, record = made

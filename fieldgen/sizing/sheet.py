@@ -53,6 +53,7 @@ from fieldgen.sizing.adapt import symmetric
 from fieldgen.sizing.extrusion import prism_tets
 from fieldgen.sizing.fold import FOLD, corner_blocks, crease_pairs, split_at_creases
 from fieldgen.sizing.segments import along_segments, nearest_on_segments
+from fieldgen.sizing.slanted_rim import turned_to_slanted_rim
 from fieldgen.sizing.thickness import opposite_faces
 from fieldgen.surface.components import components
 from fieldgen.surface.remesh import default_tolerance
@@ -88,9 +89,16 @@ RIM_CORNER = 0.5
 #: ray cast again is nudged ``NUDGE`` t into the side (:func:`reaching`).
 SHORTEST = 0.1
 NUDGE = 0.02
-#: MMGS's gradation and Hausdorff bound (in thicknesses).
+#: MMGS's gradation and Hausdorff bound (in thicknesses); where that bound makes more triangles
+#: than the budget (a curved shell, whose every part is bent), the bound is relaxed to this share
+#: of the surface tolerance, when larger (docs/design/sizing.md, "Closed shells").
 GRADATION = 1.5
 HAUSDORFF = 0.01
+RELAXED_HAUSDORFF = 0.5
+#: Where every side's columns folded, the sides are remeshed once more with MMGS's edges held to
+#: at least this many thicknesses: MMGS's slivers standing up at the rim fold them (or make
+#: creases the side does not have; docs/design/sizing.md, "Housings and brackets").
+SHORTEST_EDGE = 0.1
 #: The share of the tet budget the layered mesh may take (the passes refine with the rest); the
 #: most its sizes may be scaled up to fit; MMGS's triangles per unit triangle of the metric
 #: (measured on the sheets of docs/design/sizing.md, "Sheets").
@@ -203,13 +211,14 @@ def rim_metric(points: np.ndarray, samples: np.ndarray, across: np.ndarray, t: f
 
 
 def remeshed_side(points: np.ndarray, triangles: np.ndarray, metric: np.ndarray, hausdorff: float,
-                  required: np.ndarray | None = None, ridge: float | None = None):
+                  required: np.ndarray | None = None, ridge: float | None = None, shortest: float | None = None):
     """The side remeshed by MMGS under ``metric`` (a size (n,) or a tensor (n, 6)) within
     ``hausdorff``, on a copy about 1 across, its sharp folds kept as ridges (or every edge whose
     faces meet at more than ``ridge`` degrees) and the ``required`` points kept: (points,
-    triangles); None if MMGS fails."""
+    triangles); None if MMGS fails. MMGS's edges are at least ``shortest`` (m) if given."""
     folds = {"ar": FOLD} if len(crease_pairs(points, triangles)[0]) else {}
     folds = folds if ridge is None else {"ar": ridge}
+    folds = folds if shortest is None else {**folds, "hmin": shortest}
     try:
         made, triangles, _ = remeshed_surface(points, triangles, metric=metric, unit=True, required=required,
                                               hausd=hausdorff, hgrad=GRADATION, verbose=-1, **folds)
@@ -316,20 +325,28 @@ class SideStart(NamedTuple):
     points: np.ndarray
     triangles: np.ndarray
     made: tuple
+    hausdorff: float            # MMGS's Hausdorff bound, m, for this side's remeshings
+    shortest: float | None = None   # MMGS's shortest edge, m (None: MMGS's own)
 
 
 def started_side(vertices: np.ndarray, faces: np.ndarray, t: float, scale: float = 1.0,
-                 ridge: float | None = None) -> SideStart | None:
+                 ridge: float | None = None, hausdorff: float | None = None,
+                 shortest: float | None = None) -> SideStart | None:
     """The side (``faces``) compacted and remeshed by MMGS at ``EDGE_FIRST`` t (the input's narrow
     CAD triangles made into a clean start), every edge past ``ridge`` degrees kept as a ridge: the
     start :func:`graded_side` grades, made once for both ways it treats the rim; None if MMGS
-    fails."""
+    fails. MMGS keeps within ``hausdorff`` (m; None: ``HAUSDORFF`` t) of the side here and after, its
+    edges at least ``shortest`` (m) if given."""
     points, triangles = compacted(vertices, faces)
+    hausdorff = HAUSDORFF * t if hausdorff is None else float(hausdorff)
     first = np.tile(symmetric(np.eye(3)[None] / (EDGE_FIRST * t * scale) ** 2), (len(points), 1))
     if len(crease_pairs(points, triangles)[0]):
         first = np.full(len(points), EDGE_FIRST * t * scale)    # the same size; MMGS's tensor mode made NaN at a crease
-    made = remeshed_side(points, triangles, first, HAUSDORFF * t, ridge=ridge)
-    return None if made is None else SideStart(points, triangles, made)
+    made = remeshed_side(points, triangles, first, hausdorff, ridge=ridge, shortest=shortest)
+    if made is None and first.ndim == 2:    # MMGS's tensor mode failed (it crashed on a bowl): the same size as a scalar
+        made = remeshed_side(points, triangles, np.full(len(points), EDGE_FIRST * t * scale), hausdorff, ridge=ridge,
+                             shortest=shortest)
+    return None if made is None else SideStart(points, triangles, made, hausdorff, shortest)
 
 
 def graded_side(start: SideStart, t: float, scale: float = 1.0, on_rim: bool = False,
@@ -340,7 +357,7 @@ def graded_side(start: SideStart, t: float, scale: float = 1.0, on_rim: bool = F
     vertices MMGS keeps (:mod:`fieldgen.sizing.far_side`), every edge past ``ridge`` degrees kept as
     a ridge (:func:`remeshed_side`); with ``on_rim``, each time with its rim put back on the
     input's (:func:`onto_rim`): (points, triangles); None if MMGS fails."""
-    points, triangles, made = start
+    points, triangles, made, hausdorff, shortest = start
     samples, across = rim_directions(points, triangles, 0.5 * EDGE_AT_RIM * t * scale)
     rim = boundary_edges(triangles)[0]
     if on_rim:
@@ -352,7 +369,7 @@ def graded_side(start: SideStart, t: float, scale: float = 1.0, on_rim: bool = F
     metric = rim_metric(made[0], samples, across, t, scale)
     if targets is not None:
         metric = far_side.refined(metric, made[0], targets, far_side.EDGE * t * scale, GRADING, EDGE_ALONG * t * scale)
-    made = remeshed_side(made[0], made[1], metric, HAUSDORFF * t, required, ridge)
+    made = remeshed_side(made[0], made[1], metric, hausdorff, required, ridge, shortest)
     if made is None or not on_rim:
         return made
     return onto_rim(made[0], made[1], points, rim), made[1]
@@ -393,30 +410,57 @@ def layered_sheet(vertices: np.ndarray, faces: np.ndarray, markers: np.ndarray, 
         return None
     t, side = found
     tolerance = default_tolerance(vertices) if tolerance is None else float(tolerance)
+    hausdorff = HAUSDORFF * t
+    made = _layered_sides(vertices, faces, markers, side, t, max_tets, tolerance, hausdorff)
+    if made is TOO_FINE and RELAXED_HAUSDORFF * tolerance > hausdorff:
+        hausdorff = RELAXED_HAUSDORFF * tolerance
+        made = _layered_sides(vertices, faces, markers, side, t, max_tets, tolerance, hausdorff)
+    if made is FOLDED:                  # MMGS's slivers at the rim: once more, its edges held longer
+        made = _layered_sides(vertices, faces, markers, side, t, max_tets, tolerance, hausdorff, SHORTEST_EDGE * t)
+    return made if isinstance(made, tuple) else None
+
+
+#: :func:`_layered_sides`' answers when MMGS, held to its Hausdorff bound, made more than the
+#: budget, and when every side's columns folded.
+TOO_FINE = "too fine"
+FOLDED = "folded"
+
+
+def _layered_sides(vertices, faces, markers, side: np.ndarray, t: float, max_tets: int | None, tolerance: float,
+                   hausdorff: float, shortest: float | None = None):
+    """:func:`layered_sheet` with MMGS held within ``hausdorff`` (m) of each side, its edges at least
+    ``shortest`` (m) if given: (mesh, record); None; ``TOO_FINE`` when a side's remeshing made more
+    triangles than the budget; ``FOLDED`` when every side's columns folded."""
     wanted = None if max_tets is None else BUDGET_SHARE * max_tets
-    missed = {}                         # each side's first mesh that missed the surface, and its scale
+    missed, folded = {}, False          # each side's first mesh that missed the surface, and its scale
     for which in (0, 1):
         if not folds_inward(vertices, faces[side == which]):
             continue                    # its columns would meet at a fold: the other side's part there
         scale = 1.0 if wanted is None else np.sqrt(max(1.0, predicted_tets(vertices, faces[side == which], t) / wanted))
         if scale > MAX_SCALE:
             return None
-        start = started_side(vertices, faces[side == which], t, scale)
-        for on_rim in (False, True):    # as MMGS leaves the rim, then held to the input's rim
+        start = started_side(vertices, faces[side == which], t, scale, hausdorff=hausdorff, shortest=shortest)
+        rims = (False, True) if shortest is None else (False,)    # the second round: as MMGS leaves it
+        for on_rim in rims:             # as MMGS leaves the rim, then held to the input's rim
             graded = None if start is None else graded_side(start, t, scale, on_rim)
             if graded is None or (wanted is not None and 3 * LAYERS * len(graded[1]) > wanted):
                 if on_rim:
                     break               # this side's first mesh fitted the budget: the other side's may
-                return None             # MMGS failed, or made more than predicted: so would the other side
-            mesh = columns(*graded, compacted(vertices, faces[side == 1 - which]), t, vertices, faces, markers, on_rim)
+                # MMGS failed, or made more than predicted: so would the other side
+                return None if graded is None else TOO_FINE
+            mesh = columns(*graded, compacted(vertices, faces[side == 1 - which]), t, vertices, faces, markers, on_rim,
+                           cut=compacted(vertices, faces[side < 0]))
             apart = np.inf if mesh is None else distance_apart(mesh.points, mesh.tets, vertices, faces)
             if apart <= tolerance:
                 return mesh, _record(t, graded, apart)
+            folded |= mesh is None
             if mesh is not None and which not in missed:
                 missed[which] = mesh, scale
-    made = fitted(vertices, faces, markers, side, t, missed, tolerance)
+        if folded and shortest is not None:
+            break                       # the edges held longer did not keep this side's columns apart
+    made = fitted(vertices, faces, markers, side, t, missed, tolerance, hausdorff, shortest)
     if made is None or (wanted is not None and 3 * LAYERS * len(made[1][1]) > wanted):
-        return None                     # neither side's columns, nor the fitted ones, fit the sheet
+        return FOLDED if folded and not missed and shortest is None else None   # nor the fitted columns fit
     return made[0], {**_record(t, made[1], made[2]), "fitted_to_far_side": True}
 
 
@@ -425,7 +469,8 @@ def _record(t: float, graded, apart: float) -> dict:
     return {"thickness": t, "layers": LAYERS, "side_triangles": len(graded[1]), "distance_apart": apart}
 
 
-def fitted(vertices, faces, markers, side: np.ndarray, t: float, missed: dict, tolerance: float):
+def fitted(vertices, faces, markers, side: np.ndarray, t: float, missed: dict, tolerance: float,
+           hausdorff: float | None = None, shortest: float | None = None):
     """Where the columns missed part of the sheet (``missed``: side -> its first layered mesh
     farther than ``tolerance`` from the input, and its scale), the side meshed again with its
     columns fitted to the far side (:mod:`fieldgen.sizing.far_side`): the rest of the surface's
@@ -433,7 +478,8 @@ def fitted(vertices, faces, markers, side: np.ndarray, t: float, missed: dict, t
     side with the most shadows inside it (a ring's outer side, whose shadows all fall on its rim,
     cannot reach the corners beyond its chamfers), then with the most in all (a folded bracket's
     corners at its end faces are reached by its rim columns). (mesh, its side's (points,
-    triangles), its distance apart) if within ``tolerance``, else None."""
+    triangles), its distance apart) if within ``tolerance``, else None. MMGS within ``hausdorff``
+    and its edges at least ``shortest`` (:func:`started_side`)."""
     best = None
     for which, (mesh, scale) in missed.items():
         near, rest = compacted(vertices, faces[side == which]), compacted(vertices, faces[side != which])
@@ -445,7 +491,8 @@ def fitted(vertices, faces, markers, side: np.ndarray, t: float, missed: dict, t
     if best is None:
         return None
     _, which, scale, near, rest, (corners, targets, on_rim) = best
-    start = started_side(vertices, faces[side == which], t, scale, ridge=far_side.RIDGE)
+    start = started_side(vertices, faces[side == which], t, scale, ridge=far_side.RIDGE, hausdorff=hausdorff,
+                         shortest=shortest)
     graded = None if start is None else graded_side(start, t, scale, targets=targets, kept=targets[~on_rim],
                                                     ridge=far_side.RIDGE)
     if graded is None:
@@ -464,10 +511,11 @@ def folds_inward(vertices: np.ndarray, faces: np.ndarray) -> bool:
 
 
 def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim: bool = False,
-            ends: tuple[np.ndarray, np.ndarray] | None = None) -> TetMesh | None:
+            ends: tuple[np.ndarray, np.ndarray] | None = None, cut=None) -> TetMesh | None:
     """The side's columns to the ``other`` side (vertices, faces), a block in the wedge of each
     sharp fold (:mod:`fieldgen.sizing.fold`), as a TetMesh with the input's conditions; with
-    ``on_rim`` the columns at the rim held to its cut faces (:func:`along_rim_faces`); with
+    ``on_rim`` the columns at the rim held to its cut faces (:func:`along_rim_faces`; to the ``cut``
+    faces' planes where slanted, :mod:`fieldgen.sizing.slanted_rim`); with
     ``ends`` (each point's far corner, -1 for none; the corners) the columns fitted to the far
     side (:func:`reaching`); None if a column or a block folds."""
     split = split_at_creases(points, triangles)
@@ -478,12 +526,14 @@ def columns(points, triangles, other, t: float, vertices, faces, markers, on_rim
         directions = column_directions(points, triangles, NORMAL_RADIUS * t, creases.panel)
         if on_rim:
             directions = along_rim_faces(points, triangles, directions)
+            if cut is not None:
+                directions = turned_to_slanted_rim(points, triangles, directions, cut, t)
         if ends is None:
             depth = column_depths(points, directions, other, t)
         else:
             moved, corners = ends
-            moved = np.concatenate([moved, np.full(len(points) - len(moved), -1)])   # crease copies
-            moved[creases.inner] = -1   # a fold's corner block reaches the outer crease itself
+            moved = moved[creases.input_point(len(points))]
+            moved[np.concatenate([creases.inner, creases.copy])] = -1   # a fold's corner block reaches the outer crease itself
             directions, depth = reaching(points, triangles, directions, other, t, moved, corners)
         made = stacked(points, triangles, directions, depth, LAYERS)
         made = None if made is None else corner_blocks(*made, len(points), creases, LAYERS)
