@@ -14,7 +14,6 @@ import click
 import numpy as np
 
 from fieldgen.errors import InputError, OptionError
-from fieldgen.io.legacy_vtk import check_legacy_vtk
 from fieldgen.io.surface_readers import STEP_SUFFIXES, size_warnings
 from fieldgen.options import MAX_DISSIPATION, check_friction, check_modulus_bounds, check_velocity
 from fieldgen.paths import check_distinct, special_file
@@ -124,8 +123,6 @@ def _load(path: str, modulus: float | None, units: str | None, mu: float | None 
         raise InputError(f"is {kind}, not a file", path=path, fix="give the asset or mesh file")
     if suffix == ".vtu":
         require_valid(path, use="a contact query")      # its metadata's ranges, before the field is used
-    if suffix == ".vtk" and Path(path).is_file():        # counts VTK's reader would trust past its data
-        check_legacy_vtk(path, Path(path).read_bytes())
     body = (load_body(path, modulus=modulus) if suffix == ".vtk" else load_body(path) if suffix == ".vtu"
             else load_body(path, units=units or "m"))
     if mu is not None:            # static = dynamic; fieldgen's contact uses the dynamic one (§4.3)

@@ -353,10 +353,10 @@ def surface_stage(surface, markers, core, options: BuildOptions, scale: float):
     if tolerance is None and core is None and options.skin is None and not options.robust \
             and tray.layered_along_axis(surface.vertices, surface.faces):
         tolerance = 0.0     # a thin-walled tube or tray is layered from its own faces (§2.10): kept
-    outer = tolerated_surface(surface, markers, tolerance, robust=options.robust)
+    outer = tolerated_surface(surface, markers, tolerance, robust=options.robust, units=options.units)
     surface = dataclasses.replace(outer.surface, warnings=outer.surface.warnings + outer.warnings)
     if core is not None:
-        inner = tolerated_surface(core, np.full(len(core.faces), RIGID, dtype=np.int64), tolerance)
+        inner = tolerated_surface(core, np.full(len(core.faces), RIGID, dtype=np.int64), tolerance, units=options.units)
         if inner.remesh is not None or inner.warnings:
             core = dataclasses.replace(inner.surface, warnings=inner.surface.warnings + inner.warnings)
             check_core_inside(surface, core)

@@ -319,3 +319,39 @@ def read_triangles_of_text(folder, name: str, text: str):
     path = folder / f"plain_{name}"
     path.write_text(text)
     return read_triangles(path)
+
+
+def test_a_legacy_vtk_in_a_scene_whose_counts_do_not_match_is_refused_by_simulate(tmp_path):
+    """The same count check guards every reader of legacy .vtk tets (the scene's bodies too):
+    before, ``fieldgen simulate`` on such a body aborted with ``free(): invalid next size``."""
+    path = tmp_path / "count.vtk"
+    path.write_text(LEGACY_HEAD.format(version="3.0") + "CELLS 3 10\n4 0 1 2 3\n4 1 2 3 4\nCELL_TYPES 2\n10\n10\n")
+    scene = tmp_path / "scene.toml"
+    scene.write_text('[simulate]\nduration = 0.01\ndt = 1e-3\n\n[[body]]\nname = "floor"\nkind = "fixed"\n'
+                     'geometry = {vtk = "count.vtk", modulus = 1e5}\n\n[[body]]\nname = "ball"\n'
+                     'geometry = {shape = "sphere", radius = 0.005}\nmass = 0.01\nposition = [0, 0, 0.02]\n')
+    code = "import sys; from fieldgen.cli.main import main; sys.exit(main())"
+    run = subprocess.run([sys.executable, "-c", code, "simulate", str(scene), "-o", str(tmp_path / "out"), "--json",
+                          "-q"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 1, (run.returncode, run.stderr)
+    assert "count.vtk" in run.stderr and "CELLS" in run.stderr
+    assert "Traceback" not in run.stderr and "free()" not in run.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_surface_tolerance_far_below_the_part_is_refused_before_the_remeshing(tmp_path):
+    """Before: MMGS within 1e-6 m of a 40 mm ball's facets ran past 200 s at 1.6 GB (1e-12: past
+    5 min), a run a user cannot tell from a hang. Now refused at once (exit 2), naming the part's
+    size and the least tolerance, in the units given; 0 still keeps the input."""
+    trimesh.creation.icosphere(subdivisions=3, radius=20.0).export(tmp_path / "ball.stl")
+    out = tmp_path / "ball.vtu"
+    result = CliRunner().invoke(main, ["build", str(tmp_path / "ball.stl"), "--units", "mm", "--modulus", "1e5",
+                                       "--surface-tolerance", "0.001", "-o", str(out), "--json", "-q"])
+    assert result.exit_code == 2, result.output
+    error = json.loads(result.stdout)["error"]
+    diagonal = 40.0 * np.sqrt(3.0) * (1.0 - 0.0)      # the icosphere's box, mm (its vertices touch the sphere)
+    assert "--surface-tolerance 0.001 mm" in error and "below 0.0001 of the part's diagonal" in error
+    assert f"{1e-4 * diagonal:.3g} mm" in error and not out.exists()
+    kept = CliRunner().invoke(main, ["build", str(tmp_path / "ball.stl"), "--units", "mm", "--modulus", "1e5",
+                                     "--surface-tolerance", "0", "-o", str(out), "--json", "-q"])
+    assert kept.exit_code == 0, kept.output

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from fieldgen.errors import OptionError
 from fieldgen.io.vtk_data import distance_to_triangles
 from fieldgen.meshing.mmg import remeshed_surface
 from fieldgen.sizing.size_field import FIRST_TETS
@@ -33,6 +34,7 @@ from fieldgen.surface.patches import onto_planes, patch_normals, patch_planes, p
 from fieldgen.surface.slivers import without_slivers
 from fieldgen.surface.stage import Surface
 from fieldgen.surface.topology import edge_table, face_areas, face_pairs_across_edges, shared_edges, signed_volume
+from fieldgen.units import length_scale
 
 #: The default tolerance, as a fraction of the part's bounding-box diagonal (docs/model.md §2.11).
 DEFAULT_FRACTION = 1e-3
@@ -82,6 +84,10 @@ PATCH_LEFT_COST = 0.5
 #: With nothing usable at the default tolerance on a swamped surface, it is tried once more this
 #: many times larger (a threaded bolt: the moves' result 0.96 of 2 × the default, docs/design/surface_tolerance.md).
 RETRY_FACTOR = 2.0
+#: A tolerance given below this fraction of the diagonal is refused: MMGS within it refines a
+#: curved surface past any tet budget and runs for minutes to hours (a 50 mm ball: 1e-5 m took
+#: 72 s, 1e-6 m over 200 s at 1.6 GB).
+SMALLEST_FRACTION = 1e-4
 #: TetGen's first mesh holds about this many tets per unit of :func:`surface_cost` where the
 #: surface's triangles, not the volume, set it (first meshes of 143k-372k tets on surfaces
 #: costing 52k-80k: docs/design/sizing.md, "Plates").
@@ -195,7 +201,7 @@ def needs_remesh(surface: Surface) -> bool:
 
 
 def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | None,
-                      robust: bool = False) -> ToleratedSurface:
+                      robust: bool = False, units: str = "m") -> ToleratedSurface:
     """The surface to mesh (docs/model.md §2.11): ``surface`` itself when ``tolerance`` is 0, or is
     None (the default) and the surface does not need it; else the first usable of
     :func:`_remeshed`'s results within ``tolerance`` (metres; None: ``DEFAULT_FRACTION`` of the
@@ -205,13 +211,14 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
     the planar patches are not tried (the slowest attempt, made for swamped CAD) and the input is
     kept without a warning: it would have been meshed as it is anyway. With ``robust`` (fTetWild
     meshes the result, whatever its slivers, overlaps or holes): the slivers' moves only, checked
-    by the measured distance alone."""
+    by the measured distance alone. A tolerance given below ``SMALLEST_FRACTION`` of the diagonal
+    is refused (OptionError, lengths in ``units``)."""
     if tolerance == 0 or (tolerance is None and not needs_remesh(surface)):
         return ToleratedSurface(surface=surface, markers=markers, remesh=None)
     # Asked for only by the short edges (not given, not swamped): no planar patches, no warning.
     short_edges_only = tolerance is None and not swamped(surface)
     retry = tolerance is None and not short_edges_only and not robust
-    tolerance = default_tolerance(surface.vertices) if tolerance is None else float(tolerance)
+    tolerance = default_tolerance(surface.vertices) if tolerance is None else checked_tolerance(surface, tolerance, units)
     labels, table = face_labels(markers, surface.face_groups)
     problems: list[str] = []
     kept = _remeshed(surface, labels, table, tolerance, robust, not short_edges_only, problems)
@@ -226,6 +233,20 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
                f"{problems[0]}; the input's triangles were meshed as they are "
                "(--surface-tolerance 0 skips the attempt)")
     return ToleratedSurface(surface=surface, markers=markers, remesh=None, warnings=(warning,))
+
+
+def checked_tolerance(surface: Surface, tolerance: float, units: str = "m") -> float:
+    """A given surface tolerance (m), OptionError below ``SMALLEST_FRACTION`` of the diagonal
+    (the message's lengths in ``units``)."""
+    diagonal = float(np.linalg.norm(np.ptp(surface.vertices, axis=0)))
+    if float(tolerance) < SMALLEST_FRACTION * diagonal:
+        scale = length_scale(units)
+        raise OptionError(f"--surface-tolerance {tolerance / scale:.3g} {units} is below {SMALLEST_FRACTION:g} of "
+                          f"the part's diagonal ({diagonal / scale:.3g} {units}): remeshing within it would refine "
+                          "the surface past any tet budget",
+                          fix=f"give at least {SMALLEST_FRACTION * diagonal / scale:.3g} {units}, or 0 to keep the "
+                              "input's triangles exactly")
+    return float(tolerance)
 
 
 def _remeshed(surface: Surface, labels: np.ndarray, table, tolerance: float, robust: bool, patches: bool,

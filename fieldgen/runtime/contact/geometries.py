@@ -18,6 +18,7 @@ import numpy as np
 
 from fieldgen.errors import InputError, OptionError
 from fieldgen.io.asset import check_tet_indices, read_asset
+from fieldgen.io.legacy_vtk import check_legacy_vtk
 from fieldgen.meshing.tetmesh import boundary_faces_of, p1_gradients, tet_volumes
 from fieldgen.paths import special_file
 from fieldgen.runtime.contact.bvh import BVH, build_bvh
@@ -328,6 +329,7 @@ def read_legacy_vtk_tets(path) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise InputError("file not found", path=path, fix="Check the path")
+    check_legacy_vtk(str(path), path.read_bytes())     # counts VTK's reader would trust past its data
     reader = vtk.vtkUnstructuredGridReader()
     reader.SetFileName(str(path))
     reader.ReadAllScalarsOff()
