@@ -175,10 +175,14 @@ def test_a_machine_header_in_the_order_and_unit_read_still_reads(tmp_path, heade
 @pytest.mark.parametrize("header, words", [
     ("extent, stress (kPa)", "its header names the pressure in kPa ('stress (kPa)')"),
     ("stress_Pa,extent", "its header names the columns pressure, extent (stress_Pa, extent)"),
+    ("extent, pressure (N/mm2)", "its header names the pressure in N ('pressure (N'"),    # N/mm2 is MPa
+    ("extent, pressure [kgf/cm^2]", "its header names the pressure in kgf"),
 ])
 def test_a_modulus_table_naming_its_pressure_a_stress_is_read_as_one(tmp_path, header, words):
     """Before: a column named ``stress`` was no pressure to the header checks, so kPa were read as
-    Pa (a law a thousand times too soft) and a swapped table read by position, exit 0."""
+    Pa (a law a thousand times too soft) and a swapped table read by position, exit 0; and a unit
+    outside a list of other pressure units (N/mm2, kgf/cm^2) was read as Pa. Any unit but Pa is
+    refused now."""
     path = tmp_path / "law.csv"
     swapped = header.startswith("stress")
     text = header + "\n" + "".join(f"{p},{e}\n" if swapped else f"{e},{p}\n" for e, p in [(0, 0), (0.5, 100), (1, 300)])
