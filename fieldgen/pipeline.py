@@ -41,7 +41,7 @@ from fieldgen.sizing import accuracy as sizing, tray
 from fieldgen.sizing.band import band_by_accuracy
 from fieldgen.sizing.mesher import BandMesher, PartToMesh, RobustMesher, TetGenMesher, meshing_options
 from fieldgen.sizing.plate import plate_axis
-from fieldgen.sizing.warning import accuracy_warning
+from fieldgen.sizing.warning import accuracy_warning, budget_warning
 from fieldgen.skin.band import BandError
 from fieldgen.skin.cut import skin_warnings
 from fieldgen.skin.interior import InteriorError
@@ -137,7 +137,7 @@ def mesh_warnings(meshed: MeshedPart, options: BuildOptions, progress: Progress)
     warnings = list(meshed.warnings) + merge_warnings(meshed.record.parameters, options.units)
     if meshed.estimate is not None:
         warnings.extend(accuracy_warning(meshed.estimate, options.sizing_accuracy, meshed.record.sizing,
-                                         meshed.mesh.n_tets))
+                                         meshed.mesh.n_tets) + budget_warning(meshed.record.sizing, meshed.mesh.n_tets))
     skin = meshed.skin
     if skin is not None:
         warnings.extend(skin_warnings(skin, options.units))

@@ -31,8 +31,7 @@ def accuracy_warning(estimate: ErrorEstimate, accuracy: float, sizing: dict | No
     sizing = sizing or {}
     reasons = []
     if sizing.get("stopped") == "tet budget":
-        meshed_by = {p.get("meshed_by") for p in sizing.get("passes", [])}
-        budget = BAND_MAX_TETS if "band" in meshed_by else SKIN_MAX_TETS if "bisection" in meshed_by else MAX_TETS
+        budget = _budget(sizing)
         reasons.append(f"the sizing stopped at its tet budget (about {budget:,} tets to solve on"
                        + ("; its last refinement ended past it" if tets > budget else "") + ")")
     elif sizing.get("stopped") == "pass limit":
@@ -44,6 +43,36 @@ def accuracy_warning(estimate: ErrorEstimate, accuracy: float, sizing: dict | No
             f"exceeds the accuracy asked, {100 * accuracy:g}%: {'; '.join(reasons) or 'the sizing stopped short'}; "
             "a larger accuracy (--accuracy, or `accuracy` in a spec) accepts it, an edge length "
             "(--edge-length, `edge_length`) chooses the mesh yourself"]
+
+
+#: A mesh this many times its sizing's tet budget is warned of, the accuracy met or not.
+OVER_BUDGET = 1.5
+
+
+def budget_warning(sizing: dict | None, tets: int) -> list[str]:
+    """A warning when the mesh the accuracy sized holds more than ``OVER_BUDGET`` times the sizing's
+    tet budget (``sizing``: the asset's ``mesher.sizing``; None when not sized by accuracy): its
+    first mesh, TetGen's within the input surface's own triangles (a dense scan's), already held
+    them, and the asset is that much heavier to query. Empty otherwise."""
+    if not sizing:
+        return []
+    budget = _budget(sizing)
+    graded = {str(p.get("meshed_by")) for p in sizing.get("passes", [])}
+    if any(kind.startswith("size field") or kind == "uniform edge" for kind in graded):
+        budget = max(budget, SKIN_MAX_TETS)        # a graded skin's passes aim at the skin's budget
+    if tets <= OVER_BUDGET * budget:
+        return []
+    return [f"the mesh has {tets:,} tets, {tets / budget:.1f} times the sizing's budget (about {budget:,}): "
+            "its first mesh, made within the surface's own triangles, already held them (a finely "
+            "tessellated surface), so every contact query on the asset costs that much more; a "
+            "--surface-tolerance lets the surface be remeshed coarser first, an --edge-length chooses "
+            "the mesh yourself"]
+
+
+def _budget(sizing: dict) -> int:
+    """The tet budget of the sizing that made ``sizing`` (the band's, a bisected skin's, or the part's)."""
+    meshed_by = {p.get("meshed_by") for p in sizing.get("passes", [])}
+    return BAND_MAX_TETS if "band" in meshed_by else SKIN_MAX_TETS if "bisection" in meshed_by else MAX_TETS
 
 
 def _errors(estimate: ErrorEstimate, accuracy: float, tets: int) -> str:
