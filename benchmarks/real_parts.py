@@ -157,6 +157,12 @@ OUTSIDE_CASES = [
     ("leap_thumb_pip", "leap_thumb_pip.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
     ("wallhole-robust", "wallhole.obj", "mm", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
     ("box_sides-robust", "box_sides.STEP", "m", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
+    # a third search (2026-11-29): a gripper body with four sealed cavities; an open, self-crossing
+    # hand palm and a holder of six crossing solids (--robust), both over 30 s
+    ("schunk_pg70", "schunk_pg70.stl", "m", {"modulus": 1e6, "dissipation": 1.0}),
+    ("shadow_palm-robust", "shadow_palm.stl", "mm", {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
+    ("schunk_pw70_holder-robust", "schunk_pw70_square_holder.stl", "m",
+     {"robust": True, "modulus": 1e6, "dissipation": 1.0}),
 ]
 CASES = CASES + OUTSIDE_CASES
 
