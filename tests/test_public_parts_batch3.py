@@ -8,6 +8,7 @@ import pytest
 import trimesh
 
 from fieldgen.errors import InputError
+from fieldgen.io.asset import read_metadata
 from fieldgen.surface.remesh import tolerated_surface
 from fieldgen.surface.stage import load_surface
 
@@ -91,3 +92,39 @@ def test_a_mesh_far_over_the_tet_budget_is_warned_of_even_within_the_accuracy(tm
     sized = {"passes": [{"meshed_by": "TetGen"}]}
     assert warning_module.budget_warning(sized, 1_500) == [] and warning_module.budget_warning(None, 10**6) == []
     assert warning_module.budget_warning(sized, 1_501)
+
+
+def test_tetgen_failing_on_the_inputs_own_triangles_meshes_them_remeshed_once(tmp_path, monkeypatch):
+    """A CAD fan (1,792 triangles, 111 needles under 1 degree) failed by default with TetGen's
+    internal error in ``repair_tet``, its advice (--surface-tolerance) working: the surface stage
+    had kept its triangles (no edge under the tolerance). Now the build remeshes within the default
+    tolerance and meshes again, saying so. Here TetGen is made to fail on the input's triangles
+    only; with a tolerance given, the failure is reported, naming the file."""
+    import json
+    import fieldgen.meshing.tetgen as tetgen_module
+    from click.testing import CliRunner
+    from fieldgen.cli.main import main
+    from fieldgen.errors import MesherCrash
+    ball = trimesh.creation.icosphere(subdivisions=3, radius=20.0)
+    ball.export(tmp_path / "ball.stl")
+    original, calls = tetgen_module.tetrahedralize, []
+
+    def failing_first(vertices, faces, markers, **kwargs):
+        calls.append(len(faces))
+        if len(calls) == 1:
+            raise MesherCrash("TetGen failed to tetrahedralize the surface: internal error (made to fail)")
+        return original(vertices, faces, markers, **kwargs)
+    monkeypatch.setattr(tetgen_module, "tetrahedralize", failing_first)
+    out = tmp_path / "ball.vtu"
+    result = CliRunner().invoke(main, ["build", str(tmp_path / "ball.stl"), "--units", "mm", "--modulus", "1e5",
+                                       "-o", str(out), "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    default = 1e-3 * np.linalg.norm(np.ptp(ball.vertices, axis=0))          # mm
+    warning = [w for w in json.loads(result.stdout)["warnings"] if w.startswith("TetGen failed on the input's")]
+    assert len(warning) == 1 and f"remeshed within {default:.3g} mm" in warning[0]
+    assert read_metadata(out)["surface"]["remesh"]["tolerance"] == pytest.approx(default * 1e-3, rel=1e-9)
+    calls.clear()
+    given = CliRunner().invoke(main, ["build", str(tmp_path / "ball.stl"), "--units", "mm", "--modulus", "1e5",
+                                      "--surface-tolerance", "0.1", "-o", str(tmp_path / "b.vtu"), "--json", "-q"])
+    assert given.exit_code == 1 and "made to fail" in json.loads(given.stdout)["error"]
+    assert str(tmp_path / "ball.stl") in given.stderr and not (tmp_path / "b.vtu").exists()
