@@ -46,3 +46,8 @@ class MesherCrash(BuildError):
     """The mesher died (a signal, no output) or stopped on an internal error, rather than refusing
     the input: the same call with slightly different sizes may succeed (TetGen's size-field
     crashes, docs/model.md §2.10)."""
+
+
+class TetGenStuck(MesherCrash):
+    """TetGen stopped on an internal error: the surface's own needle or sliver triangles stop its
+    refinement (docs/model.md §2.11, "TetGen failing on the input's own triangles")."""

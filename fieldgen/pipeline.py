@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from fieldgen import __version__
-from fieldgen.errors import FieldgenError, MesherCrash, OptionError
+from fieldgen.errors import FieldgenError, OptionError, TetGenStuck
 from fieldgen.fe import extent as extent_solve
 from fieldgen.fe.estimate import estimate_error
 from fieldgen.heap import kept_heap
@@ -307,12 +307,13 @@ def mesh_part(input_path: str | os.PathLike, options: BuildOptions, *, law,
     try:
         made = mesh_stage(part, meshing, options, law, progress)
     except FieldgenError as error:
-        if isinstance(error, MesherCrash) and options.surface_tolerance is None and part.surface.remesh is None \
+        if isinstance(error, TetGenStuck) and options.surface_tolerance is None and part.surface.remesh is None \
                 and not options.robust:     # TetGen's internal error on the input's needles (§2.11): remeshed, once
             tolerance = default_tolerance(part.surface.vertices) / part.scale
             meshed = mesh_part(input_path, dataclasses.replace(options, surface_tolerance=tolerance), law=law,
                                progress=progress)
-            return dataclasses.replace(meshed, warnings=(crash_warning(tolerance, options.units),) + meshed.warnings)
+            return dataclasses.replace(meshed, warnings=(crash_warning(tolerance, options.units, error.defect),)
+                                       + meshed.warnings)
         if error.path is None:     # the mesher's and the sizing's errors name no file themselves
             error.path = part.path
         raise

@@ -9,11 +9,17 @@ collision mesh (tests/data/meshes/SOURCES.md).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import tetgen
 import trimesh
+from click.testing import CliRunner
 
+import fieldgen.meshing.tetgen as tetgen_module
+from fieldgen.cli.main import main
+from fieldgen.errors import BuildError
 from fieldgen.io.asset import read_asset, read_metadata
 from fieldgen.meshing.tetgen import moved_off, tetrahedralize
 from fieldgen.meshing.tetmesh import FREE, TetMesh, boundary_faces_of, orient_positive, tet_volumes
@@ -73,14 +79,11 @@ def test_the_asset_records_the_switch_the_mesh_was_made_with(tmp_path, meshes):
 
 
 def _no_room_for_the_unmerged_mesh(monkeypatch):
-    import fieldgen.meshing.tetgen as tetgen_module
     monkeypatch.setattr(tetgen_module, "UNMERGED_GROWTH", 0.0)
     monkeypatch.setattr(tetgen_module, "UNMERGED_TETS", 0)
 
 
 def _tetgen_fails_without_the_merge(monkeypatch):
-    import fieldgen.meshing.tetgen as tetgen_module
-    from fieldgen.errors import BuildError
     original = tetgen_module._meshed
 
     def meshed(plc, given, switches, *args):
@@ -96,9 +99,6 @@ def test_a_merged_mesh_kept_is_warned_about_and_recorded(tmp_path, meshes, hand,
     """When the mesh made again with -M is too large or TetGen fails on it, the flattened mesh is
     kept: the build says so, with how far the boundary moved (measured here independently: the
     largest distance between the centroids of one surface and the other, a lower bound)."""
-    from click.testing import CliRunner
-    import json
-    from fieldgen.cli.main import main
     setup(monkeypatch)
     out = tmp_path / "hand.vtu"
     result = CliRunner().invoke(main, ["build", str(meshes / "franka_hand_col.stl"), "-o", str(out), "--modulus",
@@ -120,7 +120,6 @@ def test_a_merged_mesh_kept_is_warned_about_and_recorded(tmp_path, meshes, hand,
 def test_the_layer_band_holds_its_tetgen_run_to_the_given_surface_tolerance(tmp_path, monkeypatch):
     """The band's TetGen run outside the layers (a core: the band's top) gets the tolerance the
     user gave, as the part's own TetGen run does."""
-    import fieldgen.meshing.tetgen as tetgen_module
     original, seen = tetgen_module.tetrahedralize, []
 
     def spy(*args, **kwargs):

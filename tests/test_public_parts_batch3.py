@@ -3,11 +3,17 @@ each reduced to a small input written here."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import trimesh
+from click.testing import CliRunner
 
-from fieldgen.errors import InputError
+import fieldgen.meshing.tetgen as tetgen_module
+import fieldgen.sizing.warning as warning_module
+from fieldgen.cli.main import main
+from fieldgen.errors import InputError, TetGenStuck
 from fieldgen.io.asset import read_metadata
 from fieldgen.surface.remesh import tolerated_surface
 from fieldgen.surface.stage import load_surface
@@ -76,10 +82,6 @@ def test_a_mesh_far_over_the_tet_budget_is_warned_of_even_within_the_accuracy(tm
     accuracy, and nothing said the asset was three times heavier than the sizing aims for. Here
     the budget the warning reads is made small, so a plain ball's mesh is far over it; a mesh
     within 1.5 times the budget, or one not sized by accuracy, is not warned of."""
-    import json
-    import fieldgen.sizing.warning as warning_module
-    from click.testing import CliRunner
-    from fieldgen.cli.main import main
     trimesh.creation.icosphere(subdivisions=2, radius=20.0).export(tmp_path / "ball.stl")
     monkeypatch.setattr(warning_module, "MAX_TETS", 1_000)
     out = tmp_path / "ball.vtu"
@@ -100,11 +102,6 @@ def test_tetgen_failing_on_the_inputs_own_triangles_meshes_them_remeshed_once(tm
     had kept its triangles (no edge under the tolerance). Now the build remeshes within the default
     tolerance and meshes again, saying so. Here TetGen is made to fail on the input's triangles
     only; with a tolerance given, the failure is reported, naming the file."""
-    import json
-    import fieldgen.meshing.tetgen as tetgen_module
-    from click.testing import CliRunner
-    from fieldgen.cli.main import main
-    from fieldgen.errors import MesherCrash
     ball = trimesh.creation.icosphere(subdivisions=3, radius=20.0)
     ball.export(tmp_path / "ball.stl")
     original, calls = tetgen_module.tetrahedralize, []
@@ -112,7 +109,7 @@ def test_tetgen_failing_on_the_inputs_own_triangles_meshes_them_remeshed_once(tm
     def failing_first(vertices, faces, markers, **kwargs):
         calls.append(len(faces))
         if len(calls) == 1:
-            raise MesherCrash("TetGen failed to tetrahedralize the surface: internal error (made to fail)")
+            raise TetGenStuck("TetGen failed to tetrahedralize the surface: internal error (made to fail)")
         return original(vertices, faces, markers, **kwargs)
     monkeypatch.setattr(tetgen_module, "tetrahedralize", failing_first)
     out = tmp_path / "ball.vtu"

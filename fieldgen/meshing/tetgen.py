@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fieldgen.errors import BuildError, InputError, MesherCrash, OptionError
+from fieldgen.errors import BuildError, InputError, MesherCrash, OptionError, TetGenStuck
 from fieldgen.meshing.process import child_env, run_child, scratch_folder
 from fieldgen.meshing.tetmesh import (
     CONDITION_NAMES,
@@ -189,7 +189,7 @@ def _tetgen_failure(folder: str, code: int, text: str) -> Exception | None:
             # An internal error (e.g. "Internal TetGen error within `flip32`"), as size fields
             # cause: the same input with other sizes may mesh (sizing.mesh_with_size_field).
             # Closed, manifold input meets them too: needles and slivers a refinement cannot split.
-            return MesherCrash(f"TetGen failed to tetrahedralize the surface: {failure} [{text}]",
+            return TetGenStuck(f"TetGen failed to tetrahedralize the surface: {failure} [{text}]",
                                fix="remesh the surface: its needle or sliver triangles (of a CAD or scan "
                                    "export, even closed and manifold) stop TetGen's refinement; give "
                                    "--surface-tolerance LENGTH, a few times the default 0.1 % of the part's "

@@ -461,7 +461,7 @@ def _first_mesh(mesher, edge: float, stretch, radius_edge: float | None):
     except MesherCrash as error:
         if radius_edge is None:
             raise
-        raise MesherCrash(f"{error.defect} (at radius-edge {radius_edge:g}: the surface's triangles alone would "
+        raise type(error)(f"{error.defect} (at radius-edge {radius_edge:g}: the surface's triangles alone would "
                           "cost the default bound more tets than the budget)", path=error.path,
                           fix="mesh it with fTetWild (--robust), or remesh the surface coarser "
                               "(--surface-tolerance LENGTH)") from None

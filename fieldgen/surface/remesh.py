@@ -235,12 +235,12 @@ def tolerated_surface(surface: Surface, markers: np.ndarray, tolerance: float | 
     return ToleratedSurface(surface=surface, markers=markers, remesh=None, warnings=(warning,))
 
 
-def crash_warning(tolerance: float, units: str) -> str:
-    """What a build says when TetGen failed on the input's own triangles and the surface was
-    remeshed within ``tolerance`` (in ``units``) to mesh it again (docs/model.md §2.11)."""
-    return (f"TetGen failed on the input's own triangles (an internal error: needle or sliver triangles stop "
-            f"its refinement), so the surface was remeshed within {tolerance:.3g} {units}, the default surface "
-            "tolerance, and meshed again (--surface-tolerance sets it)")
+def crash_warning(tolerance: float, units: str, defect: str) -> str:
+    """What a build says when TetGen failed on the input's own triangles (``defect``) and the
+    surface was remeshed within ``tolerance`` (in ``units``) to mesh it again (docs/model.md §2.11)."""
+    return (f"TetGen failed on the input's own triangles ({defect.rstrip('.')}; needle or sliver triangles "
+            f"stop its refinement), so the surface was remeshed within {tolerance:.3g} {units}, the default "
+            "surface tolerance, and meshed again (--surface-tolerance sets it)")
 
 
 def checked_tolerance(surface: Surface, tolerance: float, units: str = "m") -> float:
