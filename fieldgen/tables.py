@@ -172,10 +172,13 @@ def check_header_order(cells: list[str], columns: str, path) -> None:
 
 def header_unit(raw: bytes, quantity: str) -> tuple[str, str] | None:
     """(unit, cell) when the header row of the two-column file ``raw`` names ``quantity`` with a
-    unit (``pressure_kPa``, ``pressure (kPa)``, ``pressure [MPa]``, ``pressure/Pa``, ``Displacement
-    (µm)``: by any of its :data:`COLUMN_WORDS`), else None (no header, or no unit named)."""
+    unit (``pressure_kPa``, ``pressure (kPa)``, ``pressure [MPa]``, ``pressure/Pa``, ``pressure kPa``,
+    ``Displacement (µm)``, ``Displacement in mm``: by any of its :data:`COLUMN_WORDS`; a unit spelled
+    out as its symbol,
+    :data:`UNIT_NAMES`), else None (no header, or no unit named). The word after the quantity is
+    returned whatever it is: the caller tells a unit from other words."""
     words = "|".join(COLUMN_WORDS.get(quantity, (quantity,)))
-    named = re.compile(rf"({words})\s*(?:[_/(\[])\s*([^\W\d_]+)\s*[)\]]?", re.IGNORECASE)
+    named = re.compile(rf"({words})\s*(?:[-_/(\[]|\s)\s*(?:in\s+)?([^\W\d_]+)\s*[)\]]?", re.IGNORECASE)
     for line in raw.decode("utf-8-sig", errors="replace").splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -183,8 +186,21 @@ def header_unit(raw: bytes, quantity: str) -> tuple[str, str] | None:
         if any(_is_number(c) for c in _SPLIT.split(line) if c):
             return None                 # the first row is data: no header
         match = named.search(line)
-        return (match.group(2), match.group(0).strip()) if match else None
+        return (UNIT_NAMES.get(match.group(2).lower(), match.group(2)), match.group(0).strip()) if match else None
     return None
+
+
+#: Units spelled out in headers, as their symbols (``Displacement (millimeters)`` names mm).
+UNIT_NAMES = {**dict.fromkeys(("millimetre", "millimetres", "millimeter", "millimeters"), "mm"),
+              **dict.fromkeys(("centimetre", "centimetres", "centimeter", "centimeters"), "cm"),
+              **dict.fromkeys(("metre", "metres", "meter", "meters"), "m"),
+              **dict.fromkeys(("inch", "inches"), "in"),
+              **dict.fromkeys(("micrometre", "micrometres", "micrometer", "micrometers", "micron", "microns"), "um"),
+              **dict.fromkeys(("newton", "newtons"), "N"), **dict.fromkeys(("kilonewton", "kilonewtons"), "kN"),
+              **dict.fromkeys(("millinewton", "millinewtons"), "mN"),
+              **dict.fromkeys(("decanewton", "decanewtons"), "daN"),
+              **dict.fromkeys(("pascal", "pascals"), "Pa"), **dict.fromkeys(("kilopascal", "kilopascals"), "kPa"),
+              **dict.fromkeys(("megapascal", "megapascals"), "MPa")}
 
 
 def read_number_pairs(path, columns: str, fix: str) -> tuple[np.ndarray, list[str], bytes]:

@@ -32,6 +32,7 @@ from fieldgen.cli.main import main
 from fieldgen.errors import InputError
 from fieldgen.io.legacy_vtk import check_legacy_vtk
 from fieldgen.io.surface_readers import read_triangles
+from fieldgen.material.modulus import table_law
 
 PAD_SPEC = Path(__file__).resolve().parents[1] / "assets" / "foam_pad.toml"
 
@@ -145,6 +146,11 @@ def test_a_junit_report_stays_well_formed_whatever_the_names_hold(tmp_path):
     ("Displacement (µm),Load (N)", "its header names depth in µm ('Displacement (µm)'), a unit --units does not take"),
     ("depth_mm,force_kgf", "its header names force in kgf ('force_kgf'), a unit --units does not take"),
     ("Displacement (in),Load (N)", "its header names depth in in ('Displacement (in)'), but --units gives mm"),
+    # spelled out, after a space or a hyphen, in decanewtons (a review found these read in --units)
+    ("Displacement (inches),Force (N)", "its header names depth in in ('Displacement (inches)'), but --units gives mm"),
+    ("Displacement (millimeters),load (kilonewtons)", "its header names force in kN ('load (kilonewtons)')"),
+    ("depth mm,force daN", "its header names force in daN ('force daN'), a unit --units does not take"),
+    ("depth-um,force-N", "its header names depth in um ('depth-um'), a unit --units does not take"),
 ])
 def test_calibration_data_whose_header_would_be_misread_is_refused(tmp_path, header, words):
     """A testing machine's header (``Load (N)``, ``Extension (mm)``) in the other order, or a unit
@@ -164,7 +170,8 @@ def test_calibration_data_whose_header_would_be_misread_is_refused(tmp_path, hea
     assert "Traceback" not in result.output and not out.exists() and path.read_text(encoding="utf-8") == text
 
 
-@pytest.mark.parametrize("header", ["Displacement (mm),Load (N)", "depth_abs,force_N", "indentation/mm;load/N"])
+@pytest.mark.parametrize("header", ["Displacement (mm),Load (N)", "depth_abs,force_N", "indentation/mm;load/N",
+                                    "Displacement in mm,Force in N", "depth millimetres,load newtons"])
 def test_a_machine_header_in_the_order_and_unit_read_still_reads(tmp_path, header):
     path = tmp_path / "press.csv"
     path.write_text(header + "\n0.2,0.11\n0.4,0.32\n0.6,0.59\n")
@@ -177,6 +184,8 @@ def test_a_machine_header_in_the_order_and_unit_read_still_reads(tmp_path, heade
     ("stress_Pa,extent", "its header names the columns pressure, extent (stress_Pa, extent)"),
     ("extent, pressure (N/mm2)", "its header names the pressure in N ('pressure (N'"),    # N/mm2 is MPa
     ("extent, pressure [kgf/cm^2]", "its header names the pressure in kgf"),
+    ("extent, pressure kPa", "its header names the pressure in kPa ('pressure kPa')"),
+    ("extent, pressure-megapascals", "its header names the pressure in MPa ('pressure-megapascals')"),
 ])
 def test_a_modulus_table_naming_its_pressure_a_stress_is_read_as_one(tmp_path, header, words):
     """Before: a column named ``stress`` was no pressure to the header checks, so kPa were read as
@@ -359,3 +368,13 @@ def test_a_surface_tolerance_far_below_the_part_is_refused_before_the_remeshing(
     kept = CliRunner().invoke(main, ["build", str(tmp_path / "ball.stl"), "--units", "mm", "--modulus", "1e5",
                                      "--surface-tolerance", "0", "-o", str(out), "--json", "-q"])
     assert kept.exit_code == 0, kept.output
+
+
+@pytest.mark.parametrize("header", ["extent, stress_true", "extent, pressure_at_50C", "extent, pressure (Pa)",
+                                    "extent, pressure in pascals"])
+def test_a_modulus_table_whose_header_names_no_other_unit_reads(tmp_path, header):
+    """Words after the pressure that are no unit (a true stress, a temperature) and Pa itself say
+    nothing: the table reads (a first version refused every word but Pa)."""
+    path = tmp_path / "law.csv"
+    path.write_text(header + "\n0,0\n0.5,100\n1,300\n")
+    assert table_law(path).pressure(1.0) == pytest.approx(300.0)

@@ -150,7 +150,7 @@ def gaps_filled(depth: np.ndarray, kept: np.ndarray, limit: int) -> np.ndarray:
 #: gives, every number would be off by their ratio (100 µm read as 100 mm).
 OTHER_UNITS = {"depth": ("um", "µm", "μm", "micron", "microns", "nm", "dm", "km", "ft", "feet", "mil", "mils",
                          "thou"),
-               "force": ("kgf", "gf", "kp", "g", "kg", "lb", "lbs", "ozf", "oz", "dn", "dyn", "kip", "kips")}
+               "force": ("kgf", "gf", "kp", "g", "kg", "lb", "lbs", "ozf", "oz", "dn", "dan", "dyn", "kip", "kips")}
 
 
 def check_header_units(raw: bytes, units_text: str, path: str) -> None:

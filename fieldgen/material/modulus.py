@@ -23,8 +23,10 @@ from fieldgen.tables import header_unit, read_number_pairs
 
 KINDS = ("linear", "hyperbolic", "table")
 UNIT = "Pa"
-#: Pressure units other than Pa that a table's header may name (``pressure_kPa``): refused, since
-#: a table's pressures are read in Pa. A header word that is no pressure unit says nothing.
+#: Units other than Pa a table's header may name its pressure in (``pressure_kPa``, ``stress
+#: (N/mm2)``: N): refused, since a table's pressures are read in Pa. Any other word says nothing.
+OTHER_PRESSURE_UNITS = frozenset({"kpa", "mpa", "gpa", "hpa", "bar", "mbar", "psi", "ksi", "atm", "torr", "mmhg",
+                                  "n", "kn", "kgf", "lbf", "kp"})
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,7 @@ def table_law(path) -> ModulusLaw:
     pairs, rows, raw = read_number_pairs(path, "extent, pressure",
                                          fix="make every data row two numbers: extent (0..1), pressure in Pa")
     named = header_unit(raw, "pressure")
-    if named is not None and named[0].lower() != UNIT.lower():   # kPa, N/mm2 read as Pa: a law 1000 times too soft
+    if named is not None and named[0].lower() in OTHER_PRESSURE_UNITS:   # kPa read as Pa: a law 1000 times too soft
         raise InputError(f"its header names the pressure in {named[0]} ({named[1]!r}), but a table's pressures "
                          f"are read in {UNIT}", path=str(path),
                          fix=f"give the pressures in {UNIT} (100 kPa as 1e5) and name the column pressure or "
