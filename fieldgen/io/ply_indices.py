@@ -54,7 +54,9 @@ def ply_header(data: bytes) -> tuple[bool, list[tuple[str, int, list[list[str]]]
     elements: list[tuple[str, int, list[list[str]]]] = []
     for line in lines:
         words = line.split()
-        if words[:1] == ["element"] and len(words) == 3 and words[2].isdigit():
+        if words[:1] == ["element"] and (len(words) != 3 or not words[2].isdigit()):
+            return None         # a header this does not understand: trimesh says what it makes of it
+        if words[:1] == ["element"]:
             elements.append((words[1], int(words[2]), []))
         elif words[:1] == ["property"] and elements:
             elements[-1][2].append(words[1:])

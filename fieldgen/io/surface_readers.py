@@ -27,7 +27,7 @@ from fieldgen.install import install_hint
 from fieldgen.io.asset import read_metadata
 from fieldgen.io.gltf_indices import check_index_types
 from fieldgen.io.off_reader import plain_ascii_off, read_off
-from fieldgen.io.ply_indices import check_ascii_indices, check_raw_indices
+from fieldgen.io.ply_indices import check_ascii_indices, check_raw_indices, ply_header
 from fieldgen.io.polygons import split_polygon
 from fieldgen.io.registry import ANY_OTHER, Triangles, reader_for, register_reader
 from fieldgen.meshing.process import scratch_folder
@@ -265,22 +265,11 @@ def _data_lines(text: str) -> list[str]:
 def _ply_declared(data: bytes) -> tuple[list[tuple[str, int]], int] | None:
     """An ASCII PLY's declared ``(element, count)`` pairs and its data lines; None for a binary
     PLY or a header this does not understand (trimesh then reports what it finds)."""
-    end = data.find(b"end_header")
-    if end < 0:
+    header = ply_header(data)
+    if header is None or not header[0]:
         return None
-    header = data[:end].decode("latin-1").splitlines()
-    if not any(line.split()[:2] == ["format", "ascii"] for line in header):
-        return None
-    elements = []
-    for line in header:
-        words = line.split()
-        if words[:1] == ["element"] and len(words) == 3:
-            try:
-                elements.append((words[1], int(words[2])))
-            except ValueError:
-                return None
-    body = data[end + len(b"end_header"):].decode("latin-1")
-    return elements, sum(1 for line in body.splitlines() if line.strip())
+    body = data[header[2]:].decode("latin-1")
+    return [(name, count) for name, count, _ in header[1]], sum(1 for line in body.splitlines() if line.strip())
 
 
 def _off_declared(data: bytes) -> tuple[list[tuple[str, int]], int] | None:
