@@ -31,6 +31,7 @@ from fieldgen.calibrate.data import read_data
 from fieldgen.cli.main import main
 from fieldgen.errors import InputError
 from fieldgen.io.legacy_vtk import check_legacy_vtk
+from fieldgen.io.ply_indices import check_ascii_indices
 from fieldgen.io.surface_readers import read_triangles
 from fieldgen.material.modulus import table_law
 
@@ -378,3 +379,22 @@ def test_a_modulus_table_whose_header_names_no_other_unit_reads(tmp_path, header
     path = tmp_path / "law.csv"
     path.write_text(header + "\n0,0\n0.5,100\n1,300\n")
     assert table_law(path).pressure(1.0) == pytest.approx(300.0)
+
+
+@pytest.mark.parametrize("colour_first", [False, True])
+def test_a_coloured_ply_face_index_that_would_be_cast_is_refused(colour_first):
+    """Faces with a colour beside their list (the common layout, now checked as one array): a
+    non-whole index and one its type cannot hold are refused, whole ones read."""
+    lines = ["3 0 1 2", "3 0 2 3", "3 0 3 1", "3 1 3 2"]
+    props = ["property list uchar int vertex_indices", "property uchar red"]
+    rows = [f"200 {line}" if colour_first else f"{line} 200" for line in lines]
+    head = ("ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\nproperty float z\n"
+            f"element face 4\n{chr(10).join(props[::-1] if colour_first else props)}\nend_header\n"
+            "0 0 0\n1 0 0\n0 1 0\n0 0 1\n")
+    check_ascii_indices("good.ply", (head + "\n".join(rows) + "\n").encode())
+    for bad, words in [("2.5", "2.5, which is not a whole number"), ("300", "300, which its header's index type")]:
+        text = head + "\n".join(rows).replace("0 2 3", f"0 2 {bad}", 1) + "\n"
+        text = text.replace("list uchar int", "list uchar uchar") if bad == "300" else text
+        with pytest.raises(InputError) as error:
+            check_ascii_indices("bad.ply", text.encode())
+        assert "face 2 of 4" in str(error.value) and words in str(error.value)

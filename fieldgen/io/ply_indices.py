@@ -122,20 +122,26 @@ def _check_row(words: list[str], properties: list[list[str]], path: str, face: i
 
 
 def _uniform_held(rows: list[str], properties: list[list[str]]) -> bool:
-    """Whether the face lines, each a single list of one length, hold only counts and indices
-    their types hold (vectorized: a file of millions of faces); False when any does not, or the
-    lines are not of that one simple layout (each line is then walked)."""
-    if len(properties) != 1 or len(properties[0]) != 4 or not rows:
+    """Whether the face lines, each one list of one length among scalar properties (a colour),
+    hold only counts and indices their types hold (vectorized: a file of millions of faces); False
+    when any does not, or the lines are not of that layout (each line is then walked)."""
+    lists = [k for k, p in enumerate(properties) if p[:1] == ["list"]]
+    if len(lists) != 1 or len(properties[lists[0]]) != 4 or not rows \
+            or any(len(p) != 2 for k, p in enumerate(properties) if k != lists[0]):
         return False
     try:
         values = np.array(" ".join(rows).split(), dtype=np.float64)
     except ValueError:
         return False
-    width = int(values[0]) + 1 if values.size and values[0] == int(values[0]) and values[0] >= 0 else 0
-    if width < 2 or values.size != width * len(rows):
+    at = lists[0]                                   # the count's column: one value per scalar before it
+    first = values[at] if values.size > at else -1.0
+    count = int(first) if first == int(first) and first >= 0 else -1
+    width = len(properties) + count
+    if count < 1 or values.size != width * len(rows):
         return False
     table = values.reshape(len(rows), width)
-    return bool((table[:, 0] == width - 1).all() and _held(table[:, 1:].ravel(), properties[0][2]).all())
+    return bool((table[:, at] == count).all() and _held(table[:, at + 1:at + 1 + count].ravel(),
+                                                          properties[at][2]).all())
 
 
 def check_ascii_indices(path: str, data: bytes) -> None:
