@@ -223,7 +223,8 @@ def test_a_file_of_many_notched_polygons_reads_into_triangles_that_cover_each_st
     faces = read.faces
     assert len(faces) == count * (n - 2)
     corners = np.asarray(read.vertices)[faces]
-    areas = 0.5 * np.abs(np.cross(corners[:, 1, :2] - corners[:, 0, :2], corners[:, 2, :2] - corners[:, 0, :2]))
+    u, v = corners[:, 1, :2] - corners[:, 0, :2], corners[:, 2, :2] - corners[:, 0, :2]
+    areas = 0.5 * np.abs(u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0])
     x, y = star[:, 0], star[:, 1]
     star_area = 0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))     # the shoelace formula
     assert np.allclose(areas.reshape(count, n - 2).sum(axis=1), star_area, rtol=1e-5)     # (6 decimals written)
