@@ -134,12 +134,21 @@ def whole_as_written(word: str) -> int:
     return int(word)
 
 
-def _is_number(cell: str) -> bool:
+def is_number(cell: str) -> bool:
+    """Whether ``cell`` holds a number as :func:`number_as_written` reads it."""
     try:
         number_as_written(cell)
     except ValueError:
         return False
     return True
+
+
+def whole_or_none(word: str) -> int | None:
+    """The whole number ``word`` holds (:func:`whole_as_written`), or None."""
+    try:
+        return whole_as_written(word)
+    except ValueError:
+        return None
 
 
 #: The words a header row may name a column by, beside the column's own name: testing machines
@@ -183,7 +192,7 @@ def header_unit(raw: bytes, quantity: str) -> tuple[str, str] | None:
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        if any(_is_number(c) for c in _SPLIT.split(line) if c):
+        if any(is_number(c) for c in _SPLIT.split(line) if c):
             return None                 # the first row is data: no header
         match = named.search(line)
         return (UNIT_NAMES.get(match.group(2).lower(), match.group(2)), match.group(0).strip()) if match else None
@@ -236,7 +245,7 @@ def read_number_pairs(path, columns: str, fix: str) -> tuple[np.ndarray, list[st
             row = [number_as_written(c) for c in cells]
         except ValueError:
             row = None
-        if row is None and first and not any(_is_number(c) for c in cells):
+        if row is None and first and not any(is_number(c) for c in cells):
             first = False            # a header
             check_header_order(cells, columns, path)
             continue

@@ -9,9 +9,8 @@ that does not match the data after it is refused here, naming the section and th
 
 from __future__ import annotations
 
-import re
-
 from fieldgen.errors import InputError
+from fieldgen.tables import is_number, whole_or_none
 
 FIX = ("write the mesh again (Drake's .vtk format: POINTS n, then n points; CELLS n size, then n lines "
        "of a vertex count and that many point numbers, size numbers in all; CELL_TYPES n, then n types)")
@@ -19,19 +18,6 @@ FIX = ("write the mesh again (Drake's .vtk format: POINTS n, then n points; CELL
 #: The section keywords of a legacy unstructured grid (the reader takes them in any case).
 _KEYWORDS = {"POINTS", "CELLS", "CELL_TYPES", "OFFSETS", "CONNECTIVITY", "POINT_DATA", "CELL_DATA",
              "FIELD", "METADATA", "DATASET"}
-_INTEGER = re.compile(r"[+-]?\d+")
-
-
-def _whole(token: str) -> int | None:
-    return int(token) if _INTEGER.fullmatch(token) else None
-
-
-def _number(token: str) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
 
 
 def _section(tokens: list[str], keyword: str) -> int | None:
@@ -53,7 +39,7 @@ def _numbers_after(tokens: list[str], at: int, count: int, path: str, section: s
         held = ended[0] if ended else len(values)
         raise _refuse(path, f"its {section} section declares {count} numbers, but the file holds {held} there "
                             "(cut short, or a count line that is wrong)")
-    if following is not None and _number(following):
+    if following is not None and is_number(following):
         raise _refuse(path, f"its {section} section declares {count} numbers, but more follow them (its count "
                             "line is wrong: the numbers past it would be read as the next section)")
     return values
@@ -62,8 +48,8 @@ def _numbers_after(tokens: list[str], at: int, count: int, path: str, section: s
 def _check_cells(tokens: list[str], at: int, path: str) -> int | None:
     """Check a ``CELLS n size`` section of the classic layout (each cell a count and its point
     numbers); the number of cells, or None for the layout of OFFSETS and CONNECTIVITY."""
-    n, size = _whole(tokens[at + 1]) if at + 1 < len(tokens) else None, \
-        _whole(tokens[at + 2]) if at + 2 < len(tokens) else None
+    n, size = whole_or_none(tokens[at + 1]) if at + 1 < len(tokens) else None, \
+        whole_or_none(tokens[at + 2]) if at + 2 < len(tokens) else None
     if n is None or size is None or n < 0 or size < 0:
         raise _refuse(path, f"its CELLS line ({' '.join(tokens[at:at + 3])}) is not 'CELLS n size' with two counts")
     if at + 3 < len(tokens) and tokens[at + 3].upper() == "OFFSETS":
@@ -71,12 +57,12 @@ def _check_cells(tokens: list[str], at: int, path: str) -> int | None:
     values = _numbers_after(tokens, at + 3, size, path, f"CELLS {n} {size}")
     position = 0
     for cell in range(n):
-        count = _whole(values[position]) if position < size else None
+        count = whole_or_none(values[position]) if position < size else None
         if count is None or count < 0 or position + 1 + count > size:
             found = "its numbers end" if position >= size else f"it has {values[position]!r} as a vertex count"
             raise _refuse(path, f"its CELLS section declares {n} cells in {size} numbers, but at cell {cell + 1} "
                                 f"{found}")
-        if any(_whole(token) is None for token in values[position + 1:position + 1 + count]):
+        if any(whole_or_none(token) is None for token in values[position + 1:position + 1 + count]):
             raise _refuse(path, f"cell {cell + 1} of its CELLS section has a point number that is not a whole number")
         position += 1 + count
     if position != size:
@@ -87,7 +73,7 @@ def _check_cells(tokens: list[str], at: int, path: str) -> int | None:
 def _check_offsets(tokens: list[str], at: int, n: int, size: int, path: str) -> int:
     """Check ``CELLS n size`` of the layout VTK 9 writes (``OFFSETS`` of n numbers, then
     ``CONNECTIVITY`` of size numbers); the number of cells, n - 1."""
-    offsets = [_whole(t) for t in _numbers_after(tokens, at + 5, n, path, f"OFFSETS of CELLS {n} {size}")]
+    offsets = [whole_or_none(t) for t in _numbers_after(tokens, at + 5, n, path, f"OFFSETS of CELLS {n} {size}")]
     connectivity = at + 5 + n
     if connectivity >= len(tokens) or tokens[connectivity].upper() != "CONNECTIVITY":
         raise _refuse(path, f"its OFFSETS section (CELLS {n} {size}) is not followed by CONNECTIVITY")
@@ -96,7 +82,7 @@ def _check_offsets(tokens: list[str], at: int, n: int, size: int, path: str) -> 
         raise _refuse(path, f"its OFFSETS section does not run from 0 to {size} (its CONNECTIVITY's numbers) without "
                             "decreasing: cells would be read past the connectivity")
     values = _numbers_after(tokens, connectivity + 2, size, path, f"CONNECTIVITY of CELLS {n} {size}")
-    if any(_whole(token) is None for token in values):
+    if any(whole_or_none(token) is None for token in values):
         raise _refuse(path, "its CONNECTIVITY section has a point number that is not a whole number")
     return max(n - 1, 0)
 
@@ -110,7 +96,7 @@ def check_legacy_vtk(path: str, data: bytes) -> None:
     tokens = lines[3].decode("latin-1").split()
     points = _section(tokens, "POINTS")
     if points is not None:
-        n = _whole(tokens[points + 1]) if points + 1 < len(tokens) else None
+        n = whole_or_none(tokens[points + 1]) if points + 1 < len(tokens) else None
         if n is None or n < 0:
             raise _refuse(path, "its POINTS line is not 'POINTS n type' with a count")
         _numbers_after(tokens, points + 3, 3 * n, path, f"POINTS {n} (3 x {n} coordinates)")
@@ -118,7 +104,7 @@ def check_legacy_vtk(path: str, data: bytes) -> None:
     cells = None if cells_at is None else _check_cells(tokens, cells_at, path)
     types_at = _section(tokens, "CELL_TYPES")
     if types_at is not None and cells is not None:
-        n = _whole(tokens[types_at + 1]) if types_at + 1 < len(tokens) else None
+        n = whole_or_none(tokens[types_at + 1]) if types_at + 1 < len(tokens) else None
         if n != cells:
             raise _refuse(path, f"its CELL_TYPES section declares {tokens[types_at + 1] if n is not None else 'no'} "
                                 f"types for its {cells} cells")
